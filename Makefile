@@ -1,0 +1,53 @@
+# The course's commands. Each creates .venv (with python3 >= 3.11) when it is missing.
+#   make lab     open the course in JupyterLab (nbgrader extensions enabled)
+#   make test    run the whole test suite
+# Conda users: activate the environment from environment.yml and pass VENV= (empty) to
+# use the active interpreter, e.g. `make test VENV=`.
+
+PYTHON ?= python3
+VENV ?= .venv
+ifeq ($(strip $(VENV)),)
+BIN :=
+STAMP := .conda-installed
+else
+BIN := $(VENV)/bin/
+STAMP := $(VENV)/.installed
+endif
+PORT ?= 8888
+PYTEST_ARGS ?=
+
+.PHONY: lab test install release check-release grade-examples constraints clean help
+.DEFAULT_GOAL := help
+
+help:
+	@echo "make lab      open the course in JupyterLab (http://localhost:$(PORT))"
+	@echo "make test     run the whole test suite"
+	@echo "make release  regenerate notebooks/ (student versions) from solutions/"
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+ifneq ($(strip $(VENV)),)
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; found " + sys.version.split()[0] + ". Run: make PYTHON=python3.11 ...")'
+	@test -x $(BIN)python || $(PYTHON) -m venv $(VENV)
+	$(BIN)python -m pip install --quiet --upgrade pip
+	$(BIN)python -m pip install --quiet -c constraints.txt -e ".[test]"
+else
+	python -m pip install --quiet --no-deps -e .
+endif
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)jupyter lab --port=$(PORT) --ServerApp.root_dir="$(CURDIR)" notebooks/00_start_here/00_start_here.ipynb
+
+test: $(STAMP)
+	$(BIN)python -m pytest $(PYTEST_ARGS)
+
+release: $(STAMP)
+	$(BIN)python -m autograder release
+
+constraints: $(STAMP)
+	{ sed -n "1,3p" constraints.txt; $(BIN)python -m pip freeze --exclude-editable; } > constraints.tmp && mv constraints.tmp constraints.txt
+
+clean:
+	rm -rf $(VENV) .conda-installed .pytest_cache .hypothesis

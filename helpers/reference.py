@@ -1,0 +1,591 @@
+"""The course's reference implementation: a transformer language model in NumPy.
+
+One function per equation, in the order the course teaches them, with the notation of
+the lecture slides (Jurafsky & Martin, *Speech and Language Processing*, ch. 9-10):
+
+    dot products      a . b,  cos(a, b),  X X^T
+    softmax           softmax(z)_i = exp(z_i) / sum_j exp(z_j)
+    self-attention    softmax(X X^T / sqrt(d)) X
+    Q, K, V           Q = X W_Q,  K = X W_K,  V = X W_V
+    attention         softmax(Q K^T / sqrt(d_k) [masked]) V
+    multi-head        (head_1 (+) ... (+) head_h) W_O
+    block (pre-norm)  t1 = LN1(x); t2 = MHA(t1); t3 = t2 + x; t4 = LN2(t3);
+                      t5 = FFN(t4); h = t5 + t3
+    LM                X = E[ids] + P[:N]; blocks; logits = h E^T (tied weights)
+
+Conventions (the exercise contract, ``shared/curriculum.md``):
+
+* row vectors: a sequence is ``X`` of shape ``[N, d]``, one token per row;
+* arrays are ``float64``; every function accepts array-likes (nested lists too);
+* a boolean mask is ``True`` where query ``i`` *may* attend to key ``j``;
+* the attention scale is ``1 / sqrt(d_k)`` with ``d_k = Q.shape[-1]``;
+* layer norm uses the population variance, ``eps`` inside the square root.
+
+Every function checks its input and raises ``ValueError`` naming the problem and the
+shapes involved. On finite input none of them returns NaN or emits a NumPy warning:
+softmax and cross-entropy subtract the maximum, layer norm and cosine similarity rescale
+before squaring, masked scores become exact zeros instead of ``exp(-inf)``.
+
+References: Vaswani et al. (2017) "Attention is all you need"; Radford et al. (2019),
+GPT-2; Jay Mody's picoGPT (the style of one pure function per equation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "dot",
+    "cosine_similarity",
+    "pairwise_scores",
+    "softmax",
+    "simple_self_attention",
+    "project_qkv",
+    "scaled_dot_product_attention",
+    "causal_mask",
+    "cross_attention",
+    "split_heads",
+    "merge_heads",
+    "multi_head_attention",
+    "layer_norm",
+    "feed_forward",
+    "transformer_block",
+    "embed",
+    "lm_head",
+    "language_model_forward",
+    "cross_entropy",
+    "generate",
+    "BLOCK_PARAM_SHAPES",
+]
+
+# ---------------------------------------------------------------------------------------
+# Input checking. Kept apart so that the functions below read like the equations.
+# ---------------------------------------------------------------------------------------
+
+
+def _array(x, name: str, ndim: int | None = None, min_ndim: int | None = None,
+           allow_neg_inf: bool = False) -> np.ndarray:
+    """``x`` as a float64 array, or a ValueError that says what is wrong with it."""
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be an array of numbers ({exc})") from None
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, but has shape {a.shape}")
+    if min_ndim is not None and a.ndim < min_ndim:
+        raise ValueError(f"{name} must be at least {min_ndim}-D, but has shape {a.shape}")
+    bad = np.isnan(a) | (np.isposinf(a) if allow_neg_inf else np.isinf(a))
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name} contains {a[where]} at index {where}; inputs must be finite")
+    return a
+
+
+def _token_ids(token_ids, vocab_size: int, name: str = "token_ids") -> np.ndarray:
+    """A 1-D int array of ids in ``[0, vocab_size)``."""
+    ids = np.asarray(token_ids)
+    if ids.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of ints, but has shape {ids.shape}")
+    if ids.size and not np.issubdtype(ids.dtype, np.integer):
+        as_int = ids.astype(np.int64) if np.issubdtype(ids.dtype, np.number) else None
+        if as_int is None or not np.array_equal(as_int, ids):
+            raise ValueError(f"{name} must hold whole numbers, got dtype {ids.dtype}")
+        ids = as_int
+    ids = ids.astype(np.int64)
+    out = (ids < 0) | (ids >= vocab_size)
+    if out.any():
+        raise ValueError(
+            f"token id {ids[out][0]} is out of range for a vocabulary of {vocab_size}"
+        )
+    return ids
+
+
+def _check_matmul(a_name: str, a: np.ndarray, w_name: str, w: np.ndarray) -> None:
+    if w.ndim != 2:
+        raise ValueError(f"{w_name} must be 2-D, but has shape {w.shape}")
+    if a.shape[-1] != w.shape[0]:
+        raise ValueError(
+            f"cannot multiply {a_name} of shape {a.shape} by {w_name} of shape {w.shape}: "
+            f"{a_name} has {a.shape[-1]} columns but {w_name} has {w.shape[0]} rows"
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# 1. Dot products and similarity
+# ---------------------------------------------------------------------------------------
+
+
+def dot(a, b) -> float:
+    """Dot product of two vectors: ``a . b = sum_i a_i b_i``.
+
+    a, b: ``[n]``. Returns a Python float.
+    """
+    a = _array(a, "a", ndim=1)
+    b = _array(b, "b", ndim=1)
+    if a.shape != b.shape:
+        raise ValueError(f"a has length {a.shape[0]} but b has length {b.shape[0]}")
+    return float(a @ b)
+
+
+def cosine_similarity(a, b) -> float:
+    """Cosine of the angle between two vectors: ``a . b / (|a| |b|)``, in ``[-1, 1]``.
+
+    a, b: ``[n]``, neither all zeros. Returns a Python float.
+    Each vector is first divided by its largest absolute entry (the cosine does not
+    change), so that squaring cannot overflow or underflow.
+    """
+    a = _array(a, "a", ndim=1)
+    b = _array(b, "b", ndim=1)
+    if a.shape != b.shape:
+        raise ValueError(f"a has length {a.shape[0]} but b has length {b.shape[0]}")
+    for name, v in (("a", a), ("b", b)):
+        if not v.any():
+            raise ValueError(f"cosine similarity is undefined: {name} is the zero vector")
+    a = a / np.abs(a).max()                                      # [n], max |a_i| = 1
+    b = b / np.abs(b).max()                                      # [n]
+    cos = (a @ b) / (np.linalg.norm(a) * np.linalg.norm(b))      # scalar
+    return float(np.clip(cos, -1.0, 1.0))
+
+
+def pairwise_scores(X) -> np.ndarray:
+    """All dot products between the rows of ``X``: ``S = X X^T``, ``S[i, j] = x_i . x_j``.
+
+    X: ``[N, d]``. Returns ``[N, N]``.
+    """
+    X = _array(X, "X", ndim=2)
+    return X @ X.T                                               # [N, d] @ [d, N] -> [N, N]
+
+
+# ---------------------------------------------------------------------------------------
+# 2. Softmax
+# ---------------------------------------------------------------------------------------
+
+
+def softmax(z, axis: int = -1) -> np.ndarray:
+    """Softmax along ``axis``: ``softmax(z)_i = exp(z_i) / sum_j exp(z_j)``.
+
+    z: any shape. Returns the same shape; entries in ``[0, 1]`` that sum to 1 along
+    ``axis``. Stable for any finite input: ``softmax(z) = softmax(z - max(z))``, so the
+    largest exponent is ``exp(0) = 1``. Entries of ``-inf`` get probability exactly 0
+    (that is how masked scores arrive); a slice that is all ``-inf`` is an error.
+    """
+    z = _array(z, "z", allow_neg_inf=True)
+    if z.ndim == 0:
+        raise ValueError("softmax needs at least one axis; got a scalar")
+    if not -z.ndim <= axis < z.ndim:
+        raise ValueError(f"axis {axis} is out of range for z of shape {z.shape}")
+    if z.shape[axis] == 0:
+        raise ValueError(f"softmax over an empty axis {axis} (z has shape {z.shape})")
+    z_max = z.max(axis=axis, keepdims=True)                      # [..., 1, ...]
+    if np.isneginf(z_max).any():
+        raise ValueError("softmax is undefined where every entry along the axis is -inf")
+    e = np.exp(z - z_max)                                        # same shape, in [0, 1]
+    return e / e.sum(axis=axis, keepdims=True)                   # sum >= 1: no 0/0
+
+
+# ---------------------------------------------------------------------------------------
+# 3. Simple self-attention (no weights): the slides' "bird's-eye view"
+# ---------------------------------------------------------------------------------------
+
+
+def simple_self_attention(X) -> np.ndarray:
+    """Self-attention with no learned weights: ``softmax(X X^T / sqrt(d)) X``.
+
+    X: ``[N, d]``. Returns ``[N, d]``: row ``i`` is the average of all rows of ``X``,
+    weighted by how similar they are to ``x_i``. No mask: every token sees every token.
+    """
+    X = _array(X, "X", ndim=2)
+    d = X.shape[-1]
+    scores = X @ X.T / np.sqrt(d)                                # [N, N]
+    weights = softmax(scores, axis=-1)                           # [N, N], rows sum to 1
+    return weights @ X                                           # [N, N] @ [N, d] -> [N, d]
+
+
+# ---------------------------------------------------------------------------------------
+# 4. Queries, keys, values and scaled dot-product attention
+# ---------------------------------------------------------------------------------------
+
+
+def project_qkv(X, W_Q, W_K, W_V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Queries, keys and values of a sequence: ``Q = X W_Q, K = X W_K, V = X W_V``.
+
+    X: ``[N, d]``; W_Q, W_K: ``[d, d_k]``; W_V: ``[d, d_v]``.
+    Returns ``(Q [N, d_k], K [N, d_k], V [N, d_v])``.
+    """
+    X = _array(X, "X", min_ndim=2)
+    out = []
+    for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
+        W = _array(W, name, ndim=2)
+        _check_matmul("X", X, name, W)
+        out.append(X @ W)                                        # [N, d] @ [d, d_*]
+    Q, K, V = out
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(f"W_K has d_k={K.shape[-1]} columns but W_Q has d_k={Q.shape[-1]}")
+    return Q, K, V
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None) -> tuple[np.ndarray, np.ndarray]:
+    """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, optionally masked.
+
+    Q: ``[..., N_q, d_k]``, K: ``[..., N_k, d_k]``, V: ``[..., N_k, d_v]``; leading batch
+    (or head) dimensions broadcast. mask: bool, broadcastable to ``[..., N_q, N_k]``,
+    ``True`` where query ``i`` may attend to key ``j``; the weights of masked pairs are
+    exactly 0 and every query must be allowed at least one key.
+
+    Returns ``(output [..., N_q, d_v], weights [..., N_q, N_k])``; each row of
+    ``weights`` sums to 1.
+    """
+    Q = _array(Q, "Q", min_ndim=2)
+    K = _array(K, "K", min_ndim=2)
+    V = _array(V, "V", min_ndim=2)
+    if K.shape[-1] != Q.shape[-1]:
+        raise ValueError(f"K has d_k={K.shape[-1]} but Q has d_k={Q.shape[-1]}")
+    if V.shape[-2] != K.shape[-2]:
+        raise ValueError(
+            f"V has {V.shape[-2]} rows (keys' values) but K has N_k={K.shape[-2]} keys"
+        )
+    d_k = Q.shape[-1]
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)           # [..., N_q, N_k]
+    if mask is not None:
+        mask = np.asarray(mask)
+        if mask.dtype != bool:
+            if not np.isin(mask, (0, 1)).all():
+                raise ValueError("mask must be boolean (True = may attend), or 0/1")
+            mask = mask.astype(bool)
+        try:
+            mask = np.broadcast_to(mask, scores.shape)           # [..., N_q, N_k]
+        except ValueError:
+            raise ValueError(
+                f"mask shape {mask.shape} does not match scores {scores.shape}"
+            ) from None
+        empty = ~mask.any(axis=-1)                               # [..., N_q]
+        if empty.any():
+            row = tuple(int(i) for i in np.argwhere(empty)[0])
+            raise ValueError(f"mask lets query {row} attend to no key at all")
+        scores = np.where(mask, scores, -np.inf)                 # masked -> -inf
+    weights = softmax(scores, axis=-1)                           # [..., N_q, N_k]
+    return weights @ V, weights                                  # [..., N_q, d_v]
+
+
+# ---------------------------------------------------------------------------------------
+# 5. Masking and cross-attention
+# ---------------------------------------------------------------------------------------
+
+
+def causal_mask(n: int) -> np.ndarray:
+    """Left-to-right mask for a decoder: ``mask[i, j] = (j <= i)``.
+
+    Returns bool ``[n, n]``, lower-triangular: query ``i`` may attend to itself and to
+    earlier keys, never to later ones.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    return np.tril(np.ones((n, n), dtype=bool))                  # [n, n]
+
+
+def cross_attention(X_dec, H_enc, W_Q, W_K, W_V) -> np.ndarray:
+    """Encoder-decoder attention: queries from the decoder, keys and values from the encoder.
+
+    ``Q = X_dec W_Q``, ``K = H_enc W_K``, ``V = H_enc W_V``,
+    ``output = softmax(Q K^T / sqrt(d_k)) V``; no mask (the encoder's output is complete).
+
+    X_dec: ``[N_dec, d]``, H_enc: ``[N_enc, d_enc]``, W_Q: ``[d, d_k]``,
+    W_K: ``[d_enc, d_k]``, W_V: ``[d_enc, d_v]``. Returns ``[N_dec, d_v]``.
+    """
+    X_dec = _array(X_dec, "X_dec", ndim=2)
+    H_enc = _array(H_enc, "H_enc", ndim=2)
+    W_Q = _array(W_Q, "W_Q", ndim=2)
+    W_K = _array(W_K, "W_K", ndim=2)
+    W_V = _array(W_V, "W_V", ndim=2)
+    _check_matmul("X_dec", X_dec, "W_Q", W_Q)
+    _check_matmul("H_enc", H_enc, "W_K", W_K)
+    _check_matmul("H_enc", H_enc, "W_V", W_V)
+    Q = X_dec @ W_Q                                              # [N_dec, d_k]
+    K = H_enc @ W_K                                              # [N_enc, d_k]
+    V = H_enc @ W_V                                              # [N_enc, d_v]
+    output, _ = scaled_dot_product_attention(Q, K, V)            # [N_dec, d_v]
+    return output
+
+
+# ---------------------------------------------------------------------------------------
+# 6. Multi-head attention
+# ---------------------------------------------------------------------------------------
+
+
+def split_heads(X, n_heads: int) -> np.ndarray:
+    """Split the columns of ``X`` into ``n_heads`` heads of width ``d_h = d / n_heads``.
+
+    X: ``[..., N, d]``. Returns ``[..., n_heads, N, d_h]``; head ``c`` holds columns
+    ``c*d_h : (c+1)*d_h``.
+    """
+    X = _array(X, "X", min_ndim=2)
+    d = X.shape[-1]
+    _check_heads(n_heads, d)
+    d_h = d // n_heads
+    H = X.reshape(*X.shape[:-1], n_heads, d_h)                   # [..., N, n_heads, d_h]
+    return np.swapaxes(H, -2, -3)                                # [..., n_heads, N, d_h]
+
+
+def merge_heads(H) -> np.ndarray:
+    """Concatenate heads side by side: the inverse of :func:`split_heads`.
+
+    H: ``[..., n_heads, N, d_h]``. Returns ``[..., N, n_heads * d_h]``.
+    """
+    H = _array(H, "H", min_ndim=3)
+    X = np.swapaxes(H, -2, -3)                                   # [..., N, n_heads, d_h]
+    return X.reshape(*X.shape[:-2], X.shape[-2] * X.shape[-1])   # [..., N, n_heads*d_h]
+
+
+def _check_heads(n_heads, d_model: int) -> None:
+    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
+        raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
+    if d_model % n_heads:
+        raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads: int, causal: bool = True) -> np.ndarray:
+    """Multi-head self-attention: ``MHA(X) = (head_1 (+) ... (+) head_h) W_O``.
+
+    ``head_c = Attention(X W_Q^c, X W_K^c, X W_V^c)`` where ``W_*^c`` is column block
+    ``c`` of ``W_*`` (width ``d_h = d_model / n_heads``), scaled by ``1 / sqrt(d_h)``,
+    and causal (query ``i`` sees keys ``j <= i``) unless ``causal=False``.
+
+    X: ``[..., N, d_model]``; W_Q, W_K, W_V, W_O: ``[d_model, d_model]``.
+    Returns ``[..., N, d_model]``.
+    """
+    X = _array(X, "X", min_ndim=2)
+    d_model = X.shape[-1]
+    _check_heads(n_heads, d_model)
+    for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V), ("W_O", W_O)):
+        if np.shape(W) != (d_model, d_model):
+            raise ValueError(
+                f"{name} must be [d_model, d_model] = {(d_model, d_model)}, "
+                f"but has shape {np.shape(W)}"
+            )
+    W_O = _array(W_O, "W_O")
+    Q, K, V = project_qkv(X, W_Q, W_K, W_V)                      # each [..., N, d_model]
+    Qh = split_heads(Q, n_heads)                                 # [..., h, N, d_h]
+    Kh = split_heads(K, n_heads)                                 # [..., h, N, d_h]
+    Vh = split_heads(V, n_heads)                                 # [..., h, N, d_h]
+    mask = causal_mask(X.shape[-2]) if causal else None          # [N, N] or None
+    heads, _ = scaled_dot_product_attention(Qh, Kh, Vh, mask)    # [..., h, N, d_h]
+    return merge_heads(heads) @ W_O                              # [..., N, d_model]
+
+
+# ---------------------------------------------------------------------------------------
+# 7. The transformer block
+# ---------------------------------------------------------------------------------------
+
+
+def layer_norm(x, gamma, beta, eps: float = 1e-5) -> np.ndarray:
+    """Layer norm over the last axis: ``gamma * (x - mu) / sqrt(sigma^2 + eps) + beta``.
+
+    ``mu`` and ``sigma^2`` are the mean and the *population* variance (divide by ``d``)
+    of each vector. x: ``[..., d]``; gamma, beta: ``[d]``. Returns ``[..., d]``.
+    Each row is first divided by its largest deviation from the mean (and ``eps`` by
+    its square), which changes nothing mathematically but keeps the squares finite.
+    """
+    x = _array(x, "x", min_ndim=1)
+    gamma = _array(gamma, "gamma", ndim=1)
+    beta = _array(beta, "beta", ndim=1)
+    d = x.shape[-1]
+    for name, p in (("gamma", gamma), ("beta", beta)):
+        if p.shape != (d,):
+            raise ValueError(f"{name} has shape {p.shape} but x has d={d} features")
+    if not (np.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+    mu = x.mean(axis=-1, keepdims=True)                          # [..., 1]
+    dev = x - mu                                                 # [..., d]
+    s = np.abs(dev).max(axis=-1, keepdims=True)                  # [..., 1], scale
+    s = np.where(s > 0, s, 1.0)                                  # constant rows: no 0/0
+    u = dev / s                                                  # [..., d], |u| <= 1
+    var_u = (u * u).mean(axis=-1, keepdims=True)                 # [..., 1] = var / s^2
+    with np.errstate(under="ignore"):
+        eps_u = eps / (s * s)                                    # [..., 1] = eps / s^2
+    denom = np.sqrt(var_u + eps_u)                               # [..., 1]
+    if eps == 0 and (denom == 0).any():
+        raise ValueError("layer norm of a constant vector with eps=0 divides by zero")
+    return gamma * (u / denom) + beta                            # [..., d]
+
+
+def feed_forward(x, W1, b1, W2, b2) -> np.ndarray:
+    """Position-wise feed-forward network: ``FFN(x) = ReLU(x W1 + b1) W2 + b2``.
+
+    x: ``[N, d]``; W1: ``[d, d_ff]``; b1: ``[d_ff]``; W2: ``[d_ff, d]``; b2: ``[d]``.
+    Returns ``[N, d]``.
+    """
+    x = _array(x, "x", min_ndim=1)
+    W1 = _array(W1, "W1", ndim=2)
+    b1 = _array(b1, "b1", ndim=1)
+    W2 = _array(W2, "W2", ndim=2)
+    b2 = _array(b2, "b2", ndim=1)
+    _check_matmul("x", x, "W1", W1)
+    if b1.shape != (W1.shape[1],):
+        raise ValueError(f"b1 has shape {b1.shape} but W1 has d_ff={W1.shape[1]} columns")
+    if W2.shape[0] != W1.shape[1]:
+        raise ValueError(f"W2 has {W2.shape[0]} rows but W1 has d_ff={W1.shape[1]} columns")
+    if b2.shape != (W2.shape[1],):
+        raise ValueError(f"b2 has shape {b2.shape} but W2 has {W2.shape[1]} columns")
+    hidden = np.maximum(0.0, x @ W1 + b1)                        # [N, d_ff], ReLU
+    return hidden @ W2 + b2                                      # [N, d]
+
+
+#: The parameters of one transformer block, as shapes in terms of ``d`` and ``d_ff``.
+BLOCK_PARAM_SHAPES = {
+    "ln1_gamma": ("d",), "ln1_beta": ("d",),
+    "W_Q": ("d", "d"), "W_K": ("d", "d"), "W_V": ("d", "d"), "W_O": ("d", "d"),
+    "ln2_gamma": ("d",), "ln2_beta": ("d",),
+    "W1": ("d", "d_ff"), "b1": ("d_ff",), "W2": ("d_ff", "d"), "b2": ("d",),
+}
+
+
+def _check_params(params, required, what: str) -> None:
+    if not isinstance(params, dict):
+        raise ValueError(f"{what} must be a dict, got {type(params).__name__}")
+    missing = [k for k in required if k not in params]
+    if missing:
+        raise ValueError(f"{what} is missing {', '.join(missing)}")
+
+
+def transformer_block(x, params, n_heads: int, causal: bool = True) -> np.ndarray:
+    """One pre-norm transformer block, exactly the slides' equations:
+
+        t1 = LayerNorm1(x)
+        t2 = MultiHeadAttention(t1)
+        t3 = t2 + x                 (residual)
+        t4 = LayerNorm2(t3)
+        t5 = FFN(t4)
+        h  = t5 + t3                (residual)
+
+    x: ``[N, d]``; params: dict with ``ln1_gamma, ln1_beta, W_Q, W_K, W_V, W_O,
+    ln2_gamma, ln2_beta, W1, b1, W2, b2`` (shapes in ``BLOCK_PARAM_SHAPES``).
+    Returns ``h``, ``[N, d]``.
+    """
+    _check_params(params, BLOCK_PARAM_SHAPES, "params")
+    p = params
+    x = _array(x, "x", min_ndim=2)
+    t1 = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])            # [N, d]
+    t2 = multi_head_attention(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"],
+                              n_heads, causal=causal)            # [N, d]
+    t3 = t2 + x                                                  # [N, d]
+    t4 = layer_norm(t3, p["ln2_gamma"], p["ln2_beta"])           # [N, d]
+    t5 = feed_forward(t4, p["W1"], p["b1"], p["W2"], p["b2"])    # [N, d]
+    return t5 + t3                                               # [N, d]
+
+
+# ---------------------------------------------------------------------------------------
+# 8. Embeddings and the language-model head
+# ---------------------------------------------------------------------------------------
+
+
+def embed(token_ids, E, P) -> np.ndarray:
+    """Token plus position embeddings: ``X = E[ids] + P[:N]``.
+
+    token_ids: ``[N]`` ints in ``[0, V)``; E: ``[V, d]``; P: ``[n_ctx, d]`` with
+    ``N <= n_ctx``. Returns ``[N, d]``: row ``i`` is ``E[ids[i]] + P[i]``.
+    """
+    E = _array(E, "E", ndim=2)
+    P = _array(P, "P", ndim=2)
+    if P.shape[1] != E.shape[1]:
+        raise ValueError(f"P has d={P.shape[1]} columns but E has d={E.shape[1]}")
+    ids = _token_ids(token_ids, E.shape[0])                      # [N]
+    if len(ids) > P.shape[0]:
+        raise ValueError(
+            f"a sequence of {len(ids)} tokens is longer than the context n_ctx={P.shape[0]}"
+        )
+    return E[ids] + P[: len(ids)]                                # [N, d]
+
+
+def lm_head(h, E) -> np.ndarray:
+    """Unembedding with tied weights: ``logits = h E^T``.
+
+    h: ``[N, d]``; E: ``[V, d]`` (the token embedding matrix). Returns ``[N, V]``:
+    ``logits[i, v]`` is the dot product of position ``i``'s vector with token ``v``'s
+    embedding.
+    """
+    h = _array(h, "h", min_ndim=1)
+    E = _array(E, "E", ndim=2)
+    if h.shape[-1] != E.shape[1]:
+        raise ValueError(f"h has d={h.shape[-1]} but E has d={E.shape[1]}")
+    return h @ E.T                                               # [N, d] @ [d, V] -> [N, V]
+
+
+def language_model_forward(token_ids, params, n_heads: int) -> np.ndarray:
+    """A decoder-only transformer language model, token ids to next-token logits.
+
+        X = E[ids] + P[:N]
+        h = block_L( ... block_1(X))          (all causal)
+        h = LayerNorm_f(h)                    (if ln_f_gamma / ln_f_beta are given)
+        logits = h E^T
+
+    token_ids: ``[N]``; params: dict with ``E [V, d]``, ``P [n_ctx, d]``, ``blocks``
+    (a list of block parameter dicts, see :func:`transformer_block`) and optionally
+    ``ln_f_gamma, ln_f_beta [d]``. Returns logits ``[N, V]``: row ``i`` scores the token
+    that follows ``token_ids[: i + 1]``.
+    """
+    _check_params(params, ("E", "P", "blocks"), "params")
+    h = embed(token_ids, params["E"], params["P"])               # [N, d]
+    for block in params["blocks"]:
+        h = transformer_block(h, block, n_heads, causal=True)    # [N, d]
+    if "ln_f_gamma" in params or "ln_f_beta" in params:
+        _check_params(params, ("ln_f_gamma", "ln_f_beta"), "params")
+        h = layer_norm(h, params["ln_f_gamma"], params["ln_f_beta"])  # [N, d]
+    return lm_head(h, params["E"])                               # [N, V]
+
+
+def cross_entropy(logits, targets) -> float:
+    """Mean negative log-likelihood of the targets:
+    ``mean_i [ -log softmax(logits[i])[targets[i]] ]``.
+
+    ``-log softmax(z)[t] = logsumexp(z) - z[t]``, with ``logsumexp(z) = m + log sum
+    exp(z - m)`` and ``m = max(z)``: stable for any finite logits.
+    logits: ``[N, V]``; targets: ``[N]`` ints in ``[0, V)``. Returns a float (nats).
+    ``exp(cross_entropy)`` is the perplexity.
+    """
+    logits = _array(logits, "logits", ndim=2)
+    N, V = logits.shape
+    targets = _token_ids(targets, V, name="targets")             # [N]
+    if targets.shape != (N,):
+        raise ValueError(f"targets has {targets.shape[0]} entries but logits has {N} rows")
+    if N == 0:
+        raise ValueError("cross-entropy of zero predictions is undefined")
+    m = logits.max(axis=-1, keepdims=True)                       # [N, 1]
+    lse = m[:, 0] + np.log(np.exp(logits - m).sum(axis=-1))      # [N]
+    return float(np.mean(lse - logits[np.arange(N), targets]))   # scalar
+
+
+def generate(token_ids, params, n_heads: int, n_new: int, temperature: float = 0.0,
+             rng=None) -> np.ndarray:
+    """Extend a prompt by ``n_new`` tokens, one at a time (autoregressive decoding).
+
+    At each step the model reads the last ``n_ctx`` tokens and scores the next one.
+    ``temperature == 0``: take the argmax (greedy). Otherwise sample from
+    ``softmax(logits / temperature)`` with ``rng``, a ``numpy.random.Generator``
+    (a fresh unseeded one when ``None``).
+
+    Returns a 1-D int array: the prompt followed by the ``n_new`` new ids.
+    """
+    if "E" not in params or "P" not in params:
+        _check_params(params, ("E", "P", "blocks"), "params")
+    V = np.shape(params["E"])[0]
+    n_ctx = np.shape(params["P"])[0]
+    ids = _token_ids(token_ids, V)                               # [N]
+    if len(ids) == 0:
+        raise ValueError("generate needs a prompt of at least one token")
+    if isinstance(n_new, bool) or not isinstance(n_new, (int, np.integer)) or n_new < 0:
+        raise ValueError(f"n_new must be an int >= 0, got {n_new!r}")
+    if not (np.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
+    if temperature > 0 and rng is None:
+        rng = np.random.default_rng()
+    for _ in range(n_new):
+        logits = language_model_forward(ids[-n_ctx:], params, n_heads)[-1]  # [V]
+        if temperature == 0:
+            next_id = int(np.argmax(logits))
+        else:
+            with np.errstate(over="ignore"):                     # tiny T: -> -inf, p=0
+                scaled = (logits - logits.max()) / temperature   # [V], <= 0
+            probs = softmax(scaled)                              # [V]
+            next_id = int(rng.choice(V, p=probs))
+        ids = np.append(ids, next_id)                            # [N + 1]
+    return ids
