@@ -15,6 +15,7 @@ STAMP := $(VENV)/.installed
 endif
 PORT ?= 8888
 PYTEST_ARGS ?=
+LAB_ARGS ?=
 
 .PHONY: lab test install release check-release grade-examples constraints clean help
 .DEFAULT_GOAL := help
@@ -37,8 +38,13 @@ else
 endif
 	@touch $(STAMP)
 
+# As root (containers, CI) Jupyter refuses to start without --allow-root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
+
 lab: $(STAMP)
-	$(BIN)jupyter lab --port=$(PORT) --ServerApp.root_dir="$(CURDIR)" notebooks/00_start_here/00_start_here.ipynb
+	@mkdir -p autograder/work
+	PATH="$(CURDIR)/$(BIN):$$PATH" JUPYTER_CONFIG_PATH="$(CURDIR)/autograder" $(BIN)jupyter lab --port=$(PORT) $(ROOT_FLAG) \
+		--ServerApp.root_dir="$(CURDIR)" $(LAB_ARGS) notebooks/00_start_here/00_start_here.ipynb
 
 test: $(STAMP)
 	$(BIN)python -m pytest $(PYTEST_ARGS)

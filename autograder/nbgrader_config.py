@@ -1,0 +1,27 @@
+"""nbgrader configuration for this course (read by JupyterLab's nbgrader extensions).
+
+`make lab` puts this folder on JUPYTER_CONFIG_PATH, so the Formgrader and "Validate"
+see the course: solutions/ is nbgrader's source folder and notebooks/ its release folder.
+The grading command line (`python -m autograder`) does not read this file: it passes every
+setting explicitly and keeps its gradebooks in temporary folders (see autograder/release.py).
+"""
+
+from pathlib import Path
+
+c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
+
+ROOT = Path(__file__).resolve().parent.parent
+c.CourseDirectory.course_id = "transformers"
+c.CourseDirectory.root = str(ROOT)
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "notebooks"
+c.CourseDirectory.submitted_directory = "autograder/work/submitted"
+c.CourseDirectory.autograded_directory = "autograder/work/autograded"
+c.CourseDirectory.feedback_directory = "autograder/work/feedback"
+c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'autograder' / 'work' / 'gradebook.db'}"
+# Feedback must never show hidden tests (nbgrader-notes.md).
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
