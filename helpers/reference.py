@@ -179,7 +179,9 @@ def softmax(z, axis: int = -1) -> np.ndarray:
     z_max = z.max(axis=axis, keepdims=True)                      # [..., 1, ...]
     if np.isneginf(z_max).any():
         raise ValueError("softmax is undefined where every entry along the axis is -inf")
-    e = np.exp(z - z_max)                                        # same shape, in [0, 1]
+    with np.errstate(over="ignore"):                             # a gap wider than the
+        shifted = z - z_max                                      # float range -> -inf
+    e = np.exp(shifted)                                          # same shape, in [0, 1]
     return e / e.sum(axis=axis, keepdims=True)                   # sum >= 1: no 0/0
 
 
@@ -382,8 +384,10 @@ def layer_norm(x, gamma, beta, eps: float = 1e-5) -> np.ndarray:
 
     ``mu`` and ``sigma^2`` are the mean and the *population* variance (divide by ``d``)
     of each vector. x: ``[..., d]``; gamma, beta: ``[d]``. Returns ``[..., d]``.
-    Each row is first divided by its largest deviation from the mean (and ``eps`` by
-    its square), which changes nothing mathematically but keeps the squares finite.
+    Each row is first scaled by a power of two above its largest entry (exact), then
+    divided by its largest deviation from the mean (and ``eps`` by the square of both
+    scales). That changes nothing mathematically but keeps every square finite and
+    nonzero, for rows near 1e300 as well as rows near 1e-300.
     """
     x = _array(x, "x", min_ndim=1)
     gamma = _array(gamma, "gamma", ndim=1)
@@ -394,18 +398,31 @@ def layer_norm(x, gamma, beta, eps: float = 1e-5) -> np.ndarray:
             raise ValueError(f"{name} has shape {p.shape} but x has d={d} features")
     if not (np.isfinite(eps) and eps >= 0):
         raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
-    mu = x.mean(axis=-1, keepdims=True)                          # [..., 1]
-    dev = x - mu                                                 # [..., d]
+    _, e = np.frexp(np.abs(x).max(axis=-1, keepdims=True))       # [..., 1], |x| < 2**e
+    xs = np.ldexp(x, -e)                                         # [..., d], |xs| < 1, exact
+    mu = xs.mean(axis=-1, keepdims=True)                         # [..., 1]
+    dev = xs - mu                                                # [..., d], |dev| < 2
     s = np.abs(dev).max(axis=-1, keepdims=True)                  # [..., 1], scale
     s = np.where(s > 0, s, 1.0)                                  # constant rows: no 0/0
     u = dev / s                                                  # [..., d], |u| <= 1
-    var_u = (u * u).mean(axis=-1, keepdims=True)                 # [..., 1] = var / s^2
-    with np.errstate(under="ignore"):
-        eps_u = eps / (s * s)                                    # [..., 1] = eps / s^2
-    denom = np.sqrt(var_u + eps_u)                               # [..., 1]
-    if eps == 0 and (denom == 0).any():
-        raise ValueError("layer norm of a constant vector with eps=0 divides by zero")
-    return gamma * (u / denom) + beta                            # [..., d]
+    var_u = (u * u).mean(axis=-1, keepdims=True)                 # [..., 1] = var / r^2
+    with np.errstate(under="ignore", over="ignore"):             # r = s * 2**e, true scale
+        eps_u = np.ldexp(eps / s / s, -2 * e)                    # [..., 1] = eps / r^2
+    denom = np.sqrt(var_u + eps_u)                               # [..., 1], 0 iff u == 0
+    if (denom == 0).any():
+        if eps == 0:
+            raise ValueError("layer norm of a constant vector with eps=0 divides by zero")
+        denom = np.where(denom > 0, denom, 1.0)                  # constant rows -> beta
+    y = u / denom                                                # [..., d], normalized
+    if eps > 0 and (eps_u > 1).any():
+        # Rows whose deviations are far below sqrt(eps), where eps_u may have overflowed:
+        # in true units, y = (u r) / sqrt(var_u r^2 + eps), and r^2 < eps cannot overflow.
+        e_small = np.where(eps_u > 1, e, 0)                      # [..., 1]
+        with np.errstate(under="ignore"):
+            y_small = (np.ldexp(u * s, e_small)                  # [..., d]
+                       / np.sqrt(eps + np.ldexp(var_u * s * s, 2 * e_small)))
+        y = np.where(eps_u > 1, y_small, y)                      # [..., d]
+    return gamma * y + beta                                      # [..., d]
 
 
 def feed_forward(x, W1, b1, W2, b2) -> np.ndarray:
@@ -550,8 +567,11 @@ def cross_entropy(logits, targets) -> float:
     if N == 0:
         raise ValueError("cross-entropy of zero predictions is undefined")
     m = logits.max(axis=-1, keepdims=True)                       # [N, 1]
-    lse = m[:, 0] + np.log(np.exp(logits - m).sum(axis=-1))      # [N]
-    return float(np.mean(lse - logits[np.arange(N), targets]))   # scalar
+    with np.errstate(over="ignore"):                             # gaps beyond the float
+        shifted = logits - m                                     # range -> -inf: [N, V]
+        nll = (np.log(np.exp(shifted).sum(axis=-1))              # logsumexp(z) - m
+               - shifted[np.arange(N), targets])                 # - (z_t - m): [N], >= 0
+    return float(np.sum(nll / N))                                # mean; no overflow in sum
 
 
 def generate(token_ids, params, n_heads: int, n_new: int, temperature: float = 0.0,
