@@ -1,0 +1,179 @@
+"""Interactive explorers for the notebooks, each with a static picture as fallback.
+
+An :class:`Explorer` is a picture with controls: a function ``draw(**values) -> Figure``
+(usually from :mod:`helpers.plots`) and a few named controls (:class:`Slider`,
+:class:`Choice`). Displaying it gives one output that carries two views:
+
+* an ipywidgets view (controls above the picture, redrawn when a control moves), which
+  JupyterLab and Notebook show when the widgets front end is available;
+* a PNG of the current state, which everything else shows: an HTML export without
+  widget state, GitHub's viewer, a front end without the widgets extension.
+
+So the picture is never missing, and a notebook cell that builds an explorer stays one
+line long: ``widgets.softmax_temperature_explorer()``.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from helpers import plots
+
+try:  # ipywidgets is a course dependency; without it explorers still show their picture
+    import ipywidgets
+except ImportError:  # pragma: no cover - exercised only in a broken environment
+    ipywidgets = None
+
+#: Whether explorers show controls: ``None`` decides per display (see
+#: :func:`frontend_can_interact`); ``True`` or ``False`` forces one way.
+INTERACTIVE: bool | None = None
+
+
+# ---------------------------------------------------------------------------------------
+# Shared machinery
+# ---------------------------------------------------------------------------------------
+
+
+def frontend_can_interact() -> bool:
+    """Whether the code runs in a kernel driven by a person, who can move a slider.
+
+    A notebook front end (JupyterLab, Notebook, VS Code) lets the kernel ask for input;
+    a headless executor (``nbconvert --execute``, nbclient, nbgrader, papermill) does
+    not. In the headless case an explorer shows only its picture: no one can move its
+    controls, and a stored widget would hide the picture in an HTML export.
+    ``INTERACTIVE = True/False`` overrides the guess.
+    """
+    if INTERACTIVE is not None:
+        return INTERACTIVE and ipywidgets is not None
+    if ipywidgets is None:
+        return False
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipykernel
+        return False
+    kernel = getattr(get_ipython(), "kernel", None)
+    return bool(getattr(kernel, "_allow_stdin", False))
+
+
+@dataclass(frozen=True)
+class Slider:
+    """A numeric control: a slider from ``min`` to ``max`` in steps of ``step``."""
+
+    label: str
+    min: float
+    max: float
+    step: float
+    value: float
+    readout_format: str = ".2f"
+
+    def widget(self):
+        return ipywidgets.FloatSlider(
+            value=self.value, min=self.min, max=self.max, step=self.step,
+            description=self.label, readout_format=self.readout_format,
+            continuous_update=True, style={"description_width": "initial"},
+            layout=ipywidgets.Layout(width="360px"),
+        )
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A choice among ``options``: values, or ``(label, value)`` pairs."""
+
+    label: str
+    options: Sequence[Any]
+    value: Any
+
+    def widget(self):
+        return ipywidgets.Dropdown(
+            options=list(self.options), value=self.value, description=self.label,
+            style={"description_width": "initial"},
+        )
+
+
+class Explorer:
+    """A picture that redraws when its controls change, with a PNG fallback.
+
+    draw: ``draw(**values) -> matplotlib Figure``, called with one keyword per control.
+    controls: ``{keyword: Slider | Choice}``, in display order.
+    title: one line shown above the controls (and in the plain-text view).
+
+    ``explorer.update(name=value, ...)`` sets controls from code (the widget view
+    follows); ``explorer.png()`` is the current picture as PNG bytes.
+    """
+
+    def __init__(self, draw: Callable[..., Any], controls: dict[str, Slider | Choice],
+                 title: str = "explorer"):
+        self.draw = draw
+        self.controls = dict(controls)
+        self.title = title
+        self.values = {name: c.value for name, c in self.controls.items()}
+        self._png = self._render()
+        self._widgets: dict[str, Any] = {}
+        self.view = None            # the ipywidgets view, built when first displayed live
+
+    # -- state -----------------------------------------------------------------------
+    def _render(self) -> bytes:
+        return plots.figure_to_png(self.draw(**self.values))
+
+    def png(self) -> bytes:
+        """The current picture, as PNG bytes."""
+        return self._png
+
+    def update(self, **values) -> Explorer:
+        """Set some controls (by keyword) and redraw. Returns the explorer."""
+        unknown = set(values) - set(self.controls)
+        if unknown:
+            raise ValueError(f"unknown control(s) {sorted(unknown)}; "
+                             f"this explorer has {list(self.controls)}")
+        self.values.update(values)
+        self._png = self._render()
+        for name, value in values.items():
+            if name in self._widgets and self._widgets[name].value != value:
+                self._widgets[name].value = value         # fires _on_change: no-op redraw
+        if self.view is not None:
+            self._image.value = self._png
+        return self
+
+    # -- widget view -----------------------------------------------------------------
+    def _build_view(self):
+        self._widgets = {name: c.widget() for name, c in self.controls.items()}
+        self._image = ipywidgets.Image(value=self._png, format="png")
+        self._status = ipywidgets.HTML("")
+        for name, w in self._widgets.items():
+            w.observe(self._on_change(name), names="value")
+        header = ipywidgets.HTML(f"<b>{self.title}</b>")
+        controls = ipywidgets.HBox(list(self._widgets.values()),
+                                   layout=ipywidgets.Layout(flex_flow="row wrap"))
+        return ipywidgets.VBox([header, controls, self._image, self._status])
+
+    def _on_change(self, name: str):
+        def handler(change):
+            if self.values.get(name) == change["new"]:
+                return
+            self.values[name] = change["new"]
+            try:
+                self._png = self._render()
+            except Exception as exc:  # show the problem next to the picture, keep going
+                self._status.value = (f"<span style='color:#b00'>could not draw: "
+                                      f"{type(exc).__name__}: {exc}</span>")
+                return
+            self._status.value = ""
+            self._image.value = self._png
+        return handler
+
+    # -- display -----------------------------------------------------------------------
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        values = ", ".join(f"{k}={v!r}" for k, v in self.values.items())
+        data = {
+            "text/plain": f"{self.title} ({values})",
+            "image/png": base64.b64encode(self._png).decode("ascii"),
+        }
+        if frontend_can_interact():
+            if self.view is None:
+                self.view = self._build_view()
+            view = self.view._repr_mimebundle_()
+            data.update({k: v for k, v in view.items() if k != "text/plain"})
+        return data
