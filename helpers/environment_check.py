@@ -1,0 +1,230 @@
+"""Is this computer ready for the course? Each check says what is wrong and how to fix it.
+
+Run it from a notebook (``%run ../../helpers/environment_check.py``) or a terminal
+(``python helpers/environment_check.py``, exit status 1 when something must be fixed).
+It uses only the standard library at import time, so it also works, and explains why,
+when ``import helpers`` or a package is broken.
+
+Checks, in order:
+
+1. Python is 3.11 or newer (``requires-python`` in ``pyproject.toml``).
+2. Every pinned package (``dependencies`` in ``pyproject.toml``) is installed at exactly
+   the pinned version.
+3. ``import helpers`` finds this repository's ``helpers`` package and its functions.
+4. ipywidgets and its JupyterLab/Notebook front-end extension are installed, with
+   versions that work together (the front end itself is checked by eye in notebook 00).
+5. Matplotlib has a backend that can draw pictures here, and can render one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The repository root: this file lives in ``<root>/helpers/``.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = REPO_ROOT / "pyproject.toml"
+#: What fixes a missing or wrongly pinned package, run in a terminal at the repository root.
+INSTALL_FIX = (
+    "in a terminal, in the course folder, run `make install` (it installs the pinned "
+    "versions into .venv), then restart the kernel; if you use conda or another "
+    "environment, run `{python} -m pip install -c constraints.txt -e \".[test]\"` instead"
+)
+
+OK, NOTE, PROBLEM = "ok", "note", "PROBLEM"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The result of one check: ``status`` is ``ok``, ``note`` (works, but read this)
+    or ``PROBLEM`` (the course will not work until fixed)."""
+
+    check: str
+    status: str
+    detail: str
+    fix: str = ""
+
+
+def read_pins(pyproject: Path = PYPROJECT) -> tuple[str, dict[str, str]]:
+    """``(requires_python, {package: pinned version})`` from ``pyproject.toml``."""
+    import tomllib  # Python >= 3.11; check_python runs first and explains older ones
+
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    pins = {}
+    for requirement in project.get("dependencies", []):
+        match = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*==\s*([^\s;]+)\s*", requirement)
+        if match:
+            pins[match.group(1)] = match.group(2)
+    return project.get("requires-python", ">=3.11"), pins
+
+
+def check_python(minimum: tuple[int, int] = (3, 11)) -> Finding:
+    found = ".".join(map(str, sys.version_info[:3]))
+    if sys.version_info[:2] >= minimum:
+        return Finding("Python", OK, f"Python {found} ({sys.executable})")
+    need = ".".join(map(str, minimum))
+    return Finding(
+        "Python", PROBLEM, f"Python {found} is too old: the course needs {need} or newer",
+        f"install Python {need}+ (python.org, your package manager, or conda), then run "
+        f"`make install PYTHON=python{need}` and pick the kernel of the new .venv",
+    )
+
+
+def check_packages(pins: dict[str, str]) -> list[Finding]:
+    """One PROBLEM per missing or differently pinned package, or one ``ok`` for all."""
+    fix = INSTALL_FIX.format(python=sys.executable)
+    findings, good = [], []
+    for name, pinned in pins.items():
+        try:
+            installed = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            findings.append(Finding(name, PROBLEM, f"{name} is not installed (needs {pinned})",
+                                    fix))
+            continue
+        if installed == pinned:
+            good.append(f"{name} {installed}")
+        else:
+            findings.append(Finding(
+                name, PROBLEM, f"{name} {installed} is installed, but the course is pinned "
+                f"to {pinned}: results and grading may differ", fix))
+    if good and not findings:
+        findings.append(Finding("packages", OK, "all pinned: " + ", ".join(good)))
+    return findings
+
+
+def check_helpers() -> Finding:
+    name = "import helpers"
+    fix = ("start Jupyter from the course folder with `make lab`, or install the course "
+           f"into this Python: `{sys.executable} -m pip install -e .` in the course folder")
+    try:
+        helpers = importlib.import_module("helpers")
+    except Exception as exc:  # any import error is worth reporting as such
+        return Finding(name, PROBLEM, f"`import helpers` failed: {type(exc).__name__}: {exc}",
+                       fix)
+    where = Path(getattr(helpers, "__file__", None) or "<namespace package>")
+    expected = REPO_ROOT / "helpers" / "__init__.py"
+    if where.resolve() != expected:
+        return Finding(name, PROBLEM,
+                       f"`import helpers` found another package at {where}, not {expected}",
+                       fix + "; and rename or uninstall the other `helpers` package")
+    missing = [f for f in getattr(helpers, "CONTRACT_FUNCTIONS", ()) if not hasattr(helpers, f)]
+    if missing or not hasattr(helpers, "CONTRACT_FUNCTIONS"):
+        return Finding(name, PROBLEM, f"helpers is incomplete (missing: {missing or 'all'})",
+                       "update the course folder (`git pull`) and restart the kernel")
+    return Finding(name, OK, f"helpers {getattr(helpers, '__version__', '?')} from {where.parent}")
+
+
+def check_widgets() -> Finding:
+    name = "widgets"
+    try:
+        ipywidgets = importlib.import_module("ipywidgets")
+    except ImportError as exc:
+        return Finding(name, PROBLEM, f"ipywidgets cannot be imported ({exc})",
+                       INSTALL_FIX.format(python=sys.executable))
+    try:
+        front_end = importlib.metadata.version("jupyterlab_widgets")
+    except importlib.metadata.PackageNotFoundError:
+        return Finding(
+            name, PROBLEM,
+            f"ipywidgets {ipywidgets.__version__} is installed, but not its front-end "
+            "extension jupyterlab_widgets: sliders will show as plain text",
+            INSTALL_FIX.format(python=sys.executable))
+    major = ipywidgets.__version__.split(".")[0]
+    if major == "8" and not front_end.startswith("3."):
+        return Finding(
+            name, PROBLEM,
+            f"ipywidgets {ipywidgets.__version__} needs jupyterlab_widgets 3.x, "
+            f"found {front_end}: widgets will fail with 'Error displaying widget'",
+            INSTALL_FIX.format(python=sys.executable))
+    return Finding(
+        name, OK,
+        f"ipywidgets {ipywidgets.__version__} with jupyterlab_widgets {front_end}. If the "
+        "test slider in notebook 00 shows as text instead of a slider, JupyterLab was "
+        "started from another environment than this kernel's: start it with `make lab`. "
+        "Every explorer also shows a static picture, so nothing is lost meanwhile.")
+
+
+def check_matplotlib() -> Finding:
+    name = "pictures"
+    try:
+        matplotlib = importlib.import_module("matplotlib")
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        return Finding(name, PROBLEM, f"matplotlib cannot be imported ({exc})",
+                       INSTALL_FIX.format(python=sys.executable))
+    try:
+        import io
+
+        fig = Figure(figsize=(1, 1))
+        fig.subplots().plot([0, 1], [0, 1])
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+    except Exception as exc:
+        return Finding(name, PROBLEM, f"matplotlib cannot draw a PNG: {type(exc).__name__}: "
+                       f"{exc}", INSTALL_FIX.format(python=sys.executable))
+    backend = matplotlib.get_backend()
+    in_kernel = "ipykernel" in sys.modules
+    if in_kernel and "inline" not in backend.lower() and "ipympl" not in backend.lower() \
+            and "widget" not in backend.lower():
+        return Finding(
+            name, NOTE,
+            f"backend {backend!r} opens pictures in separate windows (or nowhere); the "
+            "notebooks draw inline",
+            "run `%matplotlib inline` in a cell, or remove the MPLBACKEND environment "
+            "variable / the `backend:` line of your matplotlibrc, and restart the kernel")
+    return Finding(name, OK, f"matplotlib {matplotlib.__version__}, backend {backend!r}, "
+                   "draws PNGs")
+
+
+def run_checks(pyproject: Path = PYPROJECT) -> list[Finding]:
+    """Run every check; never raises (a failing check becomes a PROBLEM finding)."""
+    findings = [check_python()]
+    if sys.version_info[:2] < (3, 11):
+        return findings                  # tomllib and the course need 3.11: stop here
+    try:
+        _, pins = read_pins(pyproject)
+    except (OSError, KeyError, ValueError) as exc:
+        findings.append(Finding(
+            "pinned versions", PROBLEM, f"cannot read {pyproject}: {exc}",
+            "run this check from the course folder (it reads pyproject.toml there)"))
+        pins = {}
+    findings += check_packages(pins)
+    findings += [check_helpers(), check_widgets(), check_matplotlib()]
+    return findings
+
+
+def report(findings: list[Finding]) -> str:
+    """The findings as text: one line each, every fix spelled out, a verdict at the end."""
+    width = max(len(f.check) for f in findings)
+    lines, fixes_given = [], set()
+    for f in findings:
+        lines.append(f"[{f.status:>7}] {f.check:<{width}}  {f.detail}")
+        if f.fix:
+            fix = "the same as above" if f.fix in fixes_given else f.fix
+            fixes_given.add(f.fix)
+            lines.append(f"{'':>9} {'':<{width}}  how to fix: {fix}")
+    problems = sum(f.status == PROBLEM for f in findings)
+    notes = sum(f.status == NOTE for f in findings)
+    if problems:
+        lines.append(f"\n{problems} problem(s) to fix before the course works as intended "
+                     "(see 'how to fix' above).")
+    else:
+        lines.append(f"\nAll {len(findings)} checks passed"
+                     + (f" ({notes} note(s) above)." if notes else ". You are ready."))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    findings = run_checks()
+    print(report(findings))
+    return 1 if any(f.status == PROBLEM for f in findings) else 0
+
+
+if __name__ == "__main__":
+    status = main()
+    if "ipykernel" not in sys.modules:   # under %run in a notebook, do not kill the kernel
+        sys.exit(status)
