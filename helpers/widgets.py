@@ -177,3 +177,91 @@ class Explorer:
             view = self.view._repr_mimebundle_()
             data.update({k: v for k, v in view.items() if k != "text/plain"})
         return data
+
+
+# ---------------------------------------------------------------------------------------
+# Notebooks 05-08 (masking, multi-head attention, the block, the language model)
+# ---------------------------------------------------------------------------------------
+
+
+def masking_explorer() -> Explorer:
+    """Notebook 05: "The cat sat <end>" with and without the causal mask."""
+    from helpers.examples import CAT_TOKENS, CAT_W_K, CAT_W_Q, CAT_W_V, CAT_X
+
+    tokens = list(CAT_TOKENS)
+
+    def draw(query, causal, sharpness):
+        return plots.masking_explorer_figure(CAT_X, CAT_W_Q, CAT_W_K, CAT_W_V, tokens,
+                                             query, causal, sharpness)
+
+    return Explorer(draw, {
+        "query": Choice("query token", [(t, i) for i, t in enumerate(tokens)], 1),
+        "causal": Choice("mask", [("causal (decoder)", True), ("none (encoder)", False)],
+                         True),
+        "sharpness": Slider("sharpness (x scores)", 0.5, 10.0, 0.5, 1.0, ".1f"),
+    }, title="Masked vs unmasked attention: The cat sat <end>")
+
+
+#: Lines for :func:`heads_explorer` (every character is in the model's vocabulary).
+HEAD_EXPLORER_TEXTS = (
+    "ROMEO:\nBut soft, what light breaks?",
+    "To be, or not to be: that is it.",
+    "the cat sat. the cat sat. the cat",
+)
+
+
+def heads_explorer() -> Explorer:
+    """Notebook 06: the heads of one layer side by side.
+
+    With the pretrained character model (:mod:`helpers.pretrained`): choose a line and a
+    layer. Without it: the hand-made heads of :func:`helpers.demos_model.pattern_heads`,
+    with a slider for how sharp they are.
+    """
+    from helpers import demos_model
+
+    try:
+        from helpers.pretrained import load_char_lm
+        model = load_char_lm()
+    except (FileNotFoundError, ValueError):
+        model = None
+
+    if model is None:
+        def draw_pattern(strength):
+            layer = demos_model.pattern_heads(strength)
+            weights = demos_model.head_weights(layer["X"], layer["W_Q"], layer["W_K"],
+                                               layer["n_heads"])
+            return plots.heads_side_by_side(weights, layer["tokens"], layer["head_names"])
+
+        return Explorer(draw_pattern, {
+            "strength": Slider("strength of queries and keys", 0.0, 6.0, 0.5, 4.0, ".1f"),
+        }, title="Hand-made heads (the pretrained model is not installed)")
+
+    n_layers = len(model[0]["blocks"])
+
+    def draw(text, layer):
+        weights = demos_model.char_lm_head_weights(text, layer, model)
+        return plots.heads_side_by_side(weights, list(text),
+                                        title=f"layer {layer + 1} of {n_layers}")
+
+    return Explorer(draw, {
+        "text": Choice("text", list(HEAD_EXPLORER_TEXTS), HEAD_EXPLORER_TEXTS[0]),
+        "layer": Choice("layer", [(str(i + 1), i) for i in range(n_layers)], 0),
+    }, title="The heads of the pretrained character model")
+
+
+def layer_norm_explorer() -> Explorer:
+    """Notebook 07: layer norm ignores the input's scale and shift; gamma and beta set
+    the output's."""
+    import numpy as np
+
+    x = np.array([1.0, 0.5, 0.2, 0.1, -0.4, 0.8, -1.0, 0.3])      # a fixed 8-d vector
+
+    def draw(scale, shift, gamma, beta):
+        return plots.layer_norm_figure(x, scale, shift, gamma, beta)
+
+    return Explorer(draw, {
+        "scale": Slider("input x scale", 0.1, 5.0, 0.1, 1.0, ".1f"),
+        "shift": Slider("input + shift", -3.0, 3.0, 0.25, 0.0, ".2f"),
+        "gamma": Slider("gamma", 0.0, 2.0, 0.1, 1.0, ".1f"),
+        "beta": Slider("beta", -2.0, 2.0, 0.25, 0.0, ".2f"),
+    }, title="Layer norm: scale and shift of the input vs gamma and beta")
