@@ -3,13 +3,20 @@
 ``derandomize=True`` makes every run draw the same examples (CI and laptops agree, a
 failure reproduces). Set ``HYPOTHESIS_PROFILE=explore`` to search with fresh random
 examples and more of them.
+
+``tools/`` goes on ``sys.path`` so that tests can import the dev scripts' input builders
+(``from make_torch_reference import random_lm_params``).
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 from hypothesis import HealthCheck, settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
 settings.register_profile(
     "ci", derandomize=True, max_examples=40, deadline=None, print_blob=True,

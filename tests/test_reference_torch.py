@@ -8,28 +8,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import helpers
+import make_torch_reference as tool
 
-ROOT = Path(__file__).resolve().parents[1]
-NPZ = ROOT / "tests" / "data" / "torch_reference.npz"
+NPZ = tool.OUT_PATH                                              # tests/data/torch_reference.npz
 TOL = dict(rtol=1e-10, atol=1e-10)
-
-
-def _load_tool():
-    spec = importlib.util.spec_from_file_location(
-        "make_torch_reference", ROOT / "tools" / "make_torch_reference.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-tool = _load_tool()
 
 
 def require_torch():
