@@ -8,14 +8,13 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
 import helpers
 import make_torch_reference as tool
 
-NPZ = tool.OUT_PATH                                              # tests/data/torch_reference.npz
+NPZ = tool.OUT_PATH  # tests/data/torch_reference.npz
 TOL = dict(rtol=1e-10, atol=1e-10)
 
 
