@@ -1,0 +1,425 @@
+"""What the notebook tests share: finding the course's notebooks, reading their nbgrader
+metadata, analysing cell sources, and executing a notebook in a throwaway copy.
+
+Every notebook is executed in a temporary copy of its assignment folder (the working
+folder of its kernel), so running the tests never writes to the repository. The kernel
+is ``python3`` started with this interpreter (``.venv/bin/python`` under ``make test``),
+with ``MPLBACKEND=Agg`` and the repository root on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
+
+#: The slides' text (lecture seeds), beside the repository; absent outside the project.
+SEEDS_DIR = REPO_ROOT.parent / "shared" / "seeds"
+#: Seconds one cell may run before the execution is abandoned.
+CELL_TIMEOUT = 120
+
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+PROBE_MARK = "__stub_probe__"
+
+
+# ---------------------------------------------------------------------------------------
+# Finding notebooks
+# ---------------------------------------------------------------------------------------
+
+
+def course_notebooks(root: Path) -> list[Path]:
+    """``root/<NN_topic>/*.ipynb`` in course order (checkpoints excluded)."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        p for p in root.glob("*/*.ipynb")
+        if not p.parent.name.startswith(".") and ".ipynb_checkpoints" not in p.parts
+    )
+
+
+def solution_notebooks() -> list[Path]:
+    return course_notebooks(SOLUTIONS_DIR)
+
+
+def student_notebooks() -> list[Path]:
+    return course_notebooks(NOTEBOOKS_DIR)
+
+
+def nb_id(path: Path) -> str:
+    """A short test id: ``solutions/02_softmax`` style."""
+    return f"{path.parents[1].name}/{path.parent.name}"
+
+
+def read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(str(path), as_version=4)
+
+
+# ---------------------------------------------------------------------------------------
+# nbgrader metadata
+# ---------------------------------------------------------------------------------------
+
+
+def nbgrader(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def grade_id(cell) -> str | None:
+    return nbgrader(cell).get("grade_id")
+
+
+def is_answer(cell) -> bool:
+    """An autograded answer: a code cell the student writes (``solution: true``)."""
+    return cell.cell_type == "code" and bool(nbgrader(cell).get("solution"))
+
+
+def is_test(cell) -> bool:
+    """An autograded test: a code cell with ``grade: true``."""
+    return cell.cell_type == "code" and bool(nbgrader(cell).get("grade"))
+
+
+def is_manual(cell) -> bool:
+    """A manually graded written answer: a markdown cell with grade and solution."""
+    meta = nbgrader(cell)
+    return cell.cell_type == "markdown" and bool(meta.get("grade")) and bool(meta.get("solution"))
+
+
+def cell_label(cell, index: int) -> str:
+    """How a failure names a cell: its grade_id when it has one, else its id and index."""
+    gid = grade_id(cell)
+    return f"cell {index} ({gid})" if gid else f"cell {index} (id {cell.get('id', '?')})"
+
+
+def has_hidden_tests(cell) -> bool:
+    src = cell.source
+    return HIDDEN_BEGIN in src and HIDDEN_END in src and src.index(HIDDEN_BEGIN) < src.index(HIDDEN_END)
+
+
+# ---------------------------------------------------------------------------------------
+# Source analysis (IPython magics and shell escapes are blanked before parsing)
+# ---------------------------------------------------------------------------------------
+
+
+def parse(source: str) -> ast.Module:
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return ast.Module(body=[], type_ignores=[])
+
+
+def bound_names(source: str) -> set[str]:
+    """Names a cell binds at top level: functions, classes, assignments, imports."""
+    names: set[str] = set()
+    for node in parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        else:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+    return names
+
+
+def loaded_names(source: str) -> set[str]:
+    return {n.id for n in ast.walk(parse(source)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _raises_not_implemented(node: ast.AST) -> bool:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Raise) and sub.exc is not None:
+            exc = sub.exc.func if isinstance(sub.exc, ast.Call) else sub.exc
+            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+                return True
+    return False
+
+
+def stub_functions(source: str) -> list[str]:
+    """Top-level functions whose body raises NotImplementedError (nbgrader's stub)."""
+    return [
+        node.name for node in parse(source).body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _raises_not_implemented(node)
+    ]
+
+
+def has_toplevel_stub(source: str) -> bool:
+    """A ``raise NotImplementedError`` outside any function (raised when the cell runs)."""
+    return any(
+        _raises_not_implemented(node) for node in parse(source).body
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    )
+
+
+def defined_functions(source: str) -> set[str]:
+    return {n.name for n in parse(source).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def explorer_calls(source: str) -> list[str]:
+    """The calls in a cell to functions of :mod:`helpers.widgets` (the explorers).
+
+    Recognised forms: ``from helpers import widgets`` / ``import helpers.widgets as w``
+    then ``widgets.f(...)``; ``helpers.widgets.f(...)``; ``from helpers.widgets import f``
+    then ``f(...)``. The imports may be in an earlier cell: aliases are resolved from the
+    names the cell uses, and the common spellings (``widgets``, ``helpers.widgets``) are
+    assumed to mean the module.
+    """
+    tree = parse(source)
+    module_aliases = {"widgets"}
+    function_aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "helpers":
+            module_aliases.update(a.asname or a.name for a in node.names if a.name == "widgets")
+        elif isinstance(node, ast.ImportFrom) and node.module == "helpers.widgets":
+            function_aliases.update({a.asname or a.name: a.name for a in node.names})
+        elif isinstance(node, ast.Import):
+            module_aliases.update(a.asname for a in node.names if a.name == "helpers.widgets" and a.asname)
+    calls = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if isinstance(f, ast.Attribute):
+            owner = f.value
+            if isinstance(owner, ast.Name) and owner.id in module_aliases:
+                calls.append(f.attr)
+            elif (isinstance(owner, ast.Attribute) and owner.attr == "widgets"
+                  and isinstance(owner.value, ast.Name) and owner.value.id == "helpers"):
+                calls.append(f.attr)
+        elif isinstance(f, ast.Name) and f.id in function_aliases:
+            calls.append(function_aliases[f.id])
+    return calls
+
+
+def _builds_explorer(obj, module: str) -> bool:
+    """A class with a rich display, or a function not annotated to return something else
+    (``frontend_can_interact() -> bool`` is a helper, ``softmax_explorer() -> Explorer`` is
+    an explorer)."""
+    if getattr(obj, "__module__", None) != module:
+        return False
+    if inspect.isclass(obj):
+        return hasattr(obj, "_repr_mimebundle_")
+    if inspect.isfunction(obj):
+        ann = inspect.signature(obj).return_annotation
+        if ann is inspect.Signature.empty:
+            return True
+        text = ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann))
+        return any(word in text for word in ("Explorer", "Widget", "Box"))
+    return False
+
+
+@cache
+def explorer_functions() -> frozenset[str]:
+    """The names in :mod:`helpers.widgets` that build an explorer (see _builds_explorer)."""
+    try:
+        import helpers.widgets as hw
+    except ImportError:
+        return frozenset()
+    return frozenset(n for n in dir(hw) if not n.startswith("_")
+                     and _builds_explorer(getattr(hw, n), hw.__name__))
+
+
+def explorer_cells(nb) -> list[tuple[int, object, list[str]]]:
+    """``(index, cell, calls)`` for each code cell that calls functions of helpers.widgets.
+
+    Calls of classes or of ipywidgets' own attributes (``widgets.IntSlider``) count
+    only when :mod:`helpers.widgets` defines that name.
+    """
+    known = explorer_functions()
+    found = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        calls = [c for c in explorer_calls(cell.source) if c in known]
+        if calls:
+            found.append((index, cell, calls))
+    return found
+
+
+def uses_widgets(path: Path) -> bool:
+    """Does the notebook use widgets (helpers.widgets explorers or ipywidgets)?"""
+    nb = read(path)
+    return any(
+        cell.cell_type == "code" and re.search(r"\bwidgets\b|\binteract\b", cell.source)
+        for cell in nb.cells
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Outputs
+# ---------------------------------------------------------------------------------------
+
+
+def errors(cell) -> list[tuple[str, str]]:
+    return [(o.get("ename", ""), o.get("evalue", "")) for o in cell.get("outputs", [])
+            if o.get("output_type") == "error"]
+
+
+def stderr_text(cell) -> str:
+    return "".join(
+        o.get("text", "") for o in cell.get("outputs", [])
+        if o.get("output_type") == "stream" and o.get("name") == "stderr"
+    )
+
+
+def stdout_text(cell) -> str:
+    return "".join(
+        o.get("text", "") for o in cell.get("outputs", [])
+        if o.get("output_type") == "stream" and o.get("name") == "stdout"
+    )
+
+
+def short(text: str, limit: int = 600) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+# ---------------------------------------------------------------------------------------
+# Execution
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Executed:
+    path: Path                    # the notebook in the repository
+    nb: nbformat.NotebookNode     # executed copy (outputs filled in)
+    seconds: float                # wall time, kernel start to shutdown
+
+
+def kernel_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["MPLBACKEND"] = "Agg"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env.pop("PYTEST_CURRENT_TEST", None)
+    return env
+
+
+def execute(path: Path, nb: nbformat.NotebookNode | None = None, *,
+            allow_errors: bool = True) -> Executed:
+    """Execute ``nb`` (default: the notebook at ``path``) top to bottom with ``python3``.
+
+    The kernel's working folder is a temporary copy of the notebook's folder (so data files
+    beside it are found, and nothing is written to the repository). Widget state is not
+    stored, as in a plain ``nbconvert --execute`` export without widgets.
+    """
+    nb = read(path) if nb is None else nb
+    with tempfile.TemporaryDirectory(prefix=f"nbtest-{path.parent.name}-") as tmp:
+        workdir = Path(tmp) / path.parent.name
+        shutil.copytree(path.parent, workdir,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        client = NotebookClient(
+            nb, kernel_name="python3", timeout=CELL_TIMEOUT, allow_errors=allow_errors,
+            store_widget_state=False, record_timing=False,
+            resources={"metadata": {"path": str(workdir)}},
+        )
+        start = time.perf_counter()
+        client.execute(env=kernel_env(), cwd=str(workdir))
+        seconds = time.perf_counter() - start
+    return Executed(path, nb, seconds)
+
+
+@cache
+def executed_solution(path: Path) -> Executed:
+    """The solution notebook executed once per test session (shared by several tests)."""
+    return execute(path)
+
+
+# Stub probes: after each answer cell of a student notebook, a cell that calls each stub
+# function with placeholder arguments and prints what happened (the stub must raise
+# NotImplementedError before it looks at any argument).
+_PROBE_CODE = '''\
+def _stub_probe(names):
+    import inspect, json
+    report = {}
+    for name in names:
+        fn = globals().get(name)
+        if not callable(fn):
+            report[name] = "not defined"
+            continue
+        params = inspect.signature(fn).parameters.values()
+        args = [None for p in params if p.default is p.empty
+                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        try:
+            fn(*args)
+            report[name] = "returned without raising"
+        except NotImplementedError:
+            report[name] = None
+        except Exception as exc:
+            report[name] = f"{type(exc).__name__}: {exc}"
+    print("%s" + json.dumps(report))
+_stub_probe(%s)
+del _stub_probe
+'''
+
+
+def with_stub_probes(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of ``nb`` with a probe cell after every answer cell that defines stubs."""
+    out = nbformat.from_dict(json.loads(json.dumps(nb)))
+    cells = []
+    for cell in out.cells:
+        cells.append(cell)
+        names = stub_functions(cell.source) if is_answer(cell) else []
+        if names:
+            probe = nbformat.v4.new_code_cell(_PROBE_CODE % (PROBE_MARK, json.dumps(names)))
+            probe.metadata["stub_probe_for"] = cell.get("id")
+            cells.append(probe)
+    out.cells = cells
+    return out
+
+
+def probe_report(cell) -> dict[str, str | None]:
+    for line in stdout_text(cell).splitlines():
+        if line.startswith(PROBE_MARK):
+            return json.loads(line[len(PROBE_MARK):])
+    return {}
+
+
+# ---------------------------------------------------------------------------------------
+# Copying the slides
+# ---------------------------------------------------------------------------------------
+
+RUN_LENGTH = 12
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words of letters (numbers and symbols dropped: numbers may be reused)."""
+    return re.findall(r"[a-z]+(?:'[a-z]+)?", text.lower().replace("\u2019", "'"))
+
+
+def word_runs(text: str, n: int = RUN_LENGTH) -> set[tuple[str, ...]]:
+    w = words(text)
+    return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
+
+
+@cache
+def slide_runs() -> frozenset[tuple[str, ...]]:
+    """Every run of RUN_LENGTH consecutive words in the slides, minus the worked examples'
+    sentences (helpers.examples), which the course may quote."""
+    from helpers import examples
+
+    allowed = [s for s in getattr(examples, "IT_SENTENCES", {}).values()]
+    runs: set[tuple[str, ...]] = set()
+    for seed in sorted(SEEDS_DIR.glob("*.txt")):
+        if seed.name.lower() == "readme.txt":
+            continue
+        text = seed.read_text(encoding="utf-8", errors="replace")
+        for sentence in allowed:
+            text = re.sub(r"\s+".join(map(re.escape, sentence.split())), "\0", text, flags=re.I)
+        # a run may not cross a quoted example sentence
+        for part in text.split("\0"):
+            runs |= word_runs(part)
+    return frozenset(runs)
+
