@@ -180,6 +180,135 @@ class Explorer:
 
 
 # ---------------------------------------------------------------------------------------
+# Notebooks 00-04 (start, dot products, softmax, simple self-attention, Q/K/V)
+# ---------------------------------------------------------------------------------------
+
+
+def frontend_check():
+    """Notebook 00: a slider whose number follows it when widgets work in this front end.
+
+    The label is set by the kernel (not by the browser), so a moving number shows that
+    the front end, its widgets extension and the kernel all talk to each other.
+    """
+    if ipywidgets is None:
+        return "ipywidgets is not installed: run the environment check above."
+    slider = ipywidgets.IntSlider(value=3, min=0, max=10, description="drag me")
+    echo = ipywidgets.HTML("the kernel saw: <b>3</b>")
+
+    def on_change(change):
+        echo.value = f"the kernel saw: <b>{change['new']}</b>"
+
+    slider.observe(on_change, names="value")
+    return ipywidgets.HBox([slider, echo])
+
+
+def dot_product_explorer() -> Explorer:
+    """Notebook 01: turn and stretch ``b``; watch the dot product and the cosine."""
+    import numpy as np
+
+    a = np.array([2.0, 1.0])
+
+    def draw(angle, length):
+        rad = np.radians(angle)
+        return plots.vectors_2d(a, length * np.array([np.cos(rad), np.sin(rad)]))
+
+    return Explorer(draw, {
+        "angle": Slider("direction of b (degrees)", -180, 180, 5, 60, ".0f"),
+        "length": Slider("length of b", 0.25, 3.0, 0.25, 1.5),
+    }, title="Dot product vs cosine: a = [2, 1]")
+
+
+def _cat_scores_the():
+    import numpy as np
+
+    from helpers.examples import CAT_X
+    from helpers.reference import pairwise_scores
+
+    return pairwise_scores(CAT_X)[0] / np.sqrt(CAT_X.shape[1])   # [4], "The" vs all
+
+
+def softmax_temperature_explorer() -> Explorer:
+    """Notebook 02: ``softmax(z / T)`` for a few score vectors and any temperature."""
+    from helpers.examples import CAT_TOKENS
+
+    score_sets = {
+        "The cat sat <end>: scores of 'The'": (list(CAT_TOKENS), _cat_scores_the()),
+        "A A B A: 'find B' with keys x10": (["A", "A", "B", "A"], [0.0, 0.0, 10.0, 0.0]),
+        "two favourites and two outsiders": (["w", "x", "y", "z"], [2.0, 1.8, -0.5, -1.0]),
+    }
+
+    def draw(scores, temperature):
+        labels, z = score_sets[scores]
+        return plots.softmax_temperature(z, labels, temperature)
+
+    return Explorer(draw, {
+        "scores": Choice("scores", list(score_sets), next(iter(score_sets))),
+        "temperature": Slider("temperature T", 0.05, 5.0, 0.05, 1.0),
+    }, title="Softmax temperature: divide the scores by T, then softmax")
+
+
+def contextual_embedding_explorer() -> Explorer:
+    """Notebook 03: simple self-attention on "... because it was too tired / too wide"."""
+    from helpers.examples import IT_SENTENCES
+
+    sentences = {key: plots.toy_sentence(text) for key, text in IT_SENTENCES.items()}
+    tokens = sentences["tired"][0]
+    positions = [(f"{t} ({i})" if tokens.count(t) > 1 else t, i)
+                 for i, t in enumerate(tokens[:-1])] + [("tired / wide", len(tokens) - 1)]
+
+    def draw(sentence, token, scale):
+        words, X = sentences[sentence]
+        other = next(key for key in sentences if key != sentence)
+        return plots.contextual_sentence(words, X, token, scale,
+                                         other=(f"'too {other}'", sentences[other][1]))
+
+    return Explorer(draw, {
+        "sentence": Choice("sentence ends with", list(sentences), "tired"),
+        "token": Choice("token", positions, tokens.index("it")),
+        "scale": Slider("vector length x", 0.5, 4.0, 0.25, 2.0),
+    }, title="Simple self-attention on hand-made features: pick a token")
+
+
+def qkv_attention_explorer() -> Explorer:
+    """Notebook 04: "The cat sat <end>", attention with and without W_Q and W_K."""
+    import numpy as np
+
+    from helpers.examples import CAT_TOKENS, CAT_W_K, CAT_W_Q, CAT_W_V, CAT_X
+    from helpers.reference import project_qkv, scaled_dot_product_attention
+
+    tokens = list(CAT_TOKENS)
+    Q, K, V = project_qkv(CAT_X, CAT_W_Q, CAT_W_K, CAT_W_V)
+    versions = {
+        "with W_Q, W_K (notebook 04)": scaled_dot_product_attention(Q, K, V)[1],
+        "without weights (notebook 03)": plots.simple_attention_weights(CAT_X),
+        "W_Q, W_K, queries 5x larger": scaled_dot_product_attention(5 * Q, K, V)[1],
+    }
+
+    def draw(version, query):
+        return plots.attention_focus(np.asarray(versions[version]), tokens, query,
+                                     title=version)
+
+    return Explorer(draw, {
+        "version": Choice("attention", list(versions), next(iter(versions))),
+        "query": Choice("query token", [(t, i) for i, t in enumerate(tokens)], 0),
+    }, title="The cat sat <end>: choose a token to see what it attends to")
+
+
+def soft_lookup_explorer() -> Explorer:
+    """Notebook 04: "A A B A": grow the keys and watch the soft lookup become hard."""
+    queries = {"find B  [0, 1]": (0.0, 1.0), "find A  [1, 0]": (1.0, 0.0),
+               "either  [1, 1]": (1.0, 1.0)}
+
+    def draw(query, key_scale):
+        return plots.soft_lookup(key_scale, queries[query])
+
+    return Explorer(draw, {
+        "query": Choice("query", list(queries), next(iter(queries))),
+        "key_scale": Slider("key scale", 0.0, 20.0, 0.5, 10.0, ".1f"),
+    }, title="A A B A: attention as a soft lookup table")
+
+
+# ---------------------------------------------------------------------------------------
 # Notebooks 05-08 (masking, multi-head attention, the block, the language model)
 # ---------------------------------------------------------------------------------------
 
