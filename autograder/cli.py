@@ -1,12 +1,34 @@
-"""Command line: ``python -m autograder {release,normalize} ...``."""
+"""The instructor's command line: ``python -m autograder COMMAND ...``.
+
+  release       regenerate the student notebooks (notebooks/) from solutions/
+  normalize     strip outputs and volatile metadata from notebooks
+  collect       turn an LMS download (Canvas, Moodle, Gradescope, folders) into SUBMISSIONS
+  grade         grade SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb into OUT
+  merge         join the outputs of several `grade --shard I/N` runs
+  report        item analysis of a graded class (CSV and PNG)
+  export        grades as a CSV an LMS gradebook imports (Canvas, Gradescope)
+  make-examples regenerate autograder/examples/ from the solution notebooks
+
+Exit status: 0 when the command did its job (for grade: every submission was graded,
+whatever the scores), 2 when it could not run (e.g. a folder is missing).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR, notebook_format
+
+#: Exit status when the grader itself could not run.
+CANNOT_RUN = 2
+
+
+def _show(path: Path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -14,7 +36,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 
     changed = release(Path(args.dest), args.assignment or None)
     for path in changed:
-        print(f"updated {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
+        print(f"updated {_show(path)}")
     print(f"release: {len(changed)} file(s) changed in {args.dest}")
     return 0
 
@@ -32,9 +54,102 @@ def cmd_normalize(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_collect(args: argparse.Namespace) -> int:
+    from autograder.collect import REPORT, collect
+
+    outcomes = collect(Path(args.download), Path(args.out))
+    placed = [o for o in outcomes if o.status != "unmatched"]
+    unmatched = [o for o in outcomes if o.status == "unmatched"]
+    students = {o.where.split("/")[0] for o in placed}
+    print(f"collect: {len(placed)} notebook(s) of {len(students)} student(s) in {args.out}")
+    if unmatched:
+        print(f"{len(unmatched)} file(s) not matched (copied to {args.out}/_unmatched/):")
+        for o in unmatched:
+            print(f"  {o.origin}: {o.reason}")
+    print(f"details: {Path(args.out) / REPORT}")
+    return 0
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from autograder.grade import Limits, parse_shard, run, summary_table
+
+    shard = parse_shard(args.shard) if args.shard else None
+    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.timeout,
+                    memory_mb=args.memory_mb)
+    records = run(Path(args.submissions), Path(args.out), jobs=args.jobs, limits=limits, shard=shard)
+    if not records:
+        where = f" in shard {args.shard}" if shard else ""
+        print(f"grade: no students found{where} in {args.submissions}")
+        return 0
+    print(summary_table(records))
+    print(f"\nwrote {Path(args.out) / 'grades.csv'}, summary.csv and feedback/")
+    errors = [r for r in records if r["status"] == "grader_error"]
+    if errors:
+        print(f"grade: the grader failed on {len(errors)} notebook(s); see summary.csv",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from autograder.grade import summary_table
+    from autograder.merge import merge
+
+    records = merge([Path(p) for p in args.outputs], Path(args.out))
+    print(summary_table(records))
+    print(f"\nmerged {len(args.outputs)} output(s) into {args.out}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from autograder.report import report
+
+    csv_path, png_path = report(Path(args.out), Path(args.dest) if args.dest else None)
+    print(f"wrote {csv_path} and {png_path}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from autograder.export import export
+
+    rename = {}
+    for item in args.rename:
+        old, sep, new = item.partition("=")
+        if not sep:
+            raise ValueError(f"--rename takes ASSIGNMENT=NAME, not {item!r}")
+        rename[old] = new
+    roster = Path(args.roster) if args.roster else None
+    for path in export(Path(args.out), args.format, Path(args.dest) if args.dest else None,
+                       roster, rename):
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_make_examples(args: argparse.Namespace) -> int:
+    from autograder.make_examples import make_examples
+
+    changed = make_examples(Path(args.dest))
+    for path in changed:
+        print(f"updated {_show(path)}")
+    print(f"make-examples: {len(changed)} file(s) changed in {_show(Path(args.dest))}")
+    return 0
+
+
+def _positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+        return value
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    from autograder.make_examples import EXAMPLES_DIR
+
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("release", help="regenerate the student notebooks from solutions/")
     p.add_argument("assignment", nargs="*", help="assignments to release (default: all)")
@@ -44,12 +159,62 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("normalize", help="strip outputs and volatile metadata from notebooks")
     p.add_argument("paths", nargs="*", help="notebooks (default: every notebook in solutions/)")
     p.set_defaults(func=cmd_normalize)
+
+    p = sub.add_parser("collect", help="turn an LMS download into the submissions layout")
+    p.add_argument("download", help="a zip file or folder downloaded from Canvas, Moodle or Gradescope")
+    p.add_argument("--out", required=True, help="the submissions folder to fill")
+    p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("grade", help="grade every submission",
+                       description="Grade SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb into OUT"
+                                   " (grades.csv, summary.csv, feedback/). SUBMISSIONS is never written.")
+    p.add_argument("submissions", help="folder of <student>/<assignment>/<notebook>.ipynb")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--jobs", type=_positive(int), default=os.cpu_count() or 1,
+                   help="students graded at once (default: the number of cores, %(default)s)")
+    p.add_argument("--timeout", type=_positive(float), default=120.0,
+                   help="time limit per notebook in seconds (default: %(default)s)")
+    p.add_argument("--cell-timeout", type=_positive(float), default=30.0,
+                   help="time limit per cell in seconds (default: %(default)s)")
+    p.add_argument("--memory-mb", type=_positive(int), default=2048,
+                   help="memory cap of a notebook's process in MB (default: %(default)s)")
+    p.add_argument("--shard", metavar="I/N",
+                   help="grade only the I-th of N disjoint parts of the class (1 <= I <= N)")
+    p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("merge", help="join the outputs of several sharded grade runs")
+    p.add_argument("outputs", nargs="+", help="output folders of `grade --shard I/N`")
+    p.add_argument("--out", required=True, help="merged output folder")
+    p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser("report", help="per-exercise item analysis (CSV and PNG chart)")
+    p.add_argument("out", help="a grading output folder")
+    p.add_argument("--dest", help="where to write (default: the output folder)")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("export", help="grades as a CSV for an LMS gradebook")
+    p.add_argument("out", help="a grading output folder")
+    p.add_argument("--format", choices=("canvas", "gradescope"), required=True)
+    p.add_argument("--dest", help="where to write (default: the output folder)")
+    p.add_argument("--roster", help="CSV with student_id and name/email/sid/sis_user_id/"
+                                    "sis_login_id/section (collect writes _roster.csv)")
+    p.add_argument("--rename", action="append", default=[], metavar="ASSIGNMENT=NAME",
+                   help="column name for an assignment (repeatable)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("make-examples", help="regenerate the example submissions")
+    p.add_argument("--dest", default=str(EXAMPLES_DIR), help="default: autograder/examples/")
+    p.set_defaults(func=cmd_make_examples)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (FileNotFoundError, NotADirectoryError, ValueError) as exc:
+        print(f"{args.command}: error: {exc}", file=sys.stderr)
+        return CANNOT_RUN
 
 
 if __name__ == "__main__":

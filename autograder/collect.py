@@ -1,0 +1,323 @@
+"""Turn an LMS download into the submissions layout ``<student_id>/<assignment>/<notebook>.ipynb``.
+
+``python -m autograder collect DOWNLOAD --out SUBMISSIONS`` reads a zip file or a folder
+and recognises how these name their files:
+
+* Canvas ("Download submissions"): ``<name>_<user id>_<submission id>_<file name>``,
+  with ``_LATE`` after the name for late work, and ``-1``, ``-2`` appended to the file
+  name when a student uploaded a file of the same name again. Student id: the user id.
+* Moodle ("Download all submissions"): a folder or file prefix
+  ``<Full Name>_<participant id>_assignsubmission_file_``. Student id: the participant id.
+* Gradescope ("Export submissions"): ``submission_<id>/`` folders and a
+  ``submission_metadata.yml`` listing each submission's submitters. Student id: the
+  submitter's SID, else the e-mail, else ``submission_<id>``; a group submission is
+  copied to every member.
+* Already laid out: ``<student>/<assignment>/<notebook>.ipynb`` or ``<student>/<notebook>.ipynb``.
+
+A zip inside a submission (a student who zipped their notebooks) is opened and its
+notebooks are matched as files of that student. The course notebook a file is matched to
+is found by its name: the same name as a notebook of ``solutions/``, a name that contains
+it (``01_dot_products_jane.ipynb``), or the same leading number (``01_answers.ipynb``)
+when only one notebook has that number.
+
+No file is ever lost: everything that is not placed in the layout is copied to
+``SUBMISSIONS/_unmatched/`` (the grader skips folders starting with ``_``), and
+``SUBMISSIONS/_collect_report.csv`` says, for every file of the download, where it went
+and why. When one student has two files for the same notebook, the newer one is placed
+(zip/file time, then the higher ``-N`` suffix) and the other goes to ``_unmatched``. A
+file that would overwrite a different file already in SUBMISSIONS is not placed.
+``SUBMISSIONS/_roster.csv`` records the names, e-mails and ids the download gave.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import re
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from autograder import SOLUTIONS_DIR
+
+UNMATCHED = "_unmatched"
+REPORT = "_collect_report.csv"
+ROSTER = "_roster.csv"
+ROSTER_COLUMNS = ["student_id", "name", "email", "sid", "lms"]
+
+CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?:_late)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.I)
+MOODLE = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assign(?:submission|feedback)_\w+?_(?P<file>.*)$")
+GRADESCOPE_DIR = re.compile(r"^submission_(?P<id>\d+)$")
+RESUBMISSION = re.compile(r"(?:-(\d+)| ?\((\d+)\))$")
+#: Characters kept in a student id (the id becomes a folder name).
+SAFE_ID = re.compile(r"[^A-Za-z0-9._@+-]")
+
+
+@dataclasses.dataclass
+class Candidate:
+    """One file of the download, and what was made of it."""
+
+    origin: str                 # where it was in the download (for the report)
+    path: Path                  # the extracted file
+    filename: str               # the file's own name, LMS prefix removed
+    student_ids: list[str] = dataclasses.field(default_factory=list)
+    assignment_hint: str | None = None
+    lms: str = ""
+    mtime: float = 0.0
+    target: tuple[str, str] | None = None   # (assignment, notebook)
+    how: str = ""
+
+
+@dataclasses.dataclass
+class Outcome:
+    origin: str
+    status: str                 # "placed", "already there", "unmatched"
+    where: str                  # path relative to SUBMISSIONS
+    reason: str
+
+
+def safe_id(text: str) -> str:
+    text = SAFE_ID.sub("_", text.strip()).strip("._")
+    return text[:100]
+
+
+def _normalize_name(name: str) -> str:
+    stem = name[:-6] if name.lower().endswith(".ipynb") else name
+    stem = RESUBMISSION.sub("", stem.strip())
+    return re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_")
+
+
+def resubmission_number(name: str) -> int:
+    stem = name[:-6] if name.lower().endswith(".ipynb") else name
+    m = RESUBMISSION.search(stem.strip())
+    return int(m.group(1) or m.group(2)) if m else 0
+
+
+def course_notebooks(solutions: Path = SOLUTIONS_DIR) -> list[tuple[str, str]]:
+    return sorted((folder.name, path.name)
+                  for folder in solutions.iterdir() if folder.is_dir() and not folder.name.startswith(".")
+                  for path in folder.glob("*.ipynb"))
+
+
+def match_notebook(filename: str, course: list[tuple[str, str]],
+                   assignment_hint: str | None = None) -> tuple[tuple[str, str] | None, str]:
+    """``(assignment, notebook)`` a file name stands for, and how it was matched (or why not)."""
+    if not filename.lower().endswith(".ipynb"):
+        return None, "not a notebook"
+    name = _normalize_name(filename)
+    if assignment_hint and (assignment_hint, filename) in course:
+        return (assignment_hint, filename), "by path"
+    exact = [c for c in course if _normalize_name(c[1]) == name]
+    if len(exact) == 1:
+        return exact[0], "by name"
+    contained = [c for c in course if _normalize_name(c[1]) in name]
+    if len(contained) == 1:
+        return contained[0], "name contains the notebook's name"
+    if assignment_hint:
+        in_folder = [c for c in course if _normalize_name(c[0]) == _normalize_name(assignment_hint)]
+        if len(in_folder) == 1:
+            return in_folder[0], "by assignment folder"
+    number = re.match(r"(\d+)", name)
+    if number:
+        same = [c for c in course if re.match(r"(\d+)", _normalize_name(c[1]))
+                and int(re.match(r"(\d+)", _normalize_name(c[1])).group(1)) == int(number.group(1))]
+        if len(same) == 1:
+            return same[0], "by leading number"
+    known = ", ".join(n for _, n in course)
+    return None, f"no course notebook is named like {filename!r} (course notebooks: {known})"
+
+
+# --------------------------------------------------------------------------- reading the download
+
+def _safe_extract(archive: Path, dest: Path) -> dict[Path, float]:
+    """Extract a zip without letting a member escape ``dest``; return member times."""
+    import calendar
+
+    times = {}
+    with zipfile.ZipFile(archive) as zf:
+        for info in zf.infolist():
+            if info.is_dir():
+                continue
+            parts = [p for p in PurePosixPath(info.filename.replace("\\", "/")).parts
+                     if p not in ("", ".", "..", "/")]
+            if not parts:
+                continue
+            target = dest.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(target, "wb") as out:
+                shutil.copyfileobj(src, out)
+            times[target] = float(calendar.timegm((*info.date_time, 0, 0, 0)))
+    return times
+
+
+def _gradescope_submitters(root: Path) -> dict[str, list[dict]]:
+    """``{submission folder name: [submitter, ...]}`` from ``submission_metadata.yml``."""
+    found: dict[str, list[dict]] = {}
+    for meta in root.rglob("submission_metadata.yml"):
+        import yaml
+
+        data = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
+        for key, value in data.items():
+            submitters = (value or {}).get(":submitters") or (value or {}).get("submitters") or []
+            found[str(key)] = [{str(k).lstrip(":"): ("" if v is None else str(v)) for k, v in s.items()}
+                               for s in submitters]
+    return found
+
+
+def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dict[str, dict]
+              ) -> tuple[list[str], str | None, str, str]:
+    """``(student ids, assignment folder hint, file name, lms)`` for a path in the download."""
+    parts = rel.parts
+    for i, part in enumerate(parts):
+        m = GRADESCOPE_DIR.match(part)
+        if m and part in gradescope:
+            ids = []
+            for s in gradescope[part]:
+                sid = safe_id(s.get("sid", "") or s.get("email", "") or part)
+                roster.setdefault(sid, {"student_id": sid, "name": s.get("name", ""),
+                                        "email": s.get("email", ""), "sid": s.get("sid", ""),
+                                        "lms": "gradescope"})
+                ids.append(sid)
+            return ids or [safe_id(part)], None, parts[-1], "gradescope"
+        m = MOODLE.match(part)
+        if m:
+            sid = safe_id(m.group("pid"))
+            roster.setdefault(sid, {"student_id": sid, "name": m.group("name"), "email": "",
+                                    "sid": "", "lms": "moodle"})
+            filename = parts[-1] if i < len(parts) - 1 else m.group("file")
+            return [sid], None, filename, "moodle"
+    m = CANVAS.match(parts[-1])
+    if m:
+        sid = safe_id(m.group("uid"))
+        roster.setdefault(sid, {"student_id": sid, "name": m.group("name"), "email": "", "sid": "",
+                                "lms": "canvas"})
+        return [sid], None, m.group("file"), "canvas"
+    if len(parts) >= 2:
+        hint = parts[-2] if len(parts) >= 3 else None
+        return [safe_id(parts[-3] if len(parts) >= 3 else parts[-2])], hint, parts[-1], "folders"
+    return [], None, parts[-1], ""
+
+
+def read_download(download: Path, work: Path, roster: dict[str, dict]) -> list[Candidate]:
+    """Every file of the download (a zip or a folder), identified, with zips opened."""
+    times: dict[Path, float] = {}
+    if download.is_file():
+        root = work / "download"
+        times.update(_safe_extract(download, root))
+    else:
+        root = download
+    gradescope = _gradescope_submitters(root)
+    candidates = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = PurePosixPath(path.relative_to(root).as_posix())
+        ids, hint, filename, lms = _identify(rel, gradescope, roster)
+        mtime = times.get(path, path.stat().st_mtime)
+        if filename.lower().endswith(".zip") and ids and zipfile.is_zipfile(path):
+            inner_root = work / "inner" / str(len(candidates)) / path.name
+            inner_times = _safe_extract(path, inner_root)
+            for inner in sorted(inner_times):
+                inner_rel = inner.relative_to(inner_root).as_posix()
+                candidates.append(Candidate(f"{rel}!{inner_rel}", inner, inner.name, list(ids),
+                                            None, lms, inner_times[inner]))
+            # the zip itself is kept too (never lose a file)
+        candidates.append(Candidate(str(rel), path, filename, ids, hint, lms, mtime))
+    return candidates
+
+
+# --------------------------------------------------------------------------- placing
+
+def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR) -> list[Outcome]:
+    """Place the notebooks of ``download`` into ``out``; return what became of every file."""
+    if not download.exists():
+        raise FileNotFoundError(f"download not found: {download}")
+    if download.is_file() and not zipfile.is_zipfile(download):
+        raise ValueError(f"{download} is neither a folder nor a zip file")
+    course = course_notebooks(solutions)
+    out.mkdir(parents=True, exist_ok=True)
+    roster: dict[str, dict] = {}
+    outcomes: list[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
+        candidates = read_download(download, Path(tmp), roster)
+        unmatched: list[tuple[Candidate, str]] = []
+        chosen: dict[tuple[str, str, str], Candidate] = {}
+        for cand in candidates:
+            if cand.filename.lower().endswith(".zip") and cand.student_ids and zipfile.is_zipfile(cand.path):
+                unmatched.append((cand, "a zip file: its notebooks were taken out and matched"))
+                continue
+            if set(cand.student_ids) & {a for a, _ in course}:
+                cand.student_ids = []  # <assignment>/<notebook>.ipynb: whose is it?
+            if not cand.student_ids:
+                unmatched.append((cand, "no student in the file's name or folder (expected Canvas,"
+                                        " Moodle or Gradescope naming, or <student>/<assignment>/"
+                                        "<notebook>.ipynb)"))
+                continue
+            target, how = match_notebook(cand.filename, course, cand.assignment_hint)
+            if target is None:
+                unmatched.append((cand, how))
+                continue
+            cand.target, cand.how = target, how
+            for sid in cand.student_ids:
+                key = (sid, *target)
+                other = chosen.get(key)
+                if other is None:
+                    chosen[key] = cand
+                    continue
+                newer, older = (cand, other) if _newer(cand, other) else (other, cand)
+                chosen[key] = newer
+                unmatched.append((older, f"older file for {sid}/{target[0]}/{target[1]}"
+                                         f" (kept {newer.origin})"))
+        for (sid, assignment, notebook), cand in sorted(chosen.items()):
+            rel = Path(sid) / assignment / notebook
+            dest = out / rel
+            data = cand.path.read_bytes()
+            if dest.exists():
+                if dest.read_bytes() == data:
+                    outcomes.append(Outcome(cand.origin, "already there", rel.as_posix(), cand.how))
+                    continue
+                unmatched.append((cand, f"{rel.as_posix()} already holds a different file;"
+                                        " not overwritten"))
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+            outcomes.append(Outcome(cand.origin, "placed", rel.as_posix(), cand.how))
+        seen = set()
+        for cand, reason in unmatched:
+            key = (cand.origin, reason)
+            if key in seen:
+                continue
+            seen.add(key)
+            rel = Path(UNMATCHED) / Path(*PurePosixPath(cand.origin.replace("!", "/")).parts)
+            dest = out / rel
+            if not dest.exists():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(cand.path, dest)
+            outcomes.append(Outcome(cand.origin, "unmatched", rel.as_posix(), reason))
+    _write_report(outcomes, out / REPORT)
+    _write_roster(roster, out / ROSTER)
+    return outcomes
+
+
+def _newer(a: Candidate, b: Candidate) -> bool:
+    return (a.mtime, resubmission_number(a.filename), a.origin) > (
+        b.mtime, resubmission_number(b.filename), b.origin)
+
+
+def _write_report(outcomes: list[Outcome], path: Path) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["source", "status", "where", "reason"])
+        for o in sorted(outcomes, key=lambda o: (o.status != "unmatched", o.origin)):
+            writer.writerow([o.origin, o.status, o.where, o.reason])
+
+
+def _write_roster(roster: dict[str, dict], path: Path) -> None:
+    existing = {}
+    if path.exists():
+        with open(path, newline="", encoding="utf-8") as f:
+            existing = {row["student_id"]: row for row in csv.DictReader(f)}
+    existing.update(roster)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, ROSTER_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(existing[k] for k in sorted(existing))

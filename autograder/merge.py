@@ -1,0 +1,41 @@
+"""Join the outputs of several grading runs (``grade --shard I/N`` on several machines).
+
+Each output folder's ``results.jsonl`` holds one record per graded notebook; merging
+concatenates them and writes grades.csv, summary.csv and the feedback pages afresh, so a
+merged folder is exactly what one run over the whole class would have written. The same
+(student, assignment, notebook) in two inputs is an error unless both records agree,
+because it means the shards overlapped (or a folder was passed twice).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autograder.grade import read_records, sort_key, write_outputs
+
+
+class MergeConflict(ValueError):
+    pass
+
+
+def _comparable(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k != "seconds"}
+
+
+def merge(inputs: list[Path], out: Path) -> list[dict]:
+    """Merge the grading outputs ``inputs`` into ``out``; return the merged records."""
+    merged: dict[tuple, tuple[dict, Path]] = {}
+    for folder in inputs:
+        for record in read_records(folder):
+            key = sort_key(record)
+            if key in merged:
+                other, where = merged[key]
+                if _comparable(other) != _comparable(record):
+                    raise MergeConflict(
+                        f"{'/'.join(key)} was graded in both {where} and {folder} with different"
+                        " results: were the shards overlapping?")
+                continue
+            merged[key] = (record, folder)
+    records = [record for record, _ in merged.values()]
+    write_outputs(records, out)
+    return sorted(records, key=sort_key)

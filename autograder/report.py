@@ -1,0 +1,113 @@
+"""Item analysis of a graded class: how each exercise went.
+
+For every graded cell (assignment, grade_id): how many students were graded, the mean
+points, the share of students with full marks, and the most common failure messages.
+Written as ``item_analysis.csv`` and drawn as ``item_analysis.png`` (one horizontal bar
+per exercise: the share of full marks, so the hardest exercises stand out).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from autograder.grade import read_records
+
+REPORT_COLUMNS = ["assignment", "grade_id", "students", "max_points", "mean_points",
+                  "mean_fraction", "full_marks_share", "not_handed_in", "common_failures"]
+#: How many failure messages to list per exercise.
+TOP_FAILURES = 3
+
+
+def item_analysis(records: list[dict]) -> list[dict]:
+    """One row per graded cell, in course order (assignment, then notebook order).
+
+    Missing notebooks are counted in ``not_handed_in`` and left out of the means: the
+    point is how hard an exercise was for those who tried it.
+    """
+    items: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    missing: Counter = Counter()
+    order: list[tuple[str, str]] = []
+    for record in sorted(records, key=lambda r: (r["assignment"], r["notebook"], r["student_id"])):
+        for row in record["cells"]:
+            key = (record["assignment"], row["grade_id"])
+            if key not in items and key not in missing:
+                order.append(key)
+            if record["status"] == "missing":
+                missing[key] += 1
+            else:
+                items[key].append(row)
+    report = []
+    for key in order:
+        rows = items.get(key, [])
+        n = len(rows)
+        max_points = max((float(r["max_points"]) for r in rows), default=0.0)
+        mean = sum(float(r["points"]) for r in rows) / n if n else 0.0
+        full = sum(float(r["points"]) >= float(r["max_points"]) for r in rows)
+        failures = Counter(r["message"].strip() or r["status"] for r in rows
+                           if float(r["points"]) < float(r["max_points"]))
+        report.append({
+            "assignment": key[0], "grade_id": key[1], "students": n,
+            "max_points": _num(max_points), "mean_points": round(mean, 3),
+            "mean_fraction": round(mean / max_points, 3) if max_points else "",
+            "full_marks_share": round(full / n, 3) if n else "",
+            "not_handed_in": missing[key],
+            "common_failures": " | ".join(f"{count}x {message}"
+                                          for message, count in failures.most_common(TOP_FAILURES)),
+        })
+    return report
+
+
+def _num(x: float):
+    return int(x) if float(x).is_integer() else round(x, 3)
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, REPORT_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_chart(rows: list[dict], path: Path) -> None:
+    """A horizontal bar per exercise: share of full marks (and mean fraction of points)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if r["students"]]
+    labels = [f"{r['assignment']}: {r['grade_id']}" for r in rows]
+    full = [float(r["full_marks_share"]) for r in rows]
+    mean = [float(r["mean_fraction"] or 0.0) for r in rows]
+    height = max(2.5, 0.35 * len(rows) + 1.2)
+    fig, ax = plt.subplots(figsize=(9, height))
+    positions = range(len(rows))
+    ax.barh([p + 0.2 for p in positions], full, height=0.4, label="share with full marks",
+            color="#2e7d32")
+    ax.barh([p - 0.2 for p in positions], mean, height=0.4, label="mean share of points",
+            color="#90caf9")
+    ax.set_yticks(list(positions), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("fraction of students / of points")
+    n = max((r["students"] for r in rows), default=0)
+    ax.set_title(f"Item analysis ({n} students)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def report(out: Path, dest: Path | None = None) -> tuple[Path, Path]:
+    """Write the item analysis of grading output ``out`` (CSV and PNG) into ``dest``
+    (default: ``out``); return both paths."""
+    dest = out if dest is None else dest
+    rows = item_analysis(read_records(out))
+    csv_path, png_path = dest / "item_analysis.csv", dest / "item_analysis.png"
+    write_csv(rows, csv_path)
+    write_chart(rows, png_path)
+    return csv_path, png_path

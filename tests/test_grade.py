@@ -1,0 +1,345 @@
+"""Grading orchestration (autograder.grade, merge, feedback, report, export, progress).
+
+These tests run the real process pool, discovery, sharding and output writing, with a
+stand-in for the engine (``fake_engine`` below) so that they are fast and can simulate
+what a real engine run is hard to provoke on demand: the student's grading process
+being killed, hanging past every limit, or the engine itself failing. The real engine is
+exercised by tests/test_examples.py and tests/test_cli.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from autograder import export, feedback, grade, merge, progress, report
+
+# --------------------------------------------------------------------------- a tiny course
+
+
+def _cell(cell_type, source, **nbgrader):
+    cell = {"cell_type": cell_type, "metadata": {}, "source": source}
+    if cell_type == "code":
+        cell.update(outputs=[], execution_count=None)
+    if nbgrader:
+        cell["metadata"]["nbgrader"] = {"schema_version": 3, **nbgrader}
+    return cell
+
+
+def _notebook(cells):
+    return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def make_course(root: Path) -> Path:
+    """Two assignments: ``01_a`` (answer ``f``, tests worth 1 and 2, a written answer worth
+    1) and ``02_b`` (answer ``g``, one test worth 3)."""
+    solutions = root / "solutions"
+    (solutions / "01_a").mkdir(parents=True)
+    (solutions / "02_b").mkdir(parents=True)
+    (solutions / "01_a" / "01_a.ipynb").write_text(json.dumps(_notebook([
+        _cell("code", "def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION",
+              grade=False, solution=True, grade_id="f"),
+        _cell("code", "assert f(1) == 1", grade=True, solution=False, grade_id="test_f", points=1),
+        _cell("code", "assert f(2) == 2\n### BEGIN HIDDEN TESTS\nassert f(-7) == -7  # SECRET\n"
+                      "### END HIDDEN TESTS", grade=True, solution=False, grade_id="test_f_hidden",
+              points=2),
+        _cell("markdown", "Why?", grade=True, solution=True, grade_id="why", points=1),
+    ])))
+    (solutions / "02_b" / "02_b.ipynb").write_text(json.dumps(_notebook([
+        _cell("code", "def g():\n    pass", grade=False, solution=True, grade_id="g"),
+        _cell("code", "assert g() is None", grade=True, solution=False, grade_id="test_g", points=3),
+    ])))
+    return solutions
+
+
+def fake_engine(submission, assignment, *, cell_timeout, notebook_timeout, memory_mb):
+    """Stand-in for engine.grade_notebook: the submission's text says what happens.
+
+    ``BAD`` -> invalid; ``KILL`` -> kills the process grading it (as a malicious notebook
+    would kill its parent); ``HANG`` -> never returns; ``RAISE`` -> the engine fails;
+    ``HALF`` -> the first test passes, the rest fail; otherwise every test passes.
+    """
+    text = Path(submission).read_text()
+    Path(submission).write_text("engine scribbles on its copy")  # must not reach SUBMISSIONS
+    if "KILL" in text:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if "HANG" in text:
+        time.sleep(3600)
+    if "RAISE" in text:
+        raise RuntimeError("engine bug")
+    if "BAD" in text:
+        return SimpleNamespace(status="invalid", message="not valid JSON", cells=[], answers={},
+                               flags=[])
+    ids = {"01_a": [("test_f", 1.0), ("test_f_hidden", 2.0)], "02_b": [("test_g", 3.0)]}[assignment]
+    cells = []
+    for i, (gid, pts) in enumerate(ids):
+        passed = "HALF" not in text or i == 0
+        cells.append(SimpleNamespace(
+            grade_id=gid, kind="test", points=pts if passed else 0.0, max_points=pts,
+            status="ok" if passed else "failed",
+            message="" if passed else "f(2) returned 3, expected 2",
+            feedback="" if passed else "f(2): expected 2, got 3 <script>alert(1)</script>"))
+    if assignment == "01_a":
+        cells.append(SimpleNamespace(grade_id="why", kind="manual", points=0.0, max_points=1.0,
+                                     status="needs_manual_grade", message="graded by hand",
+                                     feedback=""))
+    answer = "def f(x):\n    return x  # <b>mine</b>" if assignment == "01_a" else "def g(): pass"
+    return SimpleNamespace(status="ok", message="", cells=cells,
+                           answers={"f" if assignment == "01_a" else "g": answer},
+                           flags=["duplicate answer cell f"] if "DUP" in text else [])
+
+
+def make_class(root: Path, contents: dict[str, dict[str, str]]) -> Path:
+    """``{student: {assignment: text}}`` -> SUBMISSIONS folder."""
+    subs = root / "submissions"
+    for student, notebooks in contents.items():
+        for assignment, text in notebooks.items():
+            path = subs / student / assignment / f"{assignment}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    return subs
+
+
+def tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        h.update(str(path.relative_to(root)).encode())
+        if path.is_file():
+            h.update(path.read_bytes())
+            h.update(str(path.stat().st_mtime_ns).encode())
+    return h.hexdigest()
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture
+def course(tmp_path):
+    return make_course(tmp_path)
+
+
+def run(subs, out, solutions, **kw):
+    return grade.run(subs, out, solutions=solutions, grade_fn=fake_engine, stream=io.StringIO(), **kw)
+
+
+# --------------------------------------------------------------------------- tests
+
+def test_course_notebooks_reads_points_from_solutions(course):
+    found = grade.course_notebooks(course)
+    assert list(found) == [("01_a", "01_a.ipynb"), ("02_b", "02_b.ipynb")]
+    assert found[("01_a", "01_a.ipynb")] == [
+        grade.GradedCell("test_f", "test", 1.0), grade.GradedCell("test_f_hidden", "test", 2.0),
+        grade.GradedCell("why", "manual", 1.0)]
+
+
+def test_grades_every_cell_of_every_student_and_never_writes_submissions(tmp_path, course):
+    subs = make_class(tmp_path, {
+        "alice": {"01_a": "good", "02_b": "good"},
+        "bob": {"01_a": "HALF"},                     # 02_b missing
+        "carol": {"01_a": "BAD", "02_b": "good"},
+    })
+    (subs / "_unmatched").mkdir()                    # collect's leftovers are not a student
+    (subs / "_unmatched" / "x.ipynb").write_text("{}")
+    before = tree_digest(subs)
+    records = run(subs, tmp_path / "out", course, jobs=2)
+    assert tree_digest(subs) == before
+    assert len(records) == 6                          # 3 students x 2 notebooks
+    rows = read_csv(tmp_path / "out" / "grades.csv")
+    assert set(rows[0]) >= {"student_id", "assignment", "notebook", "grade_id", "points",
+                            "max_points", "status", "message"}
+    by = {(r["student_id"], r["grade_id"]): r for r in rows}
+    assert len(rows) == 3 * 4
+    assert by[("alice", "test_f_hidden")]["points"] == "2"
+    assert by[("bob", "test_f")]["points"] == "1"
+    assert (by[("bob", "test_f_hidden")]["points"], by[("bob", "test_f_hidden")]["status"]) == ("0", "failed")
+    assert by[("bob", "test_g")]["status"] == "missing" and by[("bob", "test_g")]["max_points"] == "3"
+    # an invalid notebook: every cell listed with the notebook's status and message
+    assert by[("carol", "test_f")]["status"] == "invalid"
+    assert by[("carol", "why")]["message"] == "not valid JSON"
+    summary = {(r["student_id"], r["assignment"]): r for r in read_csv(tmp_path / "out" / "summary.csv")}
+    assert len(summary) == 6
+    assert summary[("alice", "01_a")]["points"] == "3" and summary[("alice", "01_a")]["max_points"] == "4"
+    assert summary[("bob", "01_a")]["points"] == "1"
+    assert summary[("bob", "02_b")]["status"] == "missing"
+    assert summary[("carol", "01_a")]["status"] == "invalid"
+    assert (tmp_path / "out" / "feedback" / "alice" / "01_a" / "01_a.html").is_file()
+    assert not (tmp_path / "out" / "feedback" / "bob" / "02_b").exists()
+
+
+def test_a_killed_or_hung_student_process_costs_only_that_student(tmp_path, course):
+    subs = make_class(tmp_path, {
+        "alice": {"01_a": "good", "02_b": "KILL"},    # kills its grading process on 02_b
+        "bob": {"01_a": "HANG", "02_b": "good"},      # never returns
+        "carol": {"01_a": "RAISE", "02_b": "good"},   # the engine raises
+        "dave": {"01_a": "good", "02_b": "good"},
+    })
+    limits = grade.Limits(cell_timeout=1, notebook_timeout=1, memory_mb=512)
+    start = time.monotonic()
+    records = grade.grade_class(grade.discover(subs, grade.course_notebooks(course)),
+                                grade.course_notebooks(course), limits, jobs=2,
+                                grade_fn=fake_engine, budget_margin=1.0)
+    assert time.monotonic() - start < 30
+    got = {(r["student_id"], r["assignment"]): r for r in records}
+    assert len(got) == 8
+    assert got[("alice", "01_a")]["status"] == "ok" and got[("alice", "01_a")]["points"] == 3
+    assert got[("alice", "02_b")]["status"] == "crashed"
+    assert "signal 9" in got[("alice", "02_b")]["message"]
+    assert got[("bob", "01_a")]["status"] == "timeout"
+    assert got[("carol", "01_a")]["status"] == "grader_error"
+    assert "engine bug" in got[("carol", "01_a")]["message"]
+    assert got[("carol", "02_b")]["status"] == "ok"
+    assert got[("dave", "01_a")]["points"] == 3 and got[("dave", "02_b")]["points"] == 3
+
+
+def test_shards_are_disjoint_cover_the_class_and_merge_to_the_full_run(tmp_path, course):
+    students = {f"s{i:03d}": {"01_a": "HALF" if i % 3 else "good", "02_b": "good"} for i in range(12)}
+    subs = make_class(tmp_path, students)
+    run(subs, tmp_path / "full", course, jobs=2)
+    parts = []
+    for i in (1, 2, 3):
+        records = run(subs, tmp_path / f"part{i}", course, jobs=1, shard=(i, 3))
+        parts.append({r["student_id"] for r in records})
+    assert set().union(*parts) == set(students)
+    assert sum(len(p) for p in parts) == len(students)
+    # deterministic: the same shard for a student whatever else is in the folder
+    assert all(grade.shard_of(s, 3) == i + 1 for i, p in enumerate(parts) for s in p)
+    merge.merge([tmp_path / f"part{i}" for i in (1, 2, 3)], tmp_path / "merged")
+    for name in ("grades.csv", "summary.csv"):
+        assert (tmp_path / "merged" / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
+    full_pages = sorted(p.relative_to(tmp_path / "full") for p in (tmp_path / "full").rglob("*.html"))
+    merged_pages = sorted(p.relative_to(tmp_path / "merged") for p in (tmp_path / "merged").rglob("*.html"))
+    assert full_pages == merged_pages and len(full_pages) == 24
+
+
+def test_merge_refuses_overlapping_shards_that_disagree(tmp_path, course):
+    subs = make_class(tmp_path, {"alice": {"01_a": "good"}})
+    run(subs, tmp_path / "a", course)
+    (subs / "alice" / "01_a" / "01_a.ipynb").write_text("HALF")
+    run(subs, tmp_path / "b", course)
+    merge.merge([tmp_path / "a", tmp_path / "a"], tmp_path / "same")  # identical: fine
+    with pytest.raises(merge.MergeConflict, match="alice/01_a"):
+        merge.merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m")
+
+
+@pytest.mark.parametrize("text, expected", [("1/1", (1, 1)), ("2/4", (2, 4))])
+def test_parse_shard(text, expected):
+    assert grade.parse_shard(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0/4", "5/4", "1/0", "a/b", "3"])
+def test_parse_shard_rejects(text):
+    with pytest.raises(ValueError):
+        grade.parse_shard(text)
+
+
+def test_shards_are_balanced_for_a_large_class():
+    counts = [0] * 4
+    for i in range(2000):
+        counts[grade.shard_of(f"student{i}", 4) - 1] += 1
+    assert min(counts) > 400  # 500 each on average
+
+
+def test_feedback_escapes_student_text_and_groups_tests_by_answer(tmp_path, course):
+    subs = make_class(tmp_path, {"alice": {"01_a": "HALF"}})
+    run(subs, tmp_path / "out", course)
+    page = (tmp_path / "out" / "feedback" / "alice" / "01_a" / "01_a.html").read_text()
+    assert "<b>mine</b>" not in page and "&lt;b&gt;mine&lt;/b&gt;" in page
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "SECRET" not in page and "f(-7)" not in page   # hidden test source never shown
+    assert page.index("Your answer") < page.index("test_f_hidden")
+    assert "1 / 4" in page  # score
+
+
+def test_tests_of():
+    assert feedback.tests_of("test_softmax", ["softmax"]) == "softmax"
+    assert feedback.tests_of("test_softmax_stable", ["softmax"]) == "softmax"
+    assert feedback.tests_of("test_dot_product", ["dot", "dot_product"]) == "dot_product"
+    assert feedback.tests_of("test_dotty", ["dot"]) is None
+
+
+def test_report_item_analysis(tmp_path, course):
+    subs = make_class(tmp_path, {"a": {"01_a": "good"}, "b": {"01_a": "HALF"}, "c": {"01_a": "HALF"},
+                                 "d": {"02_b": "good"}})
+    run(subs, tmp_path / "out", course)
+    csv_path, png_path = report.report(tmp_path / "out")
+    rows = {r["grade_id"]: r for r in read_csv(csv_path)}
+    hidden = rows["test_f_hidden"]
+    assert hidden["students"] == "3" and hidden["not_handed_in"] == "1"
+    assert float(hidden["mean_points"]) == pytest.approx(2 / 3, abs=1e-3)
+    assert float(hidden["full_marks_share"]) == pytest.approx(1 / 3, abs=1e-3)
+    assert hidden["common_failures"] == "2x f(2) returned 3, expected 2"
+    assert float(rows["test_f"]["full_marks_share"]) == 1.0
+    assert png_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_export_canvas_and_gradescope(tmp_path, course):
+    subs = make_class(tmp_path, {"111": {"01_a": "good", "02_b": "good"}, "222": {"01_a": "HALF"}})
+    run(subs, tmp_path / "out", course)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student_id,name,email,sid\n111,Doe Jane,jane@uni.edu,A1\n")
+    [canvas] = export.export(tmp_path / "out", "canvas", roster=roster,
+                             rename={"01_a": "Lab 1 (4711)"})
+    lines = list(csv.reader(canvas.open()))
+    assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lab 1 (4711)", "02_b"]
+    assert lines[1] == ["Points Possible", "", "", "", "", "4", "3"]
+    assert lines[2] == ["Doe Jane", "111", "", "", "", "3", "3"]
+    assert lines[3] == ["222", "222", "", "", "", "1", "0"]          # missing notebook -> 0
+    paths = export.export(tmp_path / "out", "gradescope", roster=roster)
+    assert [p.name for p in paths] == ["gradescope_01_a.csv", "gradescope_02_b.csv"]
+    rows = read_csv(paths[0])
+    assert rows[0] == {"Name": "Doe Jane", "SID": "A1", "Email": "jane@uni.edu", "Total Score": "3"}
+    with pytest.raises(ValueError):
+        export.export(tmp_path / "out", "blackboard")
+
+
+def test_read_records_of_a_folder_that_is_not_an_output(tmp_path):
+    with pytest.raises(FileNotFoundError, match="results.jsonl"):
+        grade.read_records(tmp_path)
+
+
+def test_progress_quiet_when_not_a_terminal():
+    stream = io.StringIO()
+    bar = progress.Progress(3, stream=stream, unit="notebooks")
+    for _ in range(3):
+        bar.advance()
+    assert stream.getvalue() == ""
+    bar.close()
+    assert stream.getvalue().startswith("graded 3/3 notebooks in ")
+    assert stream.getvalue().count("\n") == 1
+
+
+def test_progress_draws_on_a_terminal():
+    now = [0.0]
+    stream = io.StringIO()
+    bar = progress.Progress(4, stream=stream, unit="notebooks", interactive=True, width=4,
+                            clock=lambda: now[0])
+    now[0] = 1.0
+    bar.advance()
+    assert stream.getvalue() == "\r[#...] 1/4 notebooks  25%  eta 3s\033[K"
+    now[0] = 2.0
+    bar.advance(failed=True)
+    assert "2/4" in stream.getvalue() and "1 not ok" in stream.getvalue()
+    bar.close()
+    assert stream.getvalue().endswith("\ngraded 2/4 notebooks in 2s (1.00 s each), 1 not ok\n")
+
+
+def test_summary_table_lists_problems(tmp_path, course):
+    subs = make_class(tmp_path, {"alice": {"01_a": "BAD", "02_b": "DUP"}, "bob": {"01_a": "good"}})
+    records = run(subs, tmp_path / "out", course)
+    table = grade.summary_table(records)
+    first = table.splitlines()[0].split()
+    assert first == ["assignment", "students", "mean", "max", "statuses"]
+    assert "01_a" in table and "invalid 1" in table
+    assert "alice/01_a/01_a.ipynb: invalid (0/4) not valid JSON" in table
+    assert "alice/02_b/02_b.ipynb: duplicate answer cell f" in table
