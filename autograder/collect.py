@@ -15,7 +15,8 @@ and recognises how these name their files:
 * Already laid out: ``<student>/<assignment>/<notebook>.ipynb`` or ``<student>/<notebook>.ipynb``.
 
 A zip inside a submission (a student who zipped their notebooks) is opened and its
-notebooks are matched as files of that student. The course notebook a file is matched to
+notebooks are matched as files of that student (its other files are kept in
+``_unmatched/<zip name>.contents/``). The course notebook a file is matched to
 is found by its name: the same name as a notebook of ``solutions/``, a name that contains
 it (``01_dot_products_jane.ipynb``), or the same leading number (``01_answers.ipynb``)
 when only one notebook has that number.
@@ -287,15 +288,27 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR) -> list[
             if key in seen:
                 continue
             seen.add(key)
-            rel = Path(UNMATCHED) / Path(*PurePosixPath(cand.origin.replace("!", "/")).parts)
-            dest = out / rel
-            if not dest.exists():
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(cand.path, dest)
+            # a file from inside a student's zip goes under "<zip name>.contents/"
+            rel = Path(UNMATCHED) / Path(*PurePosixPath(cand.origin.replace("!", ".contents/")).parts)
+            rel = _keep(cand.path, out, rel)
             outcomes.append(Outcome(cand.origin, "unmatched", rel.as_posix(), reason))
     _write_report(outcomes, out / REPORT)
     _write_roster(roster, out / ROSTER)
     return outcomes
+
+
+def _keep(source: Path, out: Path, rel: Path) -> Path:
+    """Copy ``source`` to ``out/rel``, or next to it (``name.2.ext``...) when a different
+    file is already there; return where it went (relative to ``out``)."""
+    candidate, n = rel, 1
+    while (out / candidate).exists():
+        if (out / candidate).is_file() and (out / candidate).read_bytes() == source.read_bytes():
+            return candidate
+        n += 1
+        candidate = rel.with_name(f"{rel.stem}.{n}{rel.suffix}")
+    (out / candidate).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, out / candidate)
+    return candidate
 
 
 def _newer(a: Candidate, b: Candidate) -> bool:

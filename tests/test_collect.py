@@ -1,0 +1,213 @@
+"""collect: LMS downloads (Canvas, Moodle, Gradescope, folders) -> submissions layout.
+
+The file names below follow what each LMS writes in its "download all submissions"
+archive; every test also checks that no file of the download is lost.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder import collect
+from autograder.cli import main
+
+
+@pytest.fixture
+def solutions(tmp_path) -> Path:
+    root = tmp_path / "solutions"
+    for name in ("01_dot_products", "02_softmax", "10_lm"):
+        (root / name).mkdir(parents=True)
+        (root / name / f"{name}.ipynb").write_text("{}")
+    return root
+
+
+def nb(tag: str) -> bytes:
+    return json.dumps({"cells": [], "tag": tag}).encode()
+
+
+def make_zip(path: Path, members: dict[str, bytes], times: dict[str, tuple] | None = None) -> Path:
+    times = times or {}
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name, date_time=times.get(name, (2026, 1, 1, 12, 0, 0)))
+            zf.writestr(info, data)
+    return path
+
+
+def report_rows(out: Path) -> list[dict]:
+    with open(out / collect.REPORT, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_match_notebook(solutions):
+    course = collect.course_notebooks(solutions)
+    match = lambda name, hint=None: collect.match_notebook(name, course, hint)[0]  # noqa: E731
+    assert match("01_dot_products.ipynb") == ("01_dot_products", "01_dot_products.ipynb")
+    assert match("01_dot_products-2.ipynb") == ("01_dot_products", "01_dot_products.ipynb")
+    assert match("01_dot_products (1).ipynb") == ("01_dot_products", "01_dot_products.ipynb")
+    assert match("01 Dot-Products.ipynb") == ("01_dot_products", "01_dot_products.ipynb")
+    assert match("02_softmax_jane_final.ipynb") == ("02_softmax", "02_softmax.ipynb")
+    assert match("2_my_work.ipynb") == ("02_softmax", "02_softmax.ipynb")
+    assert match("10.ipynb") == ("10_lm", "10_lm.ipynb")
+    assert match("homework.ipynb") is None
+    assert match("01_dot_products.pdf") is None
+    assert collect.match_notebook("x.pdf", course)[1] == "not a notebook"
+    assert "course notebooks: 01_dot_products.ipynb" in collect.match_notebook("hw.ipynb", course)[1]
+
+
+def test_canvas_zip(tmp_path, solutions):
+    download = make_zip(tmp_path / "submissions.zip", {
+        "doejane_12345_900001_01_dot_products.ipynb": nb("jane-1-old"),
+        "doejane_LATE_12345_900002_01_dot_products-1.ipynb": nb("jane-1-new"),
+        "doejane_12345_900003_02_softmax.ipynb": nb("jane-2"),
+        "smithbob_222_900004_report.pdf": b"%PDF",
+        "smithbob_222_900005_homework.ipynb": nb("bob-?"),
+        "leeann_333_900006_notebooks.zip": make_zip(tmp_path / "inner.zip", {
+            "work/01_dot_products.ipynb": nb("ann-1"), "work/notes.txt": b"hi"}).read_bytes(),
+        "stray.ipynb": nb("nobody"),
+    }, times={"doejane_12345_900001_01_dot_products.ipynb": (2026, 1, 1, 10, 0, 0),
+              "doejane_LATE_12345_900002_01_dot_products-1.ipynb": (2026, 1, 2, 10, 0, 0)})
+    out = tmp_path / "subs"
+    outcomes = collect.collect(download, out, solutions)
+    read = lambda p: json.loads((out / p).read_text())["tag"]  # noqa: E731
+    assert read("12345/01_dot_products/01_dot_products.ipynb") == "jane-1-new"
+    assert read("12345/02_softmax/02_softmax.ipynb") == "jane-2"
+    assert read("333/01_dot_products/01_dot_products.ipynb") == "ann-1"
+    placed = sorted(o.where for o in outcomes if o.status == "placed")
+    assert placed == ["12345/01_dot_products/01_dot_products.ipynb",
+                      "12345/02_softmax/02_softmax.ipynb", "333/01_dot_products/01_dot_products.ipynb"]
+    reasons = {o.origin: o.reason for o in outcomes if o.status == "unmatched"}
+    assert reasons["doejane_12345_900001_01_dot_products.ipynb"].startswith("older file for 12345/")
+    assert reasons["smithbob_222_900004_report.pdf"] == "not a notebook"
+    assert "no course notebook is named like 'homework.ipynb'" in reasons["smithbob_222_900005_homework.ipynb"]
+    assert reasons["stray.ipynb"].startswith("no student")
+    assert reasons["leeann_333_900006_notebooks.zip!work/notes.txt"] == "not a notebook"
+    assert "zip" in reasons["leeann_333_900006_notebooks.zip"]
+    # never lose a file: every member of the download is placed or kept in _unmatched
+    with zipfile.ZipFile(download) as zf:
+        members = set(zf.namelist())
+    accounted = {o.origin for o in outcomes}
+    assert members <= accounted
+    for o in outcomes:
+        assert (out / o.where).is_file(), o
+    assert {r["source"] for r in report_rows(out)} == accounted
+    roster = {r["student_id"]: r for r in csv.DictReader(open(out / collect.ROSTER))}
+    assert roster["12345"]["name"] == "doejane" and roster["12345"]["lms"] == "canvas"
+
+
+def test_moodle_folder_and_flat_files(tmp_path, solutions):
+    download = tmp_path / "moodle"
+    folder = download / "Jane Doe_4411_assignsubmission_file_"
+    folder.mkdir(parents=True)
+    (folder / "01_dot_products.ipynb").write_bytes(nb("jane"))
+    (download / "Bob Smith_4412_assignsubmission_file_02_softmax.ipynb").write_bytes(nb("bob"))
+    (download / "Bob Smith_4412_assignsubmission_onlinetext_onlinetext.html").write_text("<p>hi</p>")
+    before = sorted(p.relative_to(download) for p in download.rglob("*"))
+    out = tmp_path / "subs"
+    outcomes = collect.collect(download, out, solutions)
+    assert sorted(p.relative_to(download) for p in download.rglob("*")) == before  # input untouched
+    assert json.loads((out / "4411/01_dot_products/01_dot_products.ipynb").read_text())["tag"] == "jane"
+    assert json.loads((out / "4412/02_softmax/02_softmax.ipynb").read_text())["tag"] == "bob"
+    unmatched = [o for o in outcomes if o.status == "unmatched"]
+    assert [o.reason for o in unmatched] == ["not a notebook"]
+    roster = {r["student_id"]: r for r in csv.DictReader(open(out / collect.ROSTER))}
+    assert roster["4411"]["name"] == "Jane Doe"
+
+
+def test_gradescope_export_with_group_submission(tmp_path, solutions):
+    metadata = """\
+submission_1001:
+  :submitters:
+  - :name: Jane Doe
+    :sid: 'S1'
+    :email: jane@uni.edu
+  :created_at: 2026-01-01 10:00:00
+submission_1002:
+  :submitters:
+  - :name: Bob Smith
+    :sid:
+    :email: bob@uni.edu
+  - :name: Ann Lee
+    :sid: 'S3'
+    :email: ann@uni.edu
+"""
+    download = make_zip(tmp_path / "export.zip", {
+        "assignment_77_export/submission_metadata.yml": metadata.encode(),
+        "assignment_77_export/submission_1001/01_dot_products.ipynb": nb("jane"),
+        "assignment_77_export/submission_1002/01_dot_products.ipynb": nb("group"),
+    })
+    out = tmp_path / "subs"
+    outcomes = collect.collect(download, out, solutions)
+    placed = sorted(o.where for o in outcomes if o.status == "placed")
+    assert placed == ["S1/01_dot_products/01_dot_products.ipynb",
+                      "S3/01_dot_products/01_dot_products.ipynb",
+                      "bob@uni.edu/01_dot_products/01_dot_products.ipynb"]
+    assert (out / "S1/01_dot_products/01_dot_products.ipynb").is_file()
+    assert json.loads((out / "S3/01_dot_products/01_dot_products.ipynb").read_text())["tag"] == "group"
+    assert json.loads((out / "bob@uni.edu/01_dot_products/01_dot_products.ipynb").read_text())["tag"] == "group"
+    assert [o.origin for o in outcomes if o.status == "unmatched"] == [
+        "assignment_77_export/submission_metadata.yml"]
+    roster = {r["student_id"]: r for r in csv.DictReader(open(out / collect.ROSTER))}
+    assert roster["S1"]["email"] == "jane@uni.edu" and roster["S3"]["name"] == "Ann Lee"
+
+
+def test_folder_layout_and_rerun_is_idempotent_and_never_overwrites(tmp_path, solutions):
+    download = tmp_path / "dl"
+    (download / "jane" / "01_dot_products").mkdir(parents=True)
+    (download / "jane" / "01_dot_products" / "01_dot_products.ipynb").write_bytes(nb("jane-1"))
+    (download / "bob").mkdir()
+    (download / "bob" / "02_softmax.ipynb").write_bytes(nb("bob-2"))
+    (download / "01_dot_products").mkdir()
+    (download / "01_dot_products" / "01_dot_products.ipynb").write_bytes(nb("whose?"))
+    out = tmp_path / "subs"
+    first = collect.collect(download, out, solutions)
+    assert {o.where for o in first if o.status == "placed"} == {
+        "jane/01_dot_products/01_dot_products.ipynb", "bob/02_softmax/02_softmax.ipynb"}
+    assert [o.reason[:10] for o in first if o.status == "unmatched"] == ["no student"]
+    second = collect.collect(download, out, solutions)
+    assert {o.status for o in second if o.where.startswith(("jane", "bob"))} == {"already there"}
+    (download / "bob" / "02_softmax.ipynb").write_bytes(nb("bob-2-changed"))
+    third = collect.collect(download, out, solutions)
+    [changed] = [o for o in third if o.origin == "bob/02_softmax.ipynb"]
+    assert changed.status == "unmatched" and "not overwritten" in changed.reason
+    assert json.loads((out / "bob/02_softmax/02_softmax.ipynb").read_text())["tag"] == "bob-2"
+    assert json.loads((out / changed.where).read_text())["tag"] == "bob-2-changed"
+
+
+def test_zip_members_cannot_escape(tmp_path, solutions):
+    download = make_zip(tmp_path / "evil.zip", {
+        "../../escape_12345_1_01_dot_products.ipynb": nb("evil"),
+        "/abs_777_2_02_softmax.ipynb": nb("abs"),
+    })
+    out = tmp_path / "deep" / "subs"
+    collect.collect(download, out, solutions)
+    assert not (tmp_path / "escape_12345_1_01_dot_products.ipynb").exists()
+    assert (out / "12345/01_dot_products/01_dot_products.ipynb").is_file()
+    assert (out / "777/02_softmax/02_softmax.ipynb").is_file()
+
+
+def test_collect_command(tmp_path, solutions, monkeypatch, capsys):
+    monkeypatch.setattr(collect, "SOLUTIONS_DIR", solutions)
+    monkeypatch.setattr(collect.collect, "__defaults__", (solutions,))
+    download = make_zip(tmp_path / "dl.zip", {"doejane_1_2_01_dot_products.ipynb": nb("a"),
+                                              "doejane_1_3_essay.docx": b"x"})
+    assert main(["collect", str(download), "--out", str(tmp_path / "subs")]) == 0
+    out = capsys.readouterr().out
+    assert "1 notebook(s) of 1 student(s)" in out
+    assert "doejane_1_3_essay.docx: not a notebook" in out
+    assert main(["collect", str(tmp_path / "nope.zip"), "--out", str(tmp_path / "x")]) == 2
+    assert "download not found" in capsys.readouterr().err
+
+
+def test_unmatched_files_with_the_same_name_are_all_kept(tmp_path, solutions):
+    out = tmp_path / "subs"
+    for text in (b"first", b"second"):
+        download = make_zip(tmp_path / "dl.zip", {"notes.txt": text})
+        collect.collect(download, out, solutions)
+    kept = sorted(p.read_bytes() for p in (out / collect.UNMATCHED).rglob("notes*.txt"))
+    assert kept == [b"first", b"second"]
