@@ -1,0 +1,246 @@
+"""Wrong input raises ``ValueError`` with a message that names the problem and the shapes.
+
+Plus: every contract function accepts nested lists as well as arrays.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import helpers
+from make_torch_reference import random_block_params, random_lm_params
+
+RNG = np.random.default_rng(0)
+X48 = RNG.normal(size=(4, 8))
+W88 = [RNG.normal(size=(8, 8)) for _ in range(4)]
+BLOCK = random_block_params(np.random.default_rng(1), 8, 12)
+LM = random_lm_params(np.random.default_rng(2), V=11, n_ctx=8, d=8, d_ff=12, n_blocks=1)
+
+
+def without(params: dict, *keys: str) -> dict:
+    return {k: v for k, v in params.items() if k not in keys}
+
+
+def raises(message: str):
+    """pytest.raises(ValueError) whose message contains ``message`` literally."""
+    return pytest.raises(ValueError, match=re.escape(message))
+
+
+# The messages the issue asks for, word for word ----------------------------------------------
+def test_key_width_mismatch():
+    with raises("K has d_k=3 but Q has d_k=4"):
+        helpers.scaled_dot_product_attention(np.ones((4, 4)), np.ones((4, 3)), np.ones((4, 2)))
+
+
+def test_mask_shape_mismatch():
+    with raises("mask shape (4, 5) does not match scores (4, 4)"):
+        helpers.scaled_dot_product_attention(np.ones((4, 2)), np.ones((4, 2)), np.ones((4, 2)),
+                                             mask=np.ones((4, 5), dtype=bool))
+
+
+def test_heads_must_divide_d_model():
+    with raises("n_heads=3 does not divide d_model=8"):
+        helpers.split_heads(X48, 3)
+    with raises("n_heads=3 does not divide d_model=8"):
+        helpers.multi_head_attention(X48, *W88, n_heads=3)
+    with raises("n_heads=3 does not divide d_model=8"):
+        helpers.transformer_block(X48, BLOCK, 3)
+
+
+def test_token_id_out_of_range():
+    with raises("token id 12 is out of range for a vocabulary of 11"):
+        helpers.embed([1, 12, 3], LM["E"], LM["P"])
+    with raises("token id 12 is out of range for a vocabulary of 11"):
+        helpers.language_model_forward([1, 12, 3], LM, 2)
+    with raises("token id 12 is out of range for a vocabulary of 11"):
+        helpers.generate([12], LM, 2, 1)
+    with raises("token id -1 is out of range for a vocabulary of 11"):
+        helpers.embed([-1], LM["E"], LM["P"])
+
+
+# Non-finite input ------------------------------------------------------------------------------
+@pytest.mark.parametrize("call, message", [
+    (lambda: helpers.softmax([1.0, np.nan]), "z contains nan at index (1,); inputs must be finite"),
+    (lambda: helpers.softmax([np.inf, 1.0]), "z contains inf at index (0,)"),
+    (lambda: helpers.softmax([-np.inf, -np.inf]), "every entry along the axis is -inf"),
+    (lambda: helpers.dot([1, np.nan], [1, 2]), "a contains nan at index (1,)"),
+    (lambda: helpers.layer_norm([[1, 2], [3, np.inf]], [1, 1], [0, 0]),
+     "x contains inf at index (1, 1)"),
+    (lambda: helpers.scaled_dot_product_attention([[np.nan]], [[1.0]], [[1.0]]),
+     "Q contains nan at index (0, 0)"),
+    (lambda: helpers.multi_head_attention(np.full((2, 8), np.nan), *W88, 2),
+     "X contains nan at index (0, 0)"),
+    (lambda: helpers.cross_entropy([[0.0, np.nan]], [0]), "logits contains nan at index (0, 1)"),
+])
+def test_non_finite_input_is_named(call, message):
+    with raises(message):
+        call()
+
+
+# Wrong ranks and shapes --------------------------------------------------------------------------
+@pytest.mark.parametrize("call, message", [
+    (lambda: helpers.dot([[1, 2]], [1, 2]), "a must be 1-D, but has shape (1, 2)"),
+    (lambda: helpers.dot([1, 2, 3], [1, 2]), "a has length 3 but b has length 2"),
+    (lambda: helpers.cosine_similarity([0, 0], [1, 2]), "a is the zero vector"),
+    (lambda: helpers.pairwise_scores([1, 2, 3]), "X must be 2-D, but has shape (3,)"),
+    (lambda: helpers.simple_self_attention(np.ones((2, 2, 2))), "X must be 2-D, but has shape (2, 2, 2)"),
+    (lambda: helpers.softmax(3.0), "softmax needs at least one axis"),
+    (lambda: helpers.softmax([[1, 2]], axis=2), "axis 2 is out of range for z of shape (1, 2)"),
+    (lambda: helpers.project_qkv(np.ones((3, 4)), np.ones((5, 2)), np.ones((4, 2)), np.ones((4, 2))),
+     "cannot multiply X of shape (3, 4) by W_Q of shape (5, 2): X has 4 columns but W_Q has 5 rows"),
+    (lambda: helpers.project_qkv(np.ones((3, 4)), np.ones((4, 2)), np.ones((4, 3)), np.ones((4, 2))),
+     "W_K has d_k=3 columns but W_Q has d_k=2"),
+    (lambda: helpers.project_qkv(np.ones((3, 4)), np.ones(4), np.ones((4, 2)), np.ones((4, 2))),
+     "W_Q must be 2-D, but has shape (4,)"),
+    (lambda: helpers.scaled_dot_product_attention([1.0, 2.0], [[1.0, 2.0]], [[1.0]]),
+     "Q must be at least 2-D, but has shape (2,)"),
+    (lambda: helpers.scaled_dot_product_attention(np.ones((2, 3)), np.ones((4, 3)), np.ones((3, 5))),
+     "V has 3 rows (keys' values) but K has N_k=4 keys"),
+    (lambda: helpers.scaled_dot_product_attention(np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3)),
+                                                  [[True, False], [False, False]]),
+     "mask lets query (1,) attend to no key at all"),
+    (lambda: helpers.scaled_dot_product_attention(np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3)),
+                                                  [[2, 1], [1, 1]]),
+     "mask must be boolean (True = may attend), or 0/1"),
+    (lambda: helpers.causal_mask(0), "n must be a positive int, got 0"),
+    (lambda: helpers.causal_mask(2.5), "n must be a positive int, got 2.5"),
+    (lambda: helpers.cross_attention(np.ones((2, 4)), np.ones((3, 5)), np.ones((4, 2)),
+                                     np.ones((4, 2)), np.ones((5, 3))),
+     "cannot multiply H_enc of shape (3, 5) by W_K of shape (4, 2)"),
+    (lambda: helpers.split_heads(X48, 0), "n_heads must be a positive int, got 0"),
+    (lambda: helpers.split_heads(X48, True), "n_heads must be a positive int, got True"),
+    (lambda: helpers.split_heads(np.ones(8), 2), "X must be at least 2-D, but has shape (8,)"),
+    (lambda: helpers.merge_heads(X48), "H must be at least 3-D, but has shape (4, 8)"),
+    (lambda: helpers.multi_head_attention(X48, *W88[:3], np.ones((8, 4)), 2),
+     "W_O must be [d_model, d_model] = (8, 8), but has shape (8, 4)"),
+    (lambda: helpers.layer_norm(np.ones((2, 4)), np.ones(3), np.zeros(4)),
+     "gamma has shape (3,) but x has d=4 features"),
+    (lambda: helpers.layer_norm(np.ones((2, 4)), np.ones(4), np.zeros(4), eps=-1.0),
+     "eps must be a finite number >= 0, got -1.0"),
+    (lambda: helpers.layer_norm([[2.0, 2.0]], [1, 1], [0, 0], eps=0),
+     "layer norm of a constant vector with eps=0 divides by zero"),
+    (lambda: helpers.feed_forward(np.ones((2, 4)), np.ones((4, 6)), np.ones(5), np.ones((6, 4)),
+                                  np.ones(4)),
+     "b1 has shape (5,) but W1 has d_ff=6 columns"),
+    (lambda: helpers.feed_forward(np.ones((2, 4)), np.ones((4, 6)), np.ones(6), np.ones((5, 4)),
+                                  np.ones(4)),
+     "W2 has 5 rows but W1 has d_ff=6 columns"),
+    (lambda: helpers.lm_head(np.ones((2, 4)), np.ones((11, 8))), "h has d=4 but E has d=8"),
+    (lambda: helpers.embed([0], np.ones((11, 8)), np.ones((8, 4))), "P has d=4 columns but E has d=8"),
+    (lambda: helpers.embed([[0, 1]], LM["E"], LM["P"]),
+     "token_ids must be a 1-D sequence of ints, but has shape (1, 2)"),
+    (lambda: helpers.embed([0, 1.5], LM["E"], LM["P"]), "token_ids must hold whole numbers"),
+    (lambda: helpers.cross_entropy([[0.0, 1.0], [1.0, 0.0], [0.0, 0.0]], [0, 1]),
+     "targets has 2 entries but logits has 3 rows"),
+    (lambda: helpers.cross_entropy([[0.0, 1.0]], [2]), "token id 2 is out of range for a vocabulary of 2"),
+    (lambda: helpers.cross_entropy([0.0, 1.0], [1]), "logits must be 2-D, but has shape (2,)"),
+    (lambda: helpers.dot(["a", "b"], [1, 2]), "a must be an array of numbers"),
+])
+def test_wrong_shapes_are_named(call, message):
+    with raises(message):
+        call()
+
+
+# Parameter dicts, context length, generation settings ------------------------------------------
+def test_missing_block_params_are_listed():
+    with raises("params is missing W_O"):
+        helpers.transformer_block(X48, without(BLOCK, "W_O"), 2)
+    with raises("params is missing ln2_gamma, b2"):
+        helpers.transformer_block(X48, without(BLOCK, "ln2_gamma", "b2"), 2)
+    with raises("params must be a dict, got list"):
+        helpers.transformer_block(X48, list(BLOCK.values()), 2)
+
+
+def test_missing_lm_params_are_listed():
+    with raises("params is missing E"):
+        helpers.language_model_forward([0, 1], without(LM, "E"), 2)
+    with raises("params is missing blocks"):
+        helpers.language_model_forward([0, 1], without(LM, "blocks"), 2)
+    with raises("params is missing ln_f_beta"):
+        helpers.language_model_forward([0, 1], without(LM, "ln_f_beta"), 2)
+    with raises("params is missing W_Q"):
+        helpers.language_model_forward([0, 1], {**LM, "blocks": [without(BLOCK, "W_Q")]}, 2)
+    with raises("params is missing P"):
+        helpers.generate([0, 1], without(LM, "P"), 2, 1)
+
+
+def test_sequence_longer_than_context():
+    with raises("a sequence of 9 tokens is longer than the context n_ctx=8"):
+        helpers.language_model_forward(list(range(9)), LM, 2)
+    with raises("a sequence of 9 tokens is longer than the context n_ctx=8"):
+        helpers.embed(list(range(9)), LM["E"], LM["P"])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(token_ids=[]), "generate needs a prompt of at least one token"),
+    (dict(n_new=-1), "n_new must be an int >= 0, got -1"),
+    (dict(n_new=2.0), "n_new must be an int >= 0, got 2.0"),
+    (dict(temperature=-0.5), "temperature must be a finite number >= 0, got -0.5"),
+    (dict(temperature=float("nan")), "temperature must be a finite number >= 0, got nan"),
+])
+def test_generate_settings(kwargs, message):
+    args = dict(token_ids=[1, 2], params=LM, n_heads=2, n_new=2) | kwargs
+    with raises(message):
+        helpers.generate(**args)
+
+
+# Lists are accepted everywhere ---------------------------------------------------------------
+def _lists(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {k: _lists(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_lists(v) for v in value]
+    return value
+
+
+def _contract_calls():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=5), rng.normal(size=5)
+    X = rng.normal(size=(4, 8))
+    Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+    mask = np.ones((3, 5), dtype=bool)
+    mask[0, 1:] = False
+    W4 = [rng.normal(size=(8, 4)) for _ in range(3)]
+    H_enc = rng.normal(size=(6, 8))
+    W1, b1, W2, b2 = rng.normal(size=(8, 12)), rng.normal(size=12), rng.normal(size=(12, 8)), rng.normal(size=8)
+    ids = np.array([3, 1, 4, 1, 5])
+    logits = rng.normal(size=(4, 11))
+    return {
+        "dot": (a, b), "cosine_similarity": (a, b), "pairwise_scores": (X,),
+        "softmax": (X,), "simple_self_attention": (X,),
+        "project_qkv": (X, *W4), "scaled_dot_product_attention": (Q, K, V, mask),
+        "causal_mask": (4,), "cross_attention": (X, H_enc, *W4),
+        "split_heads": (X, 2), "merge_heads": (rng.normal(size=(2, 4, 3)),),
+        "multi_head_attention": (X, *W88, 2),
+        "layer_norm": (X, BLOCK["ln1_gamma"], BLOCK["ln1_beta"]),
+        "feed_forward": (X, W1, b1, W2, b2), "transformer_block": (X, BLOCK, 2),
+        "embed": (ids, LM["E"], LM["P"]), "lm_head": (X, LM["E"]),
+        "language_model_forward": (ids, LM, 2), "cross_entropy": (logits, ids[:4]),
+        "generate": (ids, LM, 2, 3),
+    }
+
+
+def test_contract_call_table_is_complete():
+    assert set(_contract_calls()) == set(helpers.CONTRACT_FUNCTIONS)
+
+
+@pytest.mark.parametrize("name", helpers.CONTRACT_FUNCTIONS)
+def test_every_function_accepts_lists(name):
+    args = _contract_calls()[name]
+    fn = getattr(helpers, name)
+    from_arrays = fn(*args)
+    from_lists = fn(*[_lists(arg) for arg in args])
+    if isinstance(from_arrays, tuple):
+        assert isinstance(from_lists, tuple) and len(from_lists) == len(from_arrays)
+        for x, y in zip(from_arrays, from_lists):
+            np.testing.assert_array_equal(x, y)
+    else:
+        np.testing.assert_array_equal(from_arrays, from_lists)
+    for out in (from_arrays if isinstance(from_arrays, tuple) else (from_arrays,)):
+        if isinstance(out, np.ndarray) and name not in ("causal_mask", "generate"):
+            assert out.dtype == np.float64, name
