@@ -17,13 +17,14 @@ PORT ?= 8888
 PYTEST_ARGS ?=
 LAB_ARGS ?=
 
-.PHONY: lab test install release check-release grade-examples constraints clean help
+.PHONY: lab test install release check-release grade-examples examples constraints clean help
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make lab      open the course in JupyterLab (http://localhost:$(PORT))"
 	@echo "make test     run the whole test suite"
 	@echo "make release  regenerate notebooks/ (student versions) from solutions/"
+	@echo "make grade-examples  grade autograder/examples/ and print the summary (docs/grading.md)"
 
 install: $(STAMP)
 
@@ -51,6 +52,16 @@ test: $(STAMP)
 
 release: $(STAMP)
 	$(BIN)python -m autograder release
+
+# The instructor's first five minutes: grade the example submissions, print the table.
+GRADE_OUT ?= grading-output/examples
+grade-examples: $(STAMP)
+	$(BIN)python -m autograder grade autograder/examples/submissions --out $(GRADE_OUT) --cell-timeout 5 --timeout 20
+	@echo "feedback pages: $(GRADE_OUT)/feedback/<student>/<assignment>/<notebook>.html"
+
+# Regenerate autograder/examples/ after a change to solutions/ (run `make release` first).
+examples: $(STAMP)
+	$(BIN)python -m autograder make-examples
 
 constraints: $(STAMP)
 	{ sed -n "1,3p" constraints.txt; $(BIN)python -m pip freeze --exclude-editable; } > constraints.tmp && mv constraints.tmp constraints.txt

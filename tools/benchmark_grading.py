@@ -1,0 +1,126 @@
+"""Benchmark: our grader (``python -m autograder grade``) against plain ``nbgrader autograde``.
+
+    .venv/bin/python tools/benchmark_grading.py --students 300            # the target run
+    .venv/bin/python tools/benchmark_grading.py --students 20 --nbgrader-students 5
+
+Builds N synthetic students, each handing in every notebook of the course (answers
+cycled through the example kinds of ``autograder.make_examples``: right, typical
+mistakes, unanswered, calling the reference), grades them with ``--jobs 1`` and
+``--jobs 2``, then grades a subset with plain nbgrader (a throwaway course folder whose
+gradebook comes from ``autograder.release.generate``, the submissions copied into
+``submitted/``, ``nbgrader autograde`` per assignment) and prints seconds per notebook
+for each. Target (issue 4): 300 students x 8 notebooks in under 10 minutes on 2 cores,
+i.e. under 0.25 s per notebook of wall time with ``--jobs 2``.
+
+Not a test: it takes minutes and all the machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from autograder import SOLUTIONS_DIR  # noqa: E402
+from autograder.make_examples import build  # noqa: E402
+from autograder.release import assignments, generate, nbgrader_command, nbgrader_env  # noqa: E402
+
+#: Example kinds a synthetic student's answers are drawn from, in turn.
+KINDS = ("perfect", "typical_mistakes_1", "perfect", "typical_mistakes_2", "unanswered",
+         "perfect", "calls_reference")
+TARGET_NOTEBOOKS, TARGET_SECONDS = 2400, 600
+
+
+def make_class(dest: Path, n_students: int) -> int:
+    """Write ``n_students`` synthetic students into ``dest``; return the notebook count."""
+    files, _ = build()
+    by_kind: dict[str, dict[str, str]] = {}
+    for rel, text in files.items():
+        _, student, notebook_rel = rel.split("/", 2)
+        by_kind.setdefault(student, {})[notebook_rel] = text
+    count = 0
+    for i in range(n_students):
+        kind = KINDS[i % len(KINDS)]
+        for notebook_rel, text in by_kind[kind].items():
+            path = dest / f"student{i:04d}" / notebook_rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            count += 1
+    return count
+
+
+def time_ours(submissions: Path, out: Path, jobs: int) -> float:
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
+         "--jobs", str(jobs)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"grade --jobs {jobs} failed:\n{result.stderr}")
+    return seconds
+
+
+def time_nbgrader(submissions: Path, course_root: Path, n_students: int) -> tuple[float, int]:
+    """Plain nbgrader on the first ``n_students``: (seconds for autograde, notebooks)."""
+    names = assignments(SOLUTIONS_DIR)
+    generate(course_root, names)
+    count = 0
+    for student in sorted(p for p in submissions.iterdir() if p.is_dir())[:n_students]:
+        for notebook in student.rglob("*.ipynb"):
+            target = course_root / "submitted" / student.name / notebook.relative_to(student)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(notebook, target)
+            count += 1
+    start = time.perf_counter()
+    for name in names:
+        subprocess.run(nbgrader_command(course_root, "autograde", name, "--force", "--log-level=ERROR"),
+                       cwd=course_root, env=nbgrader_env(), stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start, count
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=300, help="synthetic students (default 300)")
+    parser.add_argument("--jobs", default="1,2", help="--jobs values to time (default 1,2)")
+    parser.add_argument("--nbgrader-students", type=int, default=10,
+                        help="students graded by plain nbgrader (it is slow; default 10, 0 to skip)")
+    args = parser.parse_args(argv)
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        tmp = Path(tmp)
+        submissions = tmp / "submissions"
+        notebooks = make_class(submissions, args.students)
+        print(f"{args.students} students, {notebooks} notebooks "
+              f"({notebooks // max(args.students, 1)} each)", flush=True)
+        for jobs in (int(j) for j in args.jobs.split(",")):
+            seconds = time_ours(submissions, tmp / f"out-{jobs}", jobs)
+            rows.append((f"autograder grade --jobs {jobs}", notebooks, seconds))
+            print(f"  {rows[-1][0]}: {seconds:.1f} s", flush=True)
+        if args.nbgrader_students:
+            seconds, count = time_nbgrader(submissions, tmp / "course", args.nbgrader_students)
+            rows.append(("nbgrader autograde (serial)", count, seconds))
+            print(f"  {rows[-1][0]}: {seconds:.1f} s", flush=True)
+
+    print()
+    print(f"{'method':32} {'notebooks':>9} {'seconds':>9} {'s/notebook':>10} {'2400 notebooks':>15}")
+    for name, count, seconds in rows:
+        per = seconds / count
+        print(f"{name:32} {count:9d} {seconds:9.1f} {per:10.3f} {per * TARGET_NOTEBOOKS / 60:12.1f} min")
+    best = min(seconds / count for name, count, seconds in rows if name.startswith("autograder"))
+    verdict = "meets" if best * TARGET_NOTEBOOKS < TARGET_SECONDS else "misses"
+    print(f"\nbest: {best:.3f} s per notebook -> {best * TARGET_NOTEBOOKS / 60:.1f} min for "
+          f"{TARGET_NOTEBOOKS} notebooks ({verdict} the {TARGET_SECONDS // 60}-minute target)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
