@@ -9,9 +9,10 @@ module only organises the run:
 * :func:`in_shard` splits the class into disjoint parts (deterministic by student id), so
   that several machines can each grade a part (``--shard I/N``) and
   ``python -m autograder merge`` joins their outputs;
-* :func:`grade_class` grades students in parallel, each student in a process of its own
-  (a notebook that kills the process above it takes only that student's current
-  notebook with it); results stream back to this process one notebook at a time;
+* :func:`grade_class` grades students in parallel in ``--jobs`` grading processes, one
+  student at a time each; results stream back one notebook at a time, so a grading
+  process that dies or hangs costs only the unfinished notebooks of its current student
+  (the engine runs each notebook in a fresh confined child of its own);
 * :func:`write_outputs` writes ``OUT/results.jsonl`` (one JSON object per notebook, the
   canonical record that ``merge``, ``report`` and ``export`` read), ``OUT/grades.csv``
   (one row per graded cell), ``OUT/summary.csv`` (one row per student and assignment)
@@ -228,42 +229,65 @@ def _engine_grade_notebook(*args, **kwargs):
     return grade_notebook(*args, **kwargs)
 
 
-def _grade_student(student_id: str, jobs: list[tuple[str, str, str]], limits: Limits,
-                   course: dict, grade_fn: GradeFunction, conn) -> None:
-    """Body of a student's process: grade each notebook, send one JSON record per notebook."""
+def _send(conn, obj) -> None:
+    conn.send_bytes(json.dumps(obj).encode("utf-8"))
+
+
+def _grade_one(student_id: str, assignment: str, notebook: str, source: str, tmp: Path,
+               limits: Limits, cells: list[GradedCell], grade_fn: GradeFunction) -> dict:
+    """Grade one notebook from a private copy (the engine never sees SUBMISSIONS)."""
+    copy = tmp / assignment / notebook
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, copy)
+    start = time.monotonic()
+    try:
+        result = grade_fn(copy, assignment, cell_timeout=limits.cell_timeout,
+                          notebook_timeout=limits.notebook_timeout, memory_mb=limits.memory_mb)
+        return result_record(student_id, assignment, notebook, result, cells,
+                             time.monotonic() - start)
+    except Exception as exc:  # the engine promises not to raise; if it does, say so
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return missing_record(student_id, assignment, notebook, cells, "grader_error",
+                              f"the grader failed on this notebook: {last}")
+
+
+def _slot_main(conn, limits: Limits, course: dict, grade_fn: GradeFunction) -> None:
+    """Body of a grading process: grade the students it is sent, one at a time.
+
+    The process lives for many students so that the engine's pre-warmed worker (a second
+    of start-up) is paid once per process, not once per student; the students' code
+    itself runs in a fresh child of that worker for every notebook. Protocol (JSON over
+    ``conn``): receives ``{"student_id", "jobs": [[assignment, notebook, path], ...]}``
+    or ``null`` (stop); sends one record per notebook, then ``{"done": student_id}``.
+    """
     os.setpgid(0, 0)  # its own process group: a timeout kills the whole tree
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
-    with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
-        os.chdir(tmp)
-        for assignment, notebook, source in jobs:
-            # A private copy: the engine (and the student's code) never sees SUBMISSIONS.
-            copy = Path(tmp) / assignment / notebook
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, copy)
-            start = time.monotonic()
-            try:
-                result = grade_fn(copy, assignment, cell_timeout=limits.cell_timeout,
-                                  notebook_timeout=limits.notebook_timeout,
-                                  memory_mb=limits.memory_mb)
-                record = result_record(student_id, assignment, notebook, result,
-                                       course[(assignment, notebook)], time.monotonic() - start)
-            except Exception as exc:  # the engine promises not to raise; if it does, say so
-                last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-                record = missing_record(student_id, assignment, notebook,
-                                        course[(assignment, notebook)], "grader_error",
-                                        f"the grader failed on this notebook: {last}")
-            conn.send_bytes(json.dumps(record).encode("utf-8"))
-    conn.close()
+    while True:
+        try:
+            task = json.loads(conn.recv_bytes())
+        except EOFError:
+            return
+        if task is None:
+            return
+        with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
+            os.chdir(tmp)
+            for assignment, notebook, source in task["jobs"]:
+                _send(conn, _grade_one(task["student_id"], assignment, notebook, source, Path(tmp),
+                                       limits, course[(assignment, notebook)], grade_fn))
+            os.chdir("/")
+        _send(conn, {"done": task["student_id"]})
 
 
 @dataclasses.dataclass
-class _Running:
-    student: Student
-    jobs: list[tuple[str, str, str]]
+class _Slot:
+    """A grading process and the student it is working on (if any)."""
+
     process: multiprocessing.Process
     conn: object
-    deadline: float
+    student: Student | None = None
+    jobs: list = dataclasses.field(default_factory=list)
     done: set = dataclasses.field(default_factory=set)
+    deadline: float = 0.0
 
 
 def grade_class(students: list[Student], course: dict[tuple[str, str], list[GradedCell]],
@@ -272,15 +296,17 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Grad
                 budget_margin: float = 30.0) -> list[dict]:
     """Grade every course notebook of every student; return one record per notebook.
 
-    Up to ``jobs`` students are graded at once, each in a forked process. A student's
-    process that dies (killed by the student's code, out of memory) or overruns its time
-    (every notebook's limit plus ``budget_margin`` seconds) costs only the notebooks it had not finished:
-    they are recorded as ``crashed`` / ``timeout`` with zero points, and the run goes on.
-    A notebook the student did not hand in is recorded as ``missing``.
+    ``jobs`` grading processes (forked) take students one at a time, so up to ``jobs``
+    students are graded in parallel. A grading process that dies (killed by what it ran,
+    out of memory) or overruns the student's time (every notebook's limit plus
+    ``budget_margin`` seconds) costs only that student's unfinished notebooks: they are
+    recorded as ``crashed`` / ``timeout`` with zero points, a fresh process replaces it,
+    and the run goes on. A notebook the student did not hand in is recorded as
+    ``missing``.
     """
     ctx = multiprocessing.get_context("fork")
     records: list[dict] = []
-    queue = []
+    queue: list[tuple[Student, list]] = []
     for student in students:
         for (assignment, notebook), cells in sorted(course.items()):
             if (assignment, notebook) not in student.notebooks:
@@ -291,57 +317,85 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Grad
         if todo:
             queue.append((student, todo))
     queue.reverse()  # pop() from the end keeps the students in order
-    running: list[_Running] = []
+    slots: list[_Slot] = []
 
-    def finish(run: _Running, status: str, message: str) -> None:
-        for assignment, notebook, _ in run.jobs:
-            if (assignment, notebook) not in run.done:
-                records.append(missing_record(run.student.student_id, assignment, notebook,
+    def start_slot() -> _Slot:
+        parent_end, child_end = ctx.Pipe(duplex=True)
+        process = ctx.Process(target=_slot_main, name="grader",
+                              args=(child_end, limits, course, grade_fn), daemon=False)
+        process.start()
+        child_end.close()
+        slot = _Slot(process, parent_end)
+        slots.append(slot)
+        return slot
+
+    def give_out(slot: _Slot) -> None:
+        student, todo = queue.pop()
+        try:
+            _send(slot.conn, {"student_id": student.student_id, "jobs": todo})
+        except OSError:  # the process died while idle: replace it, student back in line
+            queue.append((student, todo))
+            _kill_tree(slot.process)
+            slot.conn.close()
+            slots.remove(slot)
+            return
+        slot.student, slot.jobs, slot.done = student, todo, set()
+        slot.deadline = time.monotonic() + len(todo) * (limits.notebook_timeout + budget_margin) + budget_margin
+
+    def lose(slot: _Slot, status: str, message: str) -> None:
+        """Record the slot's unfinished notebooks as lost and retire the slot."""
+        for assignment, notebook, _ in slot.jobs:
+            if (assignment, notebook) not in slot.done:
+                records.append(missing_record(slot.student.student_id, assignment, notebook,
                                               course[(assignment, notebook)], status, message))
                 if progress:
                     progress.advance(failed=True)
-        run.conn.close()
+        _kill_tree(slot.process)
+        slot.conn.close()
+        slots.remove(slot)
 
     try:
-        while queue or running:
-            while queue and len(running) < max(1, jobs):
-                student, todo = queue.pop()
-                receiver, sender = ctx.Pipe(duplex=False)
-                process = ctx.Process(
-                    target=_grade_student, name=f"grade-{student.student_id}",
-                    args=(student.student_id, todo, limits, course, grade_fn, sender), daemon=False)
-                process.start()
-                sender.close()
-                budget = len(todo) * (limits.notebook_timeout + budget_margin) + budget_margin
-                running.append(_Running(student, todo, process, receiver, time.monotonic() + budget))
-            ready = wait([r.conn for r in running], timeout=0.5)
-            for run in list(running):
-                if run.conn in ready:
+        while queue or any(s.student for s in slots):
+            for slot in list(slots):
+                if slot.student is None and queue:
+                    give_out(slot)
+            while queue and len(slots) < max(1, jobs):
+                give_out(start_slot())
+            busy = [s for s in slots if s.student]
+            ready = wait([s.conn for s in busy], timeout=0.5)
+            for slot in busy:
+                if slot.conn in ready:
                     try:
-                        record = json.loads(run.conn.recv_bytes())
+                        message = json.loads(slot.conn.recv_bytes())
                     except (EOFError, OSError):
-                        run.process.join()
-                        code = run.process.exitcode
-                        if len(run.done) < len(run.jobs):
-                            how = (f"killed by signal {-code}" if code and code < 0
-                                   else f"exited with code {code}")
-                            finish(run, "crashed", f"the grading process of this student was {how}"
-                                   " while grading this notebook (killed by the notebook?)")
-                        else:
-                            run.conn.close()
-                        running.remove(run)
+                        slot.process.join(5)
+                        code = slot.process.exitcode
+                        how = (f"killed by signal {-code}" if code and code < 0
+                               else f"exited with code {code}")
+                        lose(slot, "crashed", f"the grading process was {how} while grading"
+                                              " this notebook (killed by the notebook?)")
                         continue
-                    run.done.add((record["assignment"], record["notebook"]))
-                    records.append(record)
+                    if "done" in message:
+                        slot.student = None
+                        continue
+                    slot.done.add((message["assignment"], message["notebook"]))
+                    records.append(message)
                     if progress:
-                        progress.advance(failed=record["status"] != "ok")
-                elif time.monotonic() > run.deadline:
-                    _kill_tree(run.process)
-                    finish(run, "timeout", "the student's grading process overran its time limit")
-                    running.remove(run)
+                        progress.advance(failed=message["status"] != "ok")
+                elif time.monotonic() > slot.deadline:
+                    lose(slot, "timeout", "grading this student's notebooks overran their time"
+                                          " limits; the grading process was stopped")
     finally:
-        for run in running:  # interrupted: leave no process behind
-            _kill_tree(run.process)
+        for slot in slots:
+            try:
+                _send(slot.conn, None)
+            except OSError:
+                pass
+        for slot in slots:
+            slot.process.join(10)
+            if slot.process.exitcode is None:
+                _kill_tree(slot.process)
+            slot.conn.close()
     return records
 
 
@@ -473,6 +527,8 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     / ``ValueError`` when the grader cannot run at all (no such folder, no course)."""
     from autograder.progress import Progress
 
+    if grade_fn is _engine_grade_notebook:
+        import autograder.engine  # noqa: F401  (imported once here, shared by the forks)
     if not submissions.is_dir():
         raise FileNotFoundError(f"submissions folder not found: {submissions}")
     course = course_notebooks(solutions)
