@@ -168,16 +168,18 @@ def check_matplotlib() -> Finding:
                        f"{exc}", INSTALL_FIX.format(python=sys.executable))
     backend = matplotlib.get_backend()
     in_kernel = "ipykernel" in sys.modules
-    if in_kernel and "inline" not in backend.lower() and "ipympl" not in backend.lower() \
-            and "widget" not in backend.lower():
+    gui = backend.lower() in {"tkagg", "qtagg", "qt5agg", "macosx", "gtk3agg", "gtk4agg",
+                              "wxagg"}
+    if in_kernel and gui:
         return Finding(
             name, NOTE,
-            f"backend {backend!r} opens pictures in separate windows (or nowhere); the "
-            "notebooks draw inline",
+            f"matplotlib {matplotlib.__version__} draws PNGs, but its backend {backend!r} "
+            "opens your own pyplot figures in separate windows (the course's pictures are "
+            "unaffected)",
             "run `%matplotlib inline` in a cell, or remove the MPLBACKEND environment "
             "variable / the `backend:` line of your matplotlibrc, and restart the kernel")
-    return Finding(name, OK, f"matplotlib {matplotlib.__version__}, backend {backend!r}, "
-                   "draws PNGs")
+    return Finding(name, OK, f"matplotlib {matplotlib.__version__} draws PNGs (backend "
+                   f"{backend!r}; the course's pictures do not depend on it)")
 
 
 def run_checks(pyproject: Path = PYPROJECT) -> list[Finding]:
@@ -216,6 +218,40 @@ def report(findings: list[Finding]) -> str:
         lines.append(f"\nAll {len(findings)} checks passed"
                      + (f" ({notes} note(s) above)." if notes else ". You are ready."))
     return "\n".join(lines)
+
+
+class WidgetCheck:
+    """Notebook 00: a slider and a number that the kernel writes when the slider moves.
+
+    If the number follows the slider, the browser, the widgets extension and the kernel
+    all talk to each other. Where widgets cannot run (an export, a viewer) only a line of
+    text is shown instead.
+    """
+
+    def __init__(self):
+        import ipywidgets
+
+        self.slider = ipywidgets.IntSlider(value=3, min=0, max=10, description="drag me")
+        self.echo = ipywidgets.HTML("the kernel saw: <b>3</b>")
+        self.slider.observe(self._on_change, names="value")
+        self.view = ipywidgets.HBox([self.slider, self.echo])
+
+    def _on_change(self, change):
+        self.echo.value = f"the kernel saw: <b>{change['new']}</b>"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        data = self.view._repr_mimebundle_()
+        data["text/plain"] = ("[a slider: it appears when this notebook runs in JupyterLab "
+                              "or Notebook with working widgets]")
+        return data
+
+
+def widget_check():
+    """A :class:`WidgetCheck` to display, or a sentence saying why there is none."""
+    try:
+        return WidgetCheck()
+    except ImportError as exc:
+        return f"ipywidgets cannot be imported ({exc}): see the environment check above."
 
 
 def main() -> int:

@@ -184,24 +184,6 @@ class Explorer:
 # ---------------------------------------------------------------------------------------
 
 
-def frontend_check():
-    """Notebook 00: a slider whose number follows it when widgets work in this front end.
-
-    The label is set by the kernel (not by the browser), so a moving number shows that
-    the front end, its widgets extension and the kernel all talk to each other.
-    """
-    if ipywidgets is None:
-        return "ipywidgets is not installed: run the environment check above."
-    slider = ipywidgets.IntSlider(value=3, min=0, max=10, description="drag me")
-    echo = ipywidgets.HTML("the kernel saw: <b>3</b>")
-
-    def on_change(change):
-        echo.value = f"the kernel saw: <b>{change['new']}</b>"
-
-    slider.observe(on_change, names="value")
-    return ipywidgets.HBox([slider, echo])
-
-
 def dot_product_explorer() -> Explorer:
     """Notebook 01: turn and stretch ``b``; watch the dot product and the cosine."""
     import numpy as np
@@ -394,3 +376,46 @@ def layer_norm_explorer() -> Explorer:
         "gamma": Slider("gamma", 0.0, 2.0, 0.1, 1.0, ".1f"),
         "beta": Slider("beta", -2.0, 2.0, 0.25, 0.0, ".2f"),
     }, title="Layer norm: scale and shift of the input vs gamma and beta")
+
+
+#: Prompts for :func:`next_token_temperature_explorer`.
+NEXT_TOKEN_PROMPTS = (
+    "ROMEO:\nWhat light through yonder wi",
+    "To be, or not to be: that is the q",
+    "KING HENRY:\nOnce more unto the ",
+    "First Citizen:\nWe are accounted poor c",
+)
+
+
+def next_token_temperature_explorer() -> Explorer:
+    """Notebook 08: the next-character distribution of the pretrained model (or of an
+    untrained stand-in when it is missing) for a prompt, at a chosen temperature."""
+    import numpy as np
+
+    from helpers import demos_model, reference
+
+    params, n_heads, encode, decode = demos_model.load_demo_lm()
+    vocab = [decode(np.array([i])) for i in range(params["E"].shape[0])]
+    n_ctx = params["P"].shape[0]
+    cache = {}
+
+    def logits_for(prompt):
+        if prompt not in cache:
+            ids = encode(prompt)[-n_ctx:]
+            cache[prompt] = reference.language_model_forward(ids, params, n_heads)[-1]
+        return cache[prompt]
+
+    def draw(prompt, temperature):
+        logits = logits_for(prompt)                                # [V]
+        probs = reference.softmax((logits - logits.max()) / temperature)
+        entropy = -(probs * np.log(np.where(probs > 0, probs, 1.0))).sum()
+        shown = prompt.replace("\n", "\\n")
+        return plots.next_token_figure(
+            probs, vocab, chosen=int(np.argmax(logits)),
+            title=f"after '...{shown[-24:]}'   T = {temperature:.2f}: as uncertain as "
+                  f"{np.exp(entropy):.1f} equally likely characters")
+
+    return Explorer(draw, {
+        "prompt": Choice("prompt", list(NEXT_TOKEN_PROMPTS), NEXT_TOKEN_PROMPTS[0]),
+        "temperature": Slider("temperature T", 0.05, 3.0, 0.05, 1.0, ".2f"),
+    }, title="The next-character distribution under temperature")
