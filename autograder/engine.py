@@ -1,0 +1,808 @@
+"""Grade one submitted notebook: merge it with the source, run it, decide the points.
+
+``grade_notebook(submission, assignment)`` returns a :class:`NotebookResult` and never
+raises for a bad submission (unreadable file, stripped metadata, deleted or edited test
+cells, duplicated answers, hangs, memory blow-ups, killed processes, floods of output).
+
+Source of truth
+    The solution notebook ``solutions/<assignment>/<notebook>.ipynb`` is read directly:
+    its nbgrader metadata gives the answer cells (by ``grade_id``), the test cells with
+    their hidden tests and points, and the manually graded cells. We do not use
+    nbgrader's gradebook: it would only hold a copy of the same facts (checksums and
+    points taken from this notebook at release time), creating it costs a
+    ``generate_assignment`` run per assignment, and a SQLite file shared by parallel
+    grading processes is one more thing to lock. Reading the notebook keeps the grader
+    stateless, so shards can run anywhere.
+
+Merge (:func:`merge`)
+    * answer cells come from the student, matched by ``grade_id`` (the first one wins
+      when a student duplicated a cell; flagged). A cell whose nbgrader metadata was
+      stripped is matched by ``def <function>(`` (flagged);
+    * test cells always come from the source: edited ones are restored, deleted ones
+      re-inserted after the nearest graded cell before them, hidden tests included;
+    * every other code cell comes from the student (they may define helpers there).
+      Copies of test cells that lost their metadata are dropped (the source's run).
+
+Execution (:mod:`autograder.executor`, :mod:`autograder.sandbox`)
+    1. The *notebook run*: the merged notebook in a confined child of a pre-warmed
+       worker, cell by cell; a test cell passes iff it raised nothing and wrote nothing
+       to stderr (nbgrader's rule). For tests of contract functions, a hidden block
+       made only of ``check(...)`` calls is not run here: those cases are judged in
+       step 2, so their source never enters the student's process.
+    2. The *authoritative verdict* for every contract function with a test cell: a
+       separate confined child whose ``helpers`` lacks the reference of that function
+       runs the student's non-test cells, then calls the function on the cases of
+       ``helpers.checks`` (visible and hidden) and returns only the outputs. This
+       process (trusted) compares them with ``helpers.checks.compare``.
+    The points of a test cell about a contract function come from step 2 alone: a
+    correct answer keeps its points even if the notebook run failed (a warning on
+    stderr, a crash in an unrelated cell), and a test that passed in the notebook but
+    fails the verdict on the same cases scores 0 and is flagged "tampering suspected".
+    Other test cells are scored by step 1.
+
+Feedback never contains the source of hidden tests: tracebacks name test cells without
+quoting them, and captured output is scrubbed of every hidden-test line.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from autograder import SOLUTIONS_DIR, executor, sandbox
+
+#: Submissions larger than this are not parsed.
+MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
+#: Length of CellResult.message.
+MESSAGE_CHARS = 300
+#: Length of CellResult.feedback.
+FEEDBACK_CHARS = 6000
+BEGIN_HIDDEN = "### BEGIN HIDDEN TESTS"
+END_HIDDEN = "### END HIDDEN TESTS"
+
+
+@dataclass
+class CellResult:
+    """The grade of one graded cell (a test cell or a manually graded cell)."""
+
+    grade_id: str
+    kind: str                 # "test" | "manual"
+    points: float
+    max_points: float
+    status: str               # ok | failed | timeout | crashed | missing | needs_manual_grade
+    message: str = ""         # one short line, safe to show
+    feedback: str = ""        # longer text for the student (no hidden-test source)
+
+
+@dataclass
+class NotebookResult:
+    """The grade of one submitted notebook."""
+
+    assignment: str
+    notebook: str
+    status: str               # ok | timeout | crashed | invalid
+    message: str = ""
+    cells: list[CellResult] = field(default_factory=list)
+    answers: dict[str, str] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def points(self) -> float:
+        return sum(c.points for c in self.cells)
+
+    @property
+    def max_points(self) -> float:
+        return sum(c.max_points for c in self.cells)
+
+
+# ---------------------------------------------------------------------------------------
+# The source notebook.
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceCell:
+    cell_type: str
+    kind: str                 # answer | test | manual | other
+    grade_id: str | None
+    points: float
+    source: str
+
+    @property
+    def visible(self) -> str:
+        """The source without its hidden-tests block (what students were given)."""
+        return strip_hidden(self.source)
+
+    @property
+    def hidden_only_checks(self) -> bool:
+        """Whether the hidden block holds nothing but ``check(...)`` calls."""
+        block = hidden_block(self.source)
+        if not block.strip():
+            return True
+        try:
+            tree = ast.parse(block)
+        except SyntaxError:
+            return False
+        return all(isinstance(s, ast.Expr) and _check_call(s.value) is not None
+                   for s in tree.body)
+
+
+@dataclass(frozen=True)
+class Source:
+    assignment: str
+    notebook: str
+    path: Path
+    cells: tuple[SourceCell, ...]
+
+    def by_id(self, kind: str) -> dict[str, SourceCell]:
+        return {c.grade_id: c for c in self.cells if c.kind == kind and c.grade_id}
+
+
+def _text(source) -> str:
+    if isinstance(source, list):
+        return "".join(s for s in source if isinstance(s, str))
+    return source if isinstance(source, str) else ""
+
+
+def strip_hidden(text: str) -> str:
+    out, hidden = [], False
+    for line in text.splitlines(keepends=True):
+        if line.strip().startswith(BEGIN_HIDDEN):
+            hidden = True
+        elif line.strip().startswith(END_HIDDEN):
+            hidden = False
+        elif not hidden:
+            out.append(line)
+    return "".join(out)
+
+
+def hidden_block(text: str) -> str:
+    out, hidden = [], False
+    for line in text.splitlines(keepends=True):
+        if line.strip().startswith(BEGIN_HIDDEN):
+            hidden = True
+        elif line.strip().startswith(END_HIDDEN):
+            hidden = False
+        elif hidden:
+            out.append(line.strip() + "\n")
+    return "".join(out)
+
+
+def _nbgrader(cell: dict) -> dict:
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return nbg if isinstance(nbg, dict) else {}
+
+
+def _kind(cell_type: str, nbg: dict) -> str:
+    grade, solution = bool(nbg.get("grade")), bool(nbg.get("solution"))
+    if (grade and solution) or nbg.get("task"):
+        return "manual"
+    if grade and cell_type == "code":
+        return "test"
+    if solution and cell_type == "code":
+        return "answer"
+    return "other"
+
+
+@lru_cache(maxsize=64)
+def _load_source(path: Path, mtime: float) -> Source:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cells = []
+    for cell in nb["cells"]:
+        nbg = _nbgrader(cell)
+        kind = _kind(cell.get("cell_type", ""), nbg)
+        gid = nbg.get("grade_id") if kind != "other" else None
+        cells.append(SourceCell(cell.get("cell_type", ""), kind, gid,
+                                float(nbg.get("points", 0) or 0), _text(cell.get("source"))))
+    return Source(path.parent.name, path.name, path, tuple(cells))
+
+
+def source_path(assignment: str, notebook: str, solutions: Path | None = None) -> Path | None:
+    """The solution notebook for a submitted ``<assignment>/<notebook>``, if any."""
+    solutions = SOLUTIONS_DIR if solutions is None else Path(solutions)
+    if not re.fullmatch(r"[\w.-]+", assignment) or assignment.startswith("."):
+        return None
+    folder = solutions / assignment
+    if not folder.is_dir():
+        return None
+    exact = folder / notebook
+    if exact.is_file():
+        return exact
+    candidates = sorted(folder.glob("*.ipynb"))
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def load_source(assignment: str, notebook: str | None = None,
+                solutions: Path | None = None) -> Source:
+    path = source_path(assignment, notebook or f"{assignment}.ipynb", solutions)
+    if path is None:
+        raise FileNotFoundError(f"no solution notebook for {assignment}/{notebook}")
+    return _load_source(path, path.stat().st_mtime)
+
+
+# ---------------------------------------------------------------------------------------
+# Which test cell checks which contract function, on which cases.
+# ---------------------------------------------------------------------------------------
+
+
+def _contract_functions() -> tuple[str, ...]:
+    import helpers
+
+    return tuple(helpers.CONTRACT_FUNCTIONS)
+
+
+def _check_call(node) -> tuple[str, bool, str | None] | None:
+    """``check("name", fn, hidden=..., group=...)`` -> (name, hidden, group)."""
+    if not isinstance(node, ast.Call):
+        return None
+    f = node.func
+    fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+    if fname != "check" or not node.args or not isinstance(node.args[0], ast.Constant):
+        return None
+    name = node.args[0].value
+    if not isinstance(name, str):
+        return None
+    hidden, group = False, None
+    for kw in node.keywords:
+        if kw.arg == "hidden" and isinstance(kw.value, ast.Constant):
+            hidden = bool(kw.value.value)
+        elif kw.arg == "group" and isinstance(kw.value, ast.Constant):
+            group = kw.value.value if isinstance(kw.value.value, str) else None
+    return name, hidden, group
+
+
+def function_of_test(grade_id: str, functions=None) -> str | None:
+    """The contract function a test cell is about: ``test_<function>...``, longest name."""
+    functions = functions or _contract_functions()
+    best = None
+    for fn in functions:
+        if grade_id == f"test_{fn}" or grade_id.startswith(f"test_{fn}_"):
+            if best is None or len(fn) > len(best):
+                best = fn
+    return best
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """A set of check cases: those of ``function`` (visible/hidden/both), maybe a group."""
+
+    function: str
+    hidden: bool | None       # None: visible and hidden
+    group: str | None
+    in_kernel: bool           # whether the notebook run executes these checks
+
+
+def case_specs(cell: SourceCell, kernel_source: str) -> list[CaseSpec]:
+    """The check cases a source test cell stands for (empty: not a contract test)."""
+    functions = _contract_functions()
+    specs = []
+    try:
+        tree = ast.parse(cell.source.replace(BEGIN_HIDDEN, "").replace(END_HIDDEN, ""))
+        kernel_tree = ast.parse(kernel_source)
+    except SyntaxError:
+        tree = kernel_tree = None
+    if tree is not None:
+        in_kernel = {_check_call(n) for n in ast.walk(kernel_tree)} - {None}
+        for node in ast.walk(tree):
+            call = _check_call(node)
+            if call and call[0] in functions:
+                specs.append(CaseSpec(call[0], call[1], call[2], call in in_kernel))
+    if specs:
+        return list(dict.fromkeys(specs))
+    fn = function_of_test(cell.grade_id or "", functions)
+    if fn is None:
+        return []
+    suffix = (cell.grade_id or "")[len(f"test_{fn}"):].strip("_") or None
+    return [CaseSpec(fn, None, suffix, False)]   # group kept only if it exists (below)
+
+
+# ---------------------------------------------------------------------------------------
+# Reading and merging the submission.
+# ---------------------------------------------------------------------------------------
+
+
+class InvalidSubmission(ValueError):
+    pass
+
+
+def read_submission(path: Path) -> list[dict]:
+    """The cells of a submitted notebook (nbformat 4 JSON), or InvalidSubmission."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise InvalidSubmission(f"cannot read the notebook ({exc.strerror})") from None
+    if size > MAX_NOTEBOOK_BYTES:
+        raise InvalidSubmission(f"the notebook is too large ({size // 1_000_000} MB)")
+    try:
+        nb = json.loads(path.read_bytes().decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        raise InvalidSubmission("the file is not valid JSON: it is not a readable notebook") from None
+    except OSError as exc:
+        raise InvalidSubmission(f"cannot read the notebook ({exc.strerror})") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise InvalidSubmission("the file is JSON but not a Jupyter notebook (no cells)")
+    return [c for c in nb["cells"] if isinstance(c, dict)]
+
+
+@dataclass
+class MergedCell:
+    index: int
+    kind: str                 # answer | test | other
+    grade_id: str | None
+    source: str               # what runs in the notebook
+    source_cell: SourceCell | None = None
+
+
+@dataclass
+class Merged:
+    cells: list[MergedCell]
+    answers: dict[str, str]
+    flags: list[str]
+    missing: set[str]         # answer grade_ids not found
+    notes: dict[str, str]     # grade_id -> note on how the cell was restored
+
+
+def _normalized(text: str) -> str:
+    """Text compared without blank lines and trailing spaces (editors differ there)."""
+    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
+
+
+def _defined_functions(code: str) -> list[str]:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return re.findall(r"^\s*def\s+(\w+)\s*\(", code, flags=re.M)
+    return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def merge(source: Source, student: list[dict]) -> Merged:
+    answers_src, tests_src, manual_src = (source.by_id("answer"), source.by_id("test"),
+                                          source.by_id("manual"))
+    visible_tests = {_normalized(t) for c in tests_src.values() for t in (c.visible, c.source)}
+    flags: list[str] = []
+    notes: dict[str, str] = {}
+    answers: dict[str, str] = {}
+    seen: set[str] = set()
+    out: list[tuple[str, str | None, str]] = []      # (kind, grade_id, source)
+    for cell in student:
+        ctype = cell.get("cell_type")
+        text = _text(cell.get("source"))
+        nbg = _nbgrader(cell)
+        gid = nbg.get("grade_id") if isinstance(nbg.get("grade_id"), str) else None
+        known = gid in answers_src or gid in tests_src or gid in manual_src
+        if gid and known:
+            if gid in seen:
+                flags.append(f"duplicated cell {gid!r}: the first copy was graded, "
+                             "the others ignored")
+                continue
+            seen.add(gid)
+            if gid in tests_src:
+                original = tests_src[gid]
+                if _normalized(text) not in (_normalized(original.visible),
+                                             _normalized(original.source)):
+                    notes[gid] = "the test cell was edited; the original was restored"
+                    flags.append(f"test cell {gid!r} was edited: restored from the source")
+                out.append(("test", gid, ""))
+            elif gid in manual_src:
+                answers[gid] = text
+            elif ctype == "code":
+                answers[gid] = text
+                out.append(("answer", gid, text))
+            continue
+        if nbg.get("grade") and not nbg.get("solution") and ctype == "code":
+            flags.append(f"unknown test cell {gid!r} ignored")
+            continue
+        if ctype != "code":
+            continue
+        if _normalized(text) in visible_tests:
+            continue                # a test cell that lost its metadata: the source runs
+        out.append(("other", None, text))
+
+    missing: set[str] = set()
+    for gid, cell in answers_src.items():
+        if gid in answers:
+            continue
+        wanted = _defined_functions(cell.source) or [gid]
+        for i, (kind, _, text) in enumerate(out):
+            if kind == "other" and any(
+                    re.search(rf"^\s*def\s+{re.escape(fn)}\s*\(", text, flags=re.M)
+                    for fn in wanted):
+                out[i] = ("answer", gid, text)
+                answers[gid] = text
+                flags.append(f"answer cell {gid!r} had no nbgrader metadata: "
+                             f"matched by 'def {wanted[0]}('")
+                break
+        else:
+            missing.add(gid)
+            answers[gid] = ""
+    for gid in manual_src:
+        answers.setdefault(gid, "")
+
+    # Test cells the student deleted: insert after the nearest graded cell before them.
+    present = {gid for kind, gid, _ in out if gid}
+    order = [c.grade_id for c in source.cells if c.grade_id and c.kind in ("answer", "test")]
+    for pos, gid in enumerate(order):
+        if gid not in tests_src or gid in present:
+            continue
+        notes[gid] = "the test cell was missing; the original was restored"
+        flags.append(f"test cell {gid!r} was deleted: restored from the source")
+        anchor = next((g for g in reversed(order[:pos]) if g in present), None)
+        at = len(out)
+        if anchor is not None:
+            at = max(i for i, (_, g, _) in enumerate(out) if g == anchor) + 1
+        out.insert(at, ("test", gid, ""))
+        present.add(gid)
+
+    cells = []
+    for i, (kind, gid, text) in enumerate(out):
+        src_cell = tests_src.get(gid) if kind == "test" else answers_src.get(gid)
+        cells.append(MergedCell(i, kind, gid, src_cell.source if kind == "test" else text,
+                                src_cell))
+    return Merged(cells, answers, flags, missing, notes)
+
+
+# ---------------------------------------------------------------------------------------
+# Resources the children see: helpers copies, data files.
+# ---------------------------------------------------------------------------------------
+
+
+class _Resources:
+    """Per-process copies of ``helpers`` (full, and stripped per function) and data."""
+
+    def __init__(self, worker: executor.Worker):
+        self.worker = worker
+        self.base = worker.home
+        os.chmod(self.base, 0o711)
+        self._helpers: dict[str | None, str] = {}
+        self._data: dict[str, str | None] = {}
+        self._jobs = 0
+
+    def helpers(self, strip: str | None) -> str:
+        if strip not in self._helpers:
+            dest = self.base / ("helpers-full" if strip is None else f"helpers-no-{strip}")
+            dest.mkdir(exist_ok=True)
+            os.chmod(dest, 0o755)
+            self._helpers[strip] = str(sandbox.prepare_helpers(dest, strip=strip))
+        return self._helpers[strip]
+
+    def data(self, source: Source) -> str | None:
+        key = str(source.path.parent)
+        if key not in self._data:
+            files = [p for p in source.path.parent.iterdir()
+                     if p.suffix != ".ipynb" and not p.name.startswith(".")
+                     and p.name != "__pycache__"]
+            if not files:
+                self._data[key] = None
+            else:
+                dest = self.base / "data" / source.assignment
+                if dest.exists():
+                    shutil.rmtree(dest)
+                dest.mkdir(parents=True)
+                for p in files:
+                    if p.is_dir():
+                        shutil.copytree(p, dest / p.name)
+                    else:
+                        shutil.copy(p, dest / p.name)
+                os.chmod(self.base / "data", 0o755)
+                self._data[key] = str(dest)
+        return self._data[key]
+
+    def conf(self, strip: str | None, source: Source) -> dict:
+        self._jobs += 1
+        work = self.base / "fallback-work" / str(self._jobs)
+        return {"root_mount": str(self.base / "root"), "helpers_parent": self.helpers(strip),
+                "data_dir": self.data(source), "fallback_work": str(work)}
+
+    def cleanup_fallback(self) -> None:
+        shutil.rmtree(self.base / "fallback-work", ignore_errors=True)
+
+
+_RESOURCES: dict[int, _Resources] = {}
+
+
+def _resources() -> _Resources:
+    worker = executor.get_worker()
+    key = id(worker)
+    if key not in _RESOURCES:
+        _RESOURCES[key] = _Resources(worker)
+    return _RESOURCES[key]
+
+
+# ---------------------------------------------------------------------------------------
+# Grading.
+# ---------------------------------------------------------------------------------------
+
+
+def _short(text: str, n: int = MESSAGE_CHARS) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+class _Scrubber:
+    """Removes every hidden-test line from text shown to students."""
+
+    def __init__(self, source: Source):
+        self.lines = {line.strip() for c in source.cells if c.kind == "test"
+                      for line in hidden_block(c.source).splitlines()
+                      if len(line.strip()) >= 6}
+
+    def __call__(self, text: str) -> str:
+        if not self.lines or not text:
+            return text
+        kept = [line for line in text.splitlines()
+                if not any(h in line for h in self.lines)]
+        return "\n".join(kept)
+
+
+def _kernel_source(cell: SourceCell) -> str:
+    """The test cell as the notebook run executes it (see module docstring)."""
+    fn = function_of_test(cell.grade_id or "")
+    if fn is not None and cell.hidden_only_checks:
+        return cell.visible
+    return cell.source
+
+
+@dataclass
+class _Verdict:
+    """The isolated run of one contract function: per-case problems (None = passed)."""
+
+    function: str
+    problems: list[str | None]
+    hidden: list[bool]
+    groups: list[str]
+    status: str               # ok | timeout | crashed
+    note: str = ""
+
+
+def _load_cases(function: str):
+    from helpers import checks
+
+    visible = list(checks.cases(function, hidden=False))
+    hidden = list(checks.cases(function, hidden=True))
+    return visible + hidden, [False] * len(visible) + [True] * len(hidden)
+
+
+def _verdict(function: str, merged: Merged, source: Source, res: _Resources,
+             cell_timeout: float, notebook_timeout: float, limits: sandbox.Limits) -> _Verdict:
+    from helpers import checks
+
+    cases, hidden = _load_cases(function)
+    groups = [str(getattr(c, "group", "") or "") for c in cases]
+    payloads = [sandbox.b64(sandbox.encode((tuple(c.args), dict(c.kwargs)))) for c in cases]
+    cells = [{"index": c.index, "kind": c.kind, "source": c.source}
+             for c in merged.cells if c.kind != "test"]
+    job = {"kind": "calls", "cells": cells, "function": function, "cases": payloads,
+           "cell_timeout": cell_timeout, "case_timeout": min(cell_timeout, 10.0),
+           "timeout": notebook_timeout}
+    reply = res.worker.run(job, res.conf(function, source), limits)
+    lines = executor.parse_lines(reply.get("output", ""))
+    by_case: dict[int, dict] = {}
+    for line in lines:
+        k = line.get("case")
+        if isinstance(k, int) and 0 <= k < len(cases) and k not in by_case:
+            by_case[k] = line
+    done = any(line.get("done") is True for line in lines)
+    status, note = "ok", ""
+    if reply.get("exit") == executor.EXIT_TIMEOUT:
+        status, note = "timeout", f"the isolated run of {function} took longer than {notebook_timeout:g} s"
+    elif not done:
+        status, note = "crashed", f"the isolated run of {function} stopped unexpectedly"
+    problems: list[str | None] = []
+    for k, case in enumerate(cases):
+        line = by_case.get(k)
+        if line is None:
+            problems.append(note or f"{function} was not run on this case")
+            continue
+        if isinstance(line.get("error"), str):
+            err = line["error"]
+            if err.startswith("timeout"):
+                status = "timeout" if status == "ok" else status
+            problems.append(f"{function} failed on case {getattr(case, 'name', k)}: "
+                            + _short(err, 400))
+            continue
+        try:
+            got = sandbox.decode(sandbox.unb64(line.get("value")))
+            problems.append(checks.compare(function, case, got))
+        except sandbox.DecodeError as exc:
+            problems.append(f"{function} returned something that cannot be checked ({exc})")
+        except Exception as exc:   # compare() on a strange value: a failed case
+            problems.append(f"{function} returned a value that cannot be compared "
+                            f"({type(exc).__name__}: {_short(exc, 200)})")
+    return _Verdict(function, problems, hidden, groups, status, note)
+
+
+def _select(verdict: _Verdict, spec: CaseSpec) -> list[int]:
+    known_groups = set(verdict.groups)
+    group = spec.group if spec.group in known_groups else None
+    return [k for k in range(len(verdict.problems))
+            if (spec.hidden is None or verdict.hidden[k] == spec.hidden)
+            and (group is None or verdict.groups[k] == group)]
+
+
+def _kernel_outcome(line: dict | None, kernel_status: str) -> tuple[bool, str]:
+    """(passed, explanation) of a test cell in the notebook run."""
+    if line is None:
+        return False, {"timeout": "not run: the notebook timed out before this cell",
+                       "crashed": "not run: the notebook crashed before this cell"}.get(
+            kernel_status, "not run")
+    err = line.get("error")
+    if isinstance(err, dict):
+        return False, f"{err.get('ename', 'Error')}: {err.get('evalue', '')}"
+    if str(line.get("stderr") or "").strip():
+        return False, "the cell wrote to stderr: " + str(line.get("stderr")).strip()
+    return True, "passed"
+
+
+def _feedback(line: dict | None, scrub: _Scrubber, extra: list[str]) -> str:
+    parts = []
+    if line is not None:
+        for key in ("stdout", "stderr"):
+            text = scrub(str(line.get(key) or "")).strip()
+            if text:
+                parts.append(f"[{key}]\n{text}")
+        err = line.get("error")
+        if isinstance(err, dict):
+            tb = scrub(str(err.get("traceback") or "")).strip()
+            msg = scrub(f"{err.get('ename', 'Error')}: {err.get('evalue', '')}")
+            parts.append("[error]\n" + (tb + "\n" if tb else "") + msg)
+    parts.extend(scrub(e) for e in extra if e)
+    text = "\n\n".join(parts)
+    return text if len(text) <= FEEDBACK_CHARS else text[:FEEDBACK_CHARS] + "\n[...]"
+
+
+def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 30,
+                   notebook_timeout: float = 120, memory_mb: int = 2048,
+                   solutions: Path | None = None) -> NotebookResult:
+    """Grade one submitted notebook against ``solutions/<assignment>/`` (see module doc).
+
+    ``solutions`` replaces the repository's ``solutions/`` folder (for tests).
+    """
+    t0 = time.perf_counter()
+    submission = Path(submission)
+    result = NotebookResult(assignment, submission.name, "ok")
+    try:
+        source = load_source(assignment, submission.name, solutions)
+    except (FileNotFoundError, ValueError, KeyError, TypeError) as exc:
+        result.status, result.message = "invalid", f"unknown assignment or notebook ({exc})"
+        return result
+    try:
+        student = read_submission(submission)
+    except InvalidSubmission as exc:
+        result.status, result.message = "invalid", str(exc)
+        result.cells = [CellResult(c.grade_id, "test" if c.kind == "test" else "manual", 0,
+                                   c.points, "invalid", _short(exc))
+                        for c in source.cells if c.kind in ("test", "manual")]
+        result.seconds = time.perf_counter() - t0
+        return result
+
+    merged = merge(source, student)
+    result.answers, result.flags = merged.answers, list(merged.flags)
+    limits = sandbox.Limits(memory_mb=memory_mb, cpu_seconds=int(notebook_timeout) + 10)
+    res = _resources()
+    scrub = _Scrubber(source)
+
+    # 1. The notebook run.
+    kernel_cells = []
+    for c in merged.cells:
+        src = _kernel_source(c.source_cell) if c.kind == "test" else c.source
+        kernel_cells.append({"index": c.index, "kind": c.kind, "grade_id": c.grade_id,
+                             "source": src})
+    reply = res.worker.run({"kind": "notebook", "cells": kernel_cells,
+                            "cell_timeout": cell_timeout, "timeout": notebook_timeout},
+                           res.conf(None, source), limits)
+    lines = executor.parse_lines(reply.get("output", ""))
+    by_cell: dict[int, dict] = {}
+    for line in lines:
+        i = line.get("cell")
+        if isinstance(i, int) and i not in by_cell:
+            by_cell[i] = line
+    done = any(line.get("done") is True for line in lines)
+    timed_out = [i for i, l in by_cell.items() if l.get("timeout")]
+    memory = [i for i, l in by_cell.items() if l.get("memory")]
+    if reply.get("exit") == executor.EXIT_TIMEOUT or timed_out:
+        result.status = "timeout"
+        where = f" (cell {timed_out[0] + 1})" if timed_out else ""
+        result.message = (f"the notebook ran out of time{where}: cell limit {cell_timeout:g} s, "
+                          f"notebook limit {notebook_timeout:g} s")
+    elif memory:
+        result.status = "crashed"
+        result.message = f"the notebook exceeded the memory limit of {memory_mb} MB (cell {memory[0] + 1})"
+    elif not done:
+        result.status = "crashed"
+        exit_code = reply.get("exit")
+        how = (f"killed by signal {exit_code - 128}" if isinstance(exit_code, int)
+               and exit_code > 128 else f"exit code {exit_code}")
+        result.message = f"the notebook's process stopped unexpectedly ({how})"
+
+    # 2. The authoritative verdicts.
+    specs: dict[str, list[CaseSpec]] = {}
+    for c in merged.cells:
+        if c.kind == "test":
+            specs[c.grade_id] = case_specs(c.source_cell, _kernel_source(c.source_cell))
+    verdicts: dict[str, _Verdict] = {}
+    for fn in dict.fromkeys(s.function for ss in specs.values() for s in ss):
+        verdicts[fn] = _verdict(fn, merged, source, res, cell_timeout, notebook_timeout,
+                                limits)
+    if res.worker.mode == "fallback":
+        res.cleanup_fallback()
+
+    answer_of_function = {}
+    for gid, cell in source.by_id("answer").items():
+        for fn in _defined_functions(cell.source) or [gid]:
+            answer_of_function.setdefault(fn, gid)
+
+    # 3. Points per graded cell, in source order.
+    merged_by_id = {c.grade_id: c for c in merged.cells if c.kind == "test"}
+    for scell in source.cells:
+        if scell.kind == "manual":
+            text = merged.answers.get(scell.grade_id, "")
+            result.cells.append(CellResult(
+                scell.grade_id, "manual", 0.0, scell.points, "needs_manual_grade",
+                "graded by hand" if text.strip() else "graded by hand (the answer is empty)"))
+            continue
+        if scell.kind != "test":
+            continue
+        mcell = merged_by_id[scell.grade_id]
+        line = by_cell.get(mcell.index)
+        k_pass, k_text = _kernel_outcome(line, result.status)
+        k_text = scrub(k_text)
+        note = merged.notes.get(scell.grade_id, "")
+        cell_specs = specs.get(scell.grade_id, [])
+        if not cell_specs:
+            status = "ok" if k_pass else (
+                result.status if line is None and result.status != "ok" else "failed")
+            result.cells.append(CellResult(
+                scell.grade_id, "test", scell.points if k_pass else 0.0, scell.points, status,
+                _short(("passed" if k_pass else k_text) + (f" ({note})" if note else "")),
+                _feedback(line, scrub, [note])))
+            continue
+        problems, tampered, status, extra = [], [], "ok", []
+        for spec in cell_specs:
+            v = verdicts[spec.function]
+            idx = _select(v, spec)
+            failed = [(k, v.problems[k]) for k in idx if v.problems[k] is not None]
+            which = {None: "", True: "hidden ", False: "visible "}[spec.hidden]
+            group = f", group {spec.group!r}" if spec.group in v.groups else ""
+            extra.append(f"isolated check of {spec.function} ({which}cases{group}): "
+                         f"{len(idx) - len(failed)}/{len(idx)} passed")
+            if failed:
+                problems.append(failed[0][1])
+                extra.append(failed[0][1])
+                if v.status != "ok":
+                    status = v.status
+                answer = answer_of_function.get(spec.function)
+                if answer in merged.missing:
+                    status = "missing"
+                if k_pass and spec.in_kernel and any(not v.hidden[k] for k, _ in failed):
+                    tampered.append(spec.function)
+        if problems:
+            points, status = 0.0, status if status != "ok" else "failed"
+            if status == "missing":
+                answer = next(answer_of_function.get(s.function) for s in cell_specs)
+                message = f"answer cell {answer!r} not found in the submission"
+            else:
+                message = problems[0]
+            if tampered:
+                fns = ", ".join(dict.fromkeys(tampered))
+                flag = (f"tampering suspected in {scell.grade_id}: the test passed in the "
+                        f"notebook, but the isolated re-run of {fns} failed the same checks")
+                result.flags.append(flag)
+                message = "tampering suspected: " + flag.split(": ", 1)[1] + f" ({message})"
+        else:
+            points = scell.points
+            message = "passed" if k_pass else f"passed the isolated check (notebook run: {k_text})"
+        if note:
+            message += f" ({note})"
+        result.cells.append(CellResult(scell.grade_id, "test", points, scell.points, status,
+                                       _short(scrub(message)), _feedback(line, scrub, extra)))
+    result.seconds = time.perf_counter() - t0
+    return result

@@ -1,0 +1,566 @@
+"""Run untrusted notebook code fast: a pre-warmed worker that forks a fresh child per job.
+
+The grader (trusted) talks to one long-lived *worker* process over a pipe (JSON lines).
+The worker imported NumPy, matplotlib (Agg) and IPython once and holds an IPython
+``InteractiveShell``; it never runs student code itself. For each job it forks:
+
+    worker ── A (trusted: enters new namespaces, enforces the deadline, reports)
+               └── B (PID 1 of its namespaces: confines itself, then runs the job)
+
+B confines itself (:func:`autograder.sandbox.confine_inner`), points file descriptors 0-2
+at ``/dev/null`` and writes its results as JSON lines to a pipe. A waits for B with the
+job's deadline and kills it when time is up; because B is PID 1 of a PID namespace,
+killing it tears down everything it started. B runs in its own session, so
+``os.kill(os.getppid(), 9)`` or ``os.killpg(0, 9)`` can reach neither A nor the worker
+nor the grader. The worker caps what it reads (a flood cannot exhaust memory), and the
+grader parses every line defensively: nothing from B is trusted.
+
+Two kinds of job:
+
+``notebook``
+    Run the merged notebook cell by cell with ``InteractiveShell.run_cell``, capturing
+    ``sys.stdout``/``sys.stderr`` per cell (each capped), with a per-cell timer. One line
+    per cell: stdout, stderr, error (type, message, a traceback that names test cells
+    but never quotes their source), timeout/memory markers. Stops at the first timeout
+    or ``MemoryError``.
+``calls``
+    The authoritative run of one contract function: run the (non-test) cells with
+    output discarded, then call the function on each case (arguments arrive as
+    ``sandbox.encode`` bytes) and send back its return value, encoded, one line per case.
+
+Timings (see tests/test_engine.py): forking a warm worker and confining the child takes
+a few milliseconds; a small notebook finishes in well under 0.3 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from autograder import sandbox
+
+#: Characters of stdout/stderr kept per cell (the rest is dropped and counted).
+OUTPUT_CAP = 20_000
+#: Bytes of result lines the worker accepts from one child.
+RESULT_CAP = 64 * 1024 * 1024
+#: Exit code A reports when it had to kill B at the deadline.
+EXIT_TIMEOUT = 124
+
+
+# ---------------------------------------------------------------------------------------
+# Inside B: the job runners.
+# ---------------------------------------------------------------------------------------
+
+
+class CellTimeout(BaseException):
+    """Raised in B by the per-cell (or per-case) timer."""
+
+
+class _Capped:
+    """A text stream that keeps the first ``cap`` characters and counts the rest."""
+
+    def __init__(self, cap: int = OUTPUT_CAP):
+        self.cap, self.parts, self.size, self.dropped = cap, [], 0, 0
+
+    def write(self, text) -> int:
+        text = str(text)
+        room = self.cap - self.size
+        if room > 0:
+            self.parts.append(text[:room])
+            self.size += min(len(text), room)
+        self.dropped += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    encoding = "utf-8"
+
+    def getvalue(self) -> str:
+        text = "".join(self.parts)
+        if self.dropped:
+            text += f"\n[... {self.dropped} more characters of output not kept]"
+        return text
+
+
+class _Timer:
+    """SIGALRM-based timeout for one cell or call."""
+
+    def __init__(self):
+        self.fired = False
+        signal.signal(signal.SIGALRM, self._fire)
+
+    def _fire(self, signum, frame):
+        self.fired = True
+        raise CellTimeout()
+
+    def start(self, seconds: float) -> None:
+        self.fired = False
+        signal.signal(signal.SIGALRM, self._fire)
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+
+    def stop(self) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+_SHELL = None
+
+
+def _make_shell():
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "nocolor"
+    config.InteractiveShell.xmode = "Plain"
+    shell = InteractiveShell.instance(config=config)
+    # `%matplotlib inline` and friends: the backend is fixed (Agg) in the grader.
+    shell.register_magic_function(lambda line="": None, "line", "matplotlib")
+    return shell
+
+
+class _Runner:
+    """Runs cells in the pre-made shell of B and formats errors safely."""
+
+    def __init__(self, cells: list[dict], hidden_labels: dict[str, str]):
+        self.shell = _SHELL
+        self.cells = cells
+        self.labels = hidden_labels            # code name -> description (test cells)
+        self.current = ""
+        self.exc = None
+        self.shell.compile.get_code_name = lambda raw, transformed, number: self.current
+        self.shell.showtraceback = self._store_exception
+        self.shell.showsyntaxerror = lambda *a, **k: self._store_exception()
+        self.timer = _Timer()
+        import matplotlib.pyplot as plt
+
+        plt.show = lambda *a, **k: plt.close("all")
+
+    def _store_exception(self, exc_tuple=None, *args, **kwargs):
+        self.exc = exc_tuple or sys.exc_info()
+
+    def run(self, index: int, source: str, timeout: float, cap: int = OUTPUT_CAP) -> dict:
+        self.current = f"<cell {index}>"
+        self.exc = None
+        out, err = _Capped(cap), _Capped(cap)
+        sys.stdout, sys.stderr = out, err
+        memory = False
+        t0 = time.perf_counter()
+        try:
+            self.timer.start(timeout)
+            try:
+                self.shell.run_cell(source, store_history=True)
+            finally:
+                self.timer.stop()
+        except CellTimeout:
+            self.timer.fired = True
+        except MemoryError:
+            memory = True
+        finally:
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        error = None
+        if self.exc is not None and self.exc[0] is not None:
+            etype = self.exc[0]
+            if issubclass(etype, CellTimeout):
+                self.timer.fired = True
+            elif issubclass(etype, MemoryError):
+                memory = True
+            else:
+                error = self._format_error(*self.exc[:3])
+        if self.timer.fired:
+            error = {"ename": "Timeout", "evalue": f"the cell ran longer than {timeout:g} s",
+                     "traceback": ""}
+        elif memory:
+            error = {"ename": "MemoryError", "evalue": "the memory limit was exceeded",
+                     "traceback": ""}
+        return {"cell": index, "stdout": out.getvalue(), "stderr": err.getvalue(),
+                "error": error, "timeout": self.timer.fired, "memory": memory,
+                "seconds": round(time.perf_counter() - t0, 4)}
+
+    def _format_error(self, etype, value, tb) -> dict:
+        import traceback
+
+        lines = []
+        try:
+            for fs in traceback.extract_tb(tb):
+                name = fs.filename
+                if name in self.labels:
+                    lines.append(f"  in {self.labels[name]}, in {fs.name}")
+                elif name.startswith("<cell "):
+                    lines.append(f"  {name[1:-1]}, line {fs.lineno}, in {fs.name}")
+                    if fs.line:
+                        lines.append(f"    {fs.line.strip()}")
+                elif "/IPython/" in name:
+                    continue
+                else:
+                    short = name.split("/site-packages/")[-1]
+                    lines.append(f"  File \"{short}\", line {fs.lineno}, in {fs.name}")
+                    if fs.line:
+                        lines.append(f"    {fs.line.strip()}")
+        except Exception:
+            lines = []
+        try:
+            evalue = str(value)
+        except Exception:
+            evalue = "<unprintable exception>"
+        if etype is SyntaxError or (isinstance(etype, type) and issubclass(etype, SyntaxError)):
+            if isinstance(value, SyntaxError) and value.filename in self.labels:
+                evalue = f"invalid syntax in {self.labels[value.filename]}"
+        return {"ename": getattr(etype, "__name__", "Error"), "evalue": evalue[:4000],
+                "traceback": "\n".join(lines[-30:])}
+
+
+def _send(fd: int, obj: dict) -> None:
+    data = (json.dumps(obj) + "\n").encode()
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _job_notebook(job: dict, fd: int) -> None:
+    cells = job["cells"]
+    labels = {f"<cell {c['index']}>": f"test cell {c['grade_id']}"
+              for c in cells if c.get("kind") == "test"}
+    runner = _Runner(cells, labels)
+    for c in cells:
+        res = runner.run(c["index"], c["source"], job["cell_timeout"], job.get("cap", OUTPUT_CAP))
+        _send(fd, res)
+        if res["timeout"] or res["memory"]:
+            break
+    _send(fd, {"done": True})
+
+
+def _job_calls(job: dict, fd: int) -> None:
+    import warnings
+
+    import numpy as np
+
+    runner = _Runner(job["cells"], {})
+    for c in job["cells"]:
+        res = runner.run(c["index"], c["source"], job["cell_timeout"], 1000)
+        _send(fd, {"cell": c["index"], "error": res["error"], "timeout": res["timeout"],
+                   "memory": res["memory"]})
+    name = job["function"]
+    fn = runner.shell.user_ns.get(name)
+    stopped = None
+    for k, payload in enumerate(job["cases"]):
+        line: dict = {"case": k}
+        if stopped:
+            line["error"] = stopped
+            _send(fd, line)
+            continue
+        if not callable(fn):
+            line["error"] = f"{name} is not defined" if fn is None else f"{name} is not a function"
+            _send(fd, line)
+            continue
+        sink = _Capped(1000)
+        sys.stdout, sys.stderr = sink, sink
+        try:
+            args, kwargs = sandbox.decode(sandbox.unb64(payload))
+            runner.timer.start(job["case_timeout"])
+            try:
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")
+                    value = fn(*args, **kwargs)
+            finally:
+                runner.timer.stop()
+            line["value"] = sandbox.b64(sandbox.encode(value))
+        except CellTimeout:
+            line["error"] = f"timeout: the call took longer than {job['case_timeout']:g} s"
+            stopped = "timeout: not run after an earlier case timed out"
+        except MemoryError:
+            line["error"] = "MemoryError: the memory limit was exceeded"
+        except BaseException as exc:  # the student's function may raise anything
+            try:
+                line["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+            except BaseException:
+                line["error"] = "the function raised an unprintable exception"
+        finally:
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        _send(fd, line)
+    _send(fd, {"done": True})
+
+
+def _child_b(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
+    """Process B: confine, silence fds 0-2, run the job, exit."""
+    code = 0
+    try:
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            sandbox.confine_inner(conf)
+        except BaseException as exc:
+            _send(wfd, {"isolation_error": f"{type(exc).__name__}: {exc}"})
+            os._exit(3)
+        devnull = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        sys.stdin = open(os.devnull)
+        if job["kind"] == "notebook":
+            _job_notebook(job, wfd)
+        else:
+            _job_calls(job, wfd)
+    except BaseException:
+        code = 1
+    os._exit(code)
+
+
+def _child_a(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
+    """Process A: enter namespaces, fork B, enforce the deadline, exit with B's fate."""
+    code = 1
+    try:
+        if conf.mode == "namespaces":
+            sandbox.unshare_outer()
+        pid = os.fork()
+        if pid == 0:
+            _child_b(job, conf, wfd)
+        os.close(wfd)
+        deadline = time.monotonic() + job["timeout"]
+        pidfd = os.pidfd_open(pid)
+        status = None
+        while status is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            select.select([pidfd], [], [], left)
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = st
+        if status is None:
+            if conf.mode == "fallback":
+                sandbox.kill_quietly(-pid)
+            sandbox.kill_quietly(pid)
+            os.waitpid(pid, 0)
+            code = EXIT_TIMEOUT
+        else:
+            if conf.mode == "fallback":
+                sandbox.kill_quietly(-pid)   # whatever B left behind in its session
+            if os.WIFSIGNALED(status):
+                code = 128 + os.WTERMSIG(status)
+            else:
+                code = min(os.WEXITSTATUS(status), 120)
+    finally:
+        os._exit(code)
+
+
+# ---------------------------------------------------------------------------------------
+# The worker process (pre-warmed; serves jobs one at a time).
+# ---------------------------------------------------------------------------------------
+
+
+def _prewarm() -> None:
+    global _SHELL
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy  # noqa: F401
+
+    fig, ax = plt.subplots()        # loads the font cache once, here
+    ax.set_title("warm")
+    fig.canvas.draw()
+    plt.close(fig)
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        pass
+    _SHELL = _make_shell()
+
+
+def _run_job(job: dict, conf: sandbox.Confinement) -> dict:
+    r, w = os.pipe()
+    t0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:   # A
+        try:
+            os.close(r)
+            os.closerange(3, w)
+            os.closerange(w + 1, 1 << 16)
+        finally:
+            _child_a(job, conf, w)
+    os.close(w)
+    chunks, size, truncated = [], 0, False
+    deadline = time.monotonic() + job["timeout"] + 10
+    status = None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            sandbox.kill_quietly(pid)
+            break
+        ready, _, _ = select.select([r], [], [], min(left, 1.0))
+        if ready:
+            data = os.read(r, 1 << 16)
+            if not data:
+                break
+            if size < RESULT_CAP:
+                chunks.append(data[: RESULT_CAP - size])
+            else:
+                truncated = True
+            size += len(data)
+        else:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = st
+                # grace for the last bytes; descendants may hold the pipe in fallback mode
+                ready, _, _ = select.select([r], [], [], 0.2)
+                if not ready:
+                    break
+    os.close(r)
+    if status is None:
+        _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return {"output": b"".join(chunks).decode("utf-8", "replace"), "truncated": truncated,
+            "exit": code, "seconds": round(time.perf_counter() - t0, 4)}
+
+
+def serve(infd: int = 0, outfd: int = 1) -> None:
+    """The worker's main loop: a JSON request per line in, a JSON reply per line out."""
+    rin = os.fdopen(os.dup(infd), "rb")
+    out = os.fdopen(os.dup(outfd), "wb")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)            # nothing printed by a library can corrupt the protocol
+    _prewarm()
+    mode = sandbox.probe_mode()
+    out.write((json.dumps({"ready": True, "mode": mode}) + "\n").encode())
+    out.flush()
+    for raw in rin:
+        try:
+            req = json.loads(raw)
+            conf = sandbox.Confinement(mode=mode, limits=sandbox.Limits(**req.pop("limits")),
+                                       **req.pop("conf"))
+            reply = _run_job(req, conf)
+        except Exception as exc:
+            reply = {"worker_error": f"{type(exc).__name__}: {exc}"}
+        out.write((json.dumps(reply) + "\n").encode())
+        out.flush()
+
+
+# ---------------------------------------------------------------------------------------
+# The grader's side.
+# ---------------------------------------------------------------------------------------
+
+
+class WorkerError(RuntimeError):
+    """The worker could not run a job (not the submission's fault)."""
+
+
+class Worker:
+    """A pre-warmed worker process; ``run(job)`` forks a confined child for one job.
+
+    Thread-safe (one job at a time). Restarts itself if the worker dies.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self.mode: str | None = None
+        self.home = Path(tempfile.mkdtemp(prefix="autograder-worker-"))
+        (self.home / "root").mkdir()
+
+    def _start(self) -> None:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(self.home / "mpl"),
+            "IPYTHONDIR": str(self.home / "ipython"), "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        if "AUTOGRADER_ISOLATION" in os.environ:
+            env["AUTOGRADER_ISOLATION"] = os.environ["AUTOGRADER_ISOLATION"]
+        src = str(Path(__file__).resolve().parent.parent)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c",
+             f"import sys; sys.path.insert(0, {src!r}); "
+             "from autograder.executor import serve; serve()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=self.home, env=env, close_fds=True,
+        )
+        hello = self._proc.stdout.readline()
+        try:
+            self.mode = json.loads(hello)["mode"]
+        except (ValueError, KeyError, TypeError):
+            self.close()
+            raise WorkerError("the grading worker failed to start") from None
+
+    def run(self, job: dict, conf: dict, limits: sandbox.Limits) -> dict:
+        request = dict(job, conf=conf, limits=asdict(limits))
+        line = (json.dumps(request) + "\n").encode()
+        with self._lock:
+            for attempt in range(2):
+                if self._proc is None or self._proc.poll() is not None:
+                    self._start()
+                try:
+                    self._proc.stdin.write(line)
+                    self._proc.stdin.flush()
+                    reply = self._proc.stdout.readline()
+                    if reply:
+                        data = json.loads(reply)
+                        if "worker_error" in data:
+                            raise WorkerError(data["worker_error"])
+                        return data
+                except (BrokenPipeError, OSError, ValueError):
+                    pass
+                self.close()
+            raise WorkerError("the grading worker died twice on this job")
+
+    def close(self) -> None:
+        if self._proc is not None:
+            try:
+                self._proc.kill()
+                self._proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            for f in (self._proc.stdin, self._proc.stdout):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+            self._proc = None
+
+
+_WORKERS: dict[int, Worker] = {}
+
+
+def get_worker() -> Worker:
+    """The worker of this process (a forked grader process gets its own)."""
+    pid = os.getpid()
+    if pid not in _WORKERS:
+        _WORKERS[pid] = Worker()
+    return _WORKERS[pid]
+
+
+def parse_lines(output: str) -> list[dict]:
+    """The child's JSON lines; anything that does not parse is ignored."""
+    lines = []
+    for text in output.splitlines():
+        if len(text) > RESULT_CAP:
+            continue
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            lines.append(obj)
+    return lines
