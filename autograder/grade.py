@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -236,11 +237,11 @@ def _send(conn, obj) -> None:
 def _grade_one(student_id: str, assignment: str, notebook: str, source: str, tmp: Path,
                limits: Limits, cells: list[GradedCell], grade_fn: GradeFunction) -> dict:
     """Grade one notebook from a private copy (the engine never sees SUBMISSIONS)."""
-    copy = tmp / assignment / notebook
-    copy.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, copy)
     start = time.monotonic()
     try:
+        copy = tmp / assignment / notebook
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, copy)
         result = grade_fn(copy, assignment, cell_timeout=limits.cell_timeout,
                           notebook_timeout=limits.notebook_timeout, memory_mb=limits.memory_mb)
         return result_record(student_id, assignment, notebook, result, cells,
@@ -370,10 +371,10 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Grad
                     except (EOFError, OSError):
                         slot.process.join(5)
                         code = slot.process.exitcode
-                        how = (f"killed by signal {-code}" if code and code < 0
+                        how = (f"was killed by signal {-code}" if code and code < 0
                                else f"exited with code {code}")
-                        lose(slot, "crashed", f"the grading process was {how} while grading"
-                                              " this notebook (killed by the notebook?)")
+                        lose(slot, "crashed", f"the grading process {how} while grading"
+                                              " this notebook")
                         continue
                     if "done" in message:
                         slot.student = None
@@ -419,7 +420,9 @@ def worst_status(statuses: Iterable[str]) -> str:
 
 
 def summary_rows(records: list[dict]) -> list[dict]:
-    """One row per (student, assignment): points, worst status, flags, messages."""
+    """One row per (student, assignment): points, flags, messages, and the worst status
+    of its notebooks and their cells (``failed`` when a notebook ran but a test failed,
+    ``needs_manual_grade`` when all tests passed and a written answer awaits grading)."""
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for record in sorted(records, key=sort_key):
         groups[(record["student_id"], record["assignment"])].append(record)
@@ -430,7 +433,8 @@ def summary_rows(records: list[dict]) -> list[dict]:
             "student_id": student_id, "assignment": assignment,
             "points": _num(sum(r["points"] for r in group)),
             "max_points": _num(sum(r["max_points"] for r in group)),
-            "status": worst_status(r["status"] for r in group),
+            "status": worst_status([r["status"] for r in group]
+                                   + [c["status"] for r in group for c in r["cells"]]),
             "notebooks": len(group),
             "flags": "; ".join(f for r in group for f in r["flags"]),
             "message": "; ".join(messages),
@@ -528,9 +532,14 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     from autograder.progress import Progress
 
     if grade_fn is _engine_grade_notebook:
-        import autograder.engine  # noqa: F401  (imported once here, shared by the forks)
+        from autograder.engine import grade_notebook  # imported once here, shared by the forks
+
+        grade_fn = grade_notebook
+        if Path(solutions).resolve() != SOLUTIONS_DIR.resolve():
+            grade_fn = functools.partial(grade_notebook, solutions=Path(solutions))
     if not submissions.is_dir():
         raise FileNotFoundError(f"submissions folder not found: {submissions}")
+    submissions = submissions.resolve()  # grading processes work in their own folders
     course = course_notebooks(solutions)
     if not course:
         raise ValueError(f"no solution notebooks in {solutions}: nothing to grade against")

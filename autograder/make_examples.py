@@ -12,7 +12,8 @@ own solution and student notebooks:
   (the first or the second variant).
 * ``calls_reference``: answers that just call ``helpers``' reference implementation of
   the same function (which earns nothing).
-* broken files, each handing in only the first assignment: ``invalid_json`` (the file is
+* broken files, each handing in only one notebook (the first with two answers or
+  more): ``invalid_json`` (the file is
   cut off half way), ``infinite_loop`` (the last answer cell never ends),
   ``deleted_test`` (the first test cell deleted, otherwise perfect) and
   ``duplicated_answer`` (the first answer cell pasted twice, otherwise perfect).
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from pathlib import Path
 
 import nbformat
@@ -328,6 +330,9 @@ def solved(released, solution) -> nbformat.NotebookNode:
     return nb
 
 
+# Expectations are computed from the solution notebook, which is what the engine grades
+# against (points, test cells, answer cells), never from the example files themselves.
+
 def answer_ids(nb) -> list[str]:
     return [_grading(c)["grade_id"] for c in nb.cells if _is_answer(c)]
 
@@ -347,11 +352,13 @@ def with_answer(nb, grade_id: str, source: str):
 # --------------------------------------------------------------------------- expectations
 
 def _expect(nb, *, status: list[str], full: list[str] = (), zero: list[str] = (),
-            points: float | None = None, note: str = "") -> dict:
+            points: float | None = None, flagged: bool | None = None, note: str = "") -> dict:
     """An expectation for one notebook: allowed statuses, tests that must earn full marks,
-    tests that must earn nothing, and (when it follows) the exact autograded points."""
+    tests that must earn nothing, (when it follows) the exact autograded points, and
+    whether the grader must flag the notebook for review (None: either)."""
     return {"status": sorted(status), "full_marks": sorted(full), "no_marks": sorted(zero),
-            "points": points, "max_points": sum(p for _, p in test_cells(nb)), "note": note}
+            "points": points, "max_points": sum(p for _, p in test_cells(nb)),
+            "flagged": flagged, "note": note}
 
 
 def _tests_of_answers(nb, functions) -> list[str]:
@@ -376,8 +383,10 @@ def build(solutions: Path = SOLUTIONS_DIR, released: Path = NOTEBOOKS_DIR
     for folder in sorted(p for p in solutions.iterdir() if p.is_dir() and not p.name.startswith(".")):
         for path in sorted(folder.glob("*.ipynb")):
             student_nb = released / folder.name / path.name
-            if not student_nb.is_file():
-                raise FileNotFoundError(f"{student_nb} is missing: run `make release` first")
+            if not student_nb.is_file():  # a notebook being written: not released yet
+                print(f"make-examples: skipped {folder.name}/{path.name}: not released yet"
+                      " (run `make release` first)", file=sys.stderr)
+                continue
             pairs.append((f"{folder.name}/{path.name}", notebook_format.read(student_nb),
                           notebook_format.read(path)))
 
@@ -387,58 +396,62 @@ def build(solutions: Path = SOLUTIONS_DIR, released: Path = NOTEBOOKS_DIR
         entry = expected.setdefault(student, {"description": description, "notebooks": {}})
         entry["notebooks"][rel] = expectation
 
-    ok = ["ok", "needs_manual_grade"]
+    ok = ["ok"]  # the notebook ran to the end (whatever its tests said)
     for rel, released_nb, solution_nb in pairs:
         perfect = solved(released_nb, solution_nb)
-        all_tests = [t for t, _ in test_cells(perfect)]
-        full = sum(p for _, p in test_cells(perfect))
-        add("perfect", rel, perfect, _expect(perfect, status=ok, full=all_tests, points=full),
+        all_tests = [t for t, _ in test_cells(solution_nb)]
+        full = sum(p for _, p in test_cells(solution_nb))
+        add("perfect", rel, perfect, _expect(solution_nb, status=ok, full=all_tests, points=full,
+                                             flagged=False),
             "every answer is the solution")
         add("unanswered", rel, released_nb,
-            _expect(released_nb, status=["ok", "failed", "needs_manual_grade"],
-                    zero=_tests_of_answers(released_nb, answer_ids(released_nb))),
+            _expect(solution_nb, status=ok,
+                    zero=_tests_of_answers(solution_nb, answer_ids(solution_nb))),
             "the released notebooks, handed in untouched")
-        with_mistakes = [f for f in answer_ids(perfect) if f in MISTAKES]
+        with_mistakes = [f for f in answer_ids(solution_nb) if f in MISTAKES]
         for variant, student in enumerate(("typical_mistakes_1", "typical_mistakes_2")):
             candidates = [f for f in with_mistakes if len(MISTAKES[f]) > variant] or with_mistakes
             description = ("in each notebook the last exercise with a known mistake is answered"
                            f" with mistake variant {variant + 1}, the rest is right")
             if not candidates:
-                add(student, rel, perfect, _expect(perfect, status=ok, full=all_tests, points=full,
+                add(student, rel, perfect, _expect(solution_nb, status=ok, full=all_tests, points=full,
                                                    note="no known mistake for this notebook"),
                     description)
                 continue
             function = candidates[-1]
             label, source = MISTAKES[function][min(variant, len(MISTAKES[function]) - 1)]
             add(student, rel, with_answer(perfect, function, source),
-                _expect(perfect, status=["ok", "failed", "needs_manual_grade"],
-                        full=_tests_before(perfect, function),
-                        zero=_tests_of_answers(perfect, [function]), note=f"{function}: {label}"),
+                _expect(solution_nb, status=ok,
+                        full=_tests_before(solution_nb, function),
+                        zero=_tests_of_answers(solution_nb, [function]), note=f"{function}: {label}"),
                 description)
         cheat = perfect
-        for function in answer_ids(perfect):
+        for function in answer_ids(solution_nb):
             cheat = with_answer(cheat, function, f"import helpers\n\n{function} = helpers.{function}\n")
         add("calls_reference", rel, cheat,
-            _expect(perfect, status=["ok", "failed", "needs_manual_grade"],
-                    zero=_tests_of_answers(perfect, answer_ids(perfect))),
+            _expect(solution_nb, status=ok,
+                    zero=_tests_of_answers(solution_nb, answer_ids(solution_nb))),
             "every answer calls the reference implementation in helpers (earns nothing)")
 
-    rel, released_nb, solution_nb = pairs[0]
+    # Broken files: in the first notebook with two answers or more (so that a failure in
+    # the last one shows that what came before it still counts).
+    rel, released_nb, solution_nb = next(
+        (p for p in pairs if len(answer_ids(p[2])) >= 2), pairs[0])
     perfect = solved(released_nb, solution_nb)
-    all_tests = [t for t, _ in test_cells(perfect)]
-    full = sum(p for _, p in test_cells(perfect))
+    all_tests = [t for t, _ in test_cells(solution_nb)]
+    full = sum(p for _, p in test_cells(solution_nb))
 
     text = notebook_format.dumps(perfect)
     add("invalid_json", rel, text[: len(text) // 2],
-        _expect(perfect, status=["invalid"], zero=all_tests, points=0.0),
+        _expect(solution_nb, status=["invalid"], zero=all_tests, points=0.0),
         "the notebook file is cut off half way: not valid JSON")
 
-    last = answer_ids(perfect)[-1]
+    last = answer_ids(solution_nb)[-1]
     looping = with_answer(perfect, last, _without_markers(
         next(c.source for c in solution_nb.cells if _grading(c).get("grade_id") == last)) + INFINITE_LOOP)
     add("infinite_loop", rel, looping,
-        _expect(perfect, status=["timeout"], full=_tests_before(perfect, last),
-                zero=_tests_of_answers(perfect, [last])),
+        _expect(solution_nb, status=["timeout"], full=_tests_before(solution_nb, last),
+                zero=_tests_of_answers(solution_nb, [last])),
         f"the answer cell of {last} never ends (the answers before it are right)")
 
     deleted = copy.deepcopy(perfect)
@@ -446,7 +459,7 @@ def build(solutions: Path = SOLUTIONS_DIR, released: Path = NOTEBOOKS_DIR
     removed = _grading(deleted.cells[first_test])["grade_id"]
     del deleted.cells[first_test]
     add("deleted_test", rel, deleted,
-        _expect(perfect, status=ok, full=all_tests, points=full,
+        _expect(solution_nb, status=ok, full=all_tests, points=full, flagged=True,
                 note=f"test cell {removed} deleted: restored from the solution"),
         "right answers, but a test cell was deleted")
 
@@ -456,7 +469,7 @@ def build(solutions: Path = SOLUTIONS_DIR, released: Path = NOTEBOOKS_DIR
     twin["id"] = twin.get("id", "cell") + "-copy"
     duplicated.cells.insert(first_answer + 1, twin)
     add("duplicated_answer", rel, duplicated,
-        _expect(perfect, status=ok, full=all_tests, points=full,
+        _expect(solution_nb, status=ok, full=all_tests, points=full, flagged=True,
                 note=f"answer cell {_grading(twin)['grade_id']} pasted twice: the first is graded"),
         "right answers, but an answer cell was pasted twice")
     return files, expected
@@ -466,15 +479,18 @@ def expected_markdown(expected: dict) -> str:
     lines = ["# Expected outcomes of the example submissions", "",
              "Generated by `python -m autograder make-examples` with `EXPECTED.json`;"
              " `tests/test_examples.py` grades the examples and checks every row.",
-             "Points are the autograded points; `-` means the total is not fixed,"
-             " only the tests named in the notes.", "",
-             "| student | notebook | status | points | what it shows |", "|---|---|---|---|---|"]
+             "Points are the autograded points (written answers are graded by hand); `-` means"
+             " the total is not fixed: EXPECTED.json lists the tests that must earn full marks"
+             " and those that must earn nothing.", "",
+             "| student | notebook | status | points | flagged | what it shows |",
+             "|---|---|---|---|---|---|"]
     for student, entry in expected.items():
         for rel, e in entry["notebooks"].items():
             points = "-" if e["points"] is None else f"{e['points']:g}"
+            flagged = {None: "-", True: "yes", False: "no"}[e["flagged"]]
             what = entry["description"] + (f" ({e['note']})" if e["note"] else "")
             lines.append(f"| {student} | {rel} | {' or '.join(e['status'])} | {points} / "
-                         f"{e['max_points']:g} | {what} |")
+                         f"{e['max_points']:g} | {flagged} | {what} |")
     return "\n".join(lines) + "\n"
 
 
