@@ -1,0 +1,162 @@
+"""The instructor's command line, end to end: `python -m autograder ...` with the real engine."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import NOTEBOOKS_DIR, REPO_ROOT, notebook_format
+from autograder.cli import CANNOT_RUN, main
+from autograder.make_examples import EXAMPLES_DIR
+from autograder.release import assignments
+
+EXAMPLES = EXAMPLES_DIR / "submissions"
+#: A small class from the examples: a perfect, an unanswered and an invalid submission.
+STUDENTS = ("perfect", "unanswered", "invalid_json")
+
+
+def tree_digest(root: Path) -> str:
+    """Names, contents, modes and times of everything under ``root``."""
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        st = path.stat()
+        h.update(f"{path.relative_to(root)}|{st.st_mode}|{st.st_mtime_ns}|{st.st_size}".encode())
+        if path.is_file():
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=600)
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def small_class(tmp_path_factory) -> Path:
+    subs = tmp_path_factory.mktemp("class") / "submissions"
+    for student in STUDENTS:
+        shutil.copytree(EXAMPLES / student, subs / student)
+    return subs
+
+
+@pytest.fixture(scope="module")
+def graded(small_class, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out") / "out"
+    before = tree_digest(small_class)
+    result = cli("grade", str(small_class), "--out", str(out), "--jobs", "2",
+                 "--timeout", "30", "--cell-timeout", "10")
+    return out, result, before
+
+
+@pytest.mark.slow
+def test_grade_command(small_class, graded):
+    out, result, before = graded
+    assert result.returncode == 0, result.stderr
+    assert tree_digest(small_class) == before, "grade modified SUBMISSIONS"
+    # not a terminal: no redraws, one final line
+    assert "\r" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("graded ")
+    table = result.stdout.splitlines()
+    assert table[0].split() == ["assignment", "students", "mean", "max", "statuses"]
+    assert "invalid_json/" in result.stdout and ": invalid (0/" in result.stdout
+    rows = read_csv(out / "grades.csv")
+    assert {r["student_id"] for r in rows} == set(STUDENTS)
+    perfect = [r for r in rows if r["student_id"] == "perfect" and r["kind"] == "test"
+               and r["status"] != "missing"]
+    assert perfect and all(r["points"] == r["max_points"] for r in perfect)
+    summary = read_csv(out / "summary.csv")
+    assert len(summary) == len(STUDENTS) * len(assignments())
+    assert (out / "feedback" / "perfect").is_dir()
+
+
+@pytest.mark.slow
+def test_shards_and_merge_command(small_class, graded, tmp_path):
+    out, _, _ = graded
+    parts = []
+    for i in (1, 2):
+        part = tmp_path / f"part{i}"
+        result = cli("grade", str(small_class), "--out", str(part), "--jobs", "1",
+                     "--shard", f"{i}/2", "--timeout", "30", "--cell-timeout", "10")
+        assert result.returncode == 0, result.stderr
+        parts.append(part)
+    students = [{r["student_id"] for r in read_csv(p / "summary.csv")} for p in parts]
+    assert not students[0] & students[1] and students[0] | students[1] == set(STUDENTS)
+    result = cli("merge", *map(str, parts), "--out", str(tmp_path / "merged"))
+    assert result.returncode == 0, result.stderr
+    for name in ("grades.csv", "summary.csv"):
+        assert (tmp_path / "merged" / name).read_text() == (out / name).read_text()
+
+
+@pytest.mark.slow
+def test_report_and_export_commands(graded, tmp_path):
+    out, _, _ = graded
+    result = cli("report", str(out), "--dest", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    rows = read_csv(tmp_path / "item_analysis.csv")
+    assert {r["grade_id"] for r in rows} >= {"test_dot", "test_pairwise_scores"}
+    assert (tmp_path / "item_analysis.png").stat().st_size > 1000
+    for fmt, name in (("canvas", "canvas_grades.csv"), ("gradescope", "gradescope_01_dot_products.csv")):
+        result = cli("export", str(out), "--format", fmt, "--dest", str(tmp_path))
+        assert result.returncode == 0, result.stderr
+        assert (tmp_path / name).is_file()
+    canvas = {r["ID"]: r for r in read_csv(tmp_path / "canvas_grades.csv")}
+    summary = {(r["student_id"], r["assignment"]): r for r in read_csv(out / "summary.csv")}
+    assert canvas["perfect"]["01_dot_products"] == summary[("perfect", "01_dot_products")]["points"]
+    assert canvas["invalid_json"]["01_dot_products"] == "0"
+
+
+def test_grade_without_submissions_folder_says_so(tmp_path, capsys):
+    assert main(["grade", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == CANNOT_RUN
+    err = capsys.readouterr().err
+    assert "submissions folder not found" in err and "nope" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_arguments_are_refused(tmp_path, capsys):
+    assert main(["grade", str(tmp_path), "--out", str(tmp_path / "o"), "--shard", "3/2"]) == CANNOT_RUN
+    assert "1 <= I <= N" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["grade", str(tmp_path), "--out", str(tmp_path / "o"), "--jobs", "0"])
+    assert main(["report", str(tmp_path)]) == CANNOT_RUN
+    assert "results.jsonl" in capsys.readouterr().err
+
+
+def test_help_lists_every_command():
+    result = cli("--help")
+    for command in ("release", "normalize", "collect", "grade", "merge", "report", "export",
+                    "make-examples"):
+        assert command in result.stdout
+
+
+def test_normalize_command_still_works(tmp_path, capsys):
+    name = assignments()[0]
+    path = tmp_path / f"{name}.ipynb"
+    nb = json.loads((NOTEBOOKS_DIR / name / f"{name}.ipynb").read_text())
+    nb["cells"][0].setdefault("metadata", {})["scrolled"] = True
+    nb["metadata"]["widgets"] = {"x": 1}
+    path.write_text(json.dumps(nb))
+    assert main(["normalize", str(path)]) == 0
+    assert "1 notebook(s) changed" in capsys.readouterr().out
+    assert notebook_format.is_normalized(path)
+
+
+@pytest.mark.slow
+def test_release_command_still_works(tmp_path, capsys):
+    name = assignments()[0]
+    assert main(["release", name, "--dest", str(tmp_path)]) == 0
+    assert "file(s) changed" in capsys.readouterr().out
+    released = tmp_path / name / f"{name}.ipynb"
+    assert notebook_format.is_normalized(released)
+    assert "BEGIN SOLUTION" not in released.read_text() and "YOUR CODE HERE" in released.read_text()
