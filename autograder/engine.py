@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from autograder import SOLUTIONS_DIR, executor, sandbox
+from autograder import SOLUTIONS_DIR, executor, sandbox, slicing
 
 #: Submissions larger than this are not parsed.
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
@@ -281,8 +281,14 @@ class CaseSpec:
     in_kernel: bool           # whether the notebook run executes these checks
 
 
-def case_specs(cell: SourceCell, kernel_source: str) -> list[CaseSpec]:
-    """The check cases a source test cell stands for (empty: not a contract test)."""
+def case_specs(cell: SourceCell, kernel_source: str, local: tuple[str, ...] = ()) -> list[CaseSpec]:
+    """The check cases a source test cell stands for (empty: not a contract test).
+
+    ``check(...)`` calls in the cell say exactly which cases; without them the grade_id
+    ``test_<function>[_<group>]`` does, the longest name among the contract functions and
+    the notebook's own answer functions (``local``) winning: ``test_softmax_with_temperature``
+    is about a local ``softmax_with_temperature``, not about ``softmax``.
+    """
     functions = _contract_functions()
     specs = []
     try:
@@ -298,8 +304,8 @@ def case_specs(cell: SourceCell, kernel_source: str) -> list[CaseSpec]:
                 specs.append(CaseSpec(call[0], call[1], call[2], call in in_kernel))
     if specs:
         return list(dict.fromkeys(specs))
-    fn = function_of_test(cell.grade_id or "", functions)
-    if fn is None:
+    fn = function_of_test(cell.grade_id or "", tuple(functions) + tuple(local))
+    if fn is None or fn not in functions:
         return []
     suffix = (cell.grade_id or "")[len(f"test_{fn}"):].strip("_") or None
     return [CaseSpec(fn, None, suffix, False)]   # group kept only if it exists (below)
@@ -545,8 +551,7 @@ class _Scrubber:
 
 def _kernel_source(cell: SourceCell) -> str:
     """The test cell as the notebook run executes it (see module docstring)."""
-    fn = function_of_test(cell.grade_id or "")
-    if fn is not None and cell.hidden_only_checks:
+    if BEGIN_HIDDEN in cell.source and cell.hidden_only_checks:
         return cell.visible
     return cell.source
 
@@ -571,15 +576,21 @@ def _load_cases(function: str):
     return visible + hidden, [False] * len(visible) + [True] * len(hidden)
 
 
-def _verdict(function: str, merged: Merged, source: Source, res: _Resources,
-             cell_timeout: float, notebook_timeout: float, limits: sandbox.Limits) -> _Verdict:
+def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
+             source: Source, res: _Resources, cell_timeout: float, notebook_timeout: float,
+             limits: sandbox.Limits) -> _Verdict:
     from helpers import checks
 
     cases, hidden = _load_cases(function)
     groups = [str(getattr(c, "group", "") or "") for c in cases]
     payloads = [sandbox.b64(sandbox.encode((tuple(c.args), dict(c.kwargs)))) for c in cases]
-    cells = [{"index": c.index, "kind": c.kind, "source": c.source}
-             for c in merged.cells if c.kind != "test"]
+    first_test = min((c.index for c in merged.cells if c.kind == "test"
+                      and function in {s.function for s in specs_of.get(c.grade_id, [])}),
+                     default=len(merged.cells))
+    code = slicing.slice_cells([slicing.CellCode(c.index, c.source, False)
+                                for c in merged.cells if c.kind != "test" and c.index < first_test],
+                               {function})
+    cells = [{"index": i, "kind": "code", "source": src} for i, src in sorted(code.items())]
     job = {"kind": "calls", "cells": cells, "function": function, "cases": payloads,
            "cell_timeout": cell_timeout, "case_timeout": min(cell_timeout, 10.0),
            "timeout": notebook_timeout}
@@ -606,8 +617,7 @@ def _verdict(function: str, merged: Merged, source: Source, res: _Resources,
             err = line["error"]
             if err.startswith("timeout"):
                 status = "timeout" if status == "ok" else status
-            problems.append(f"{function} failed on case {getattr(case, 'name', k)}: "
-                            + _short(err, 400))
+            problems.append(_case_error(function, case, err))
             continue
         try:
             got = sandbox.decode(sandbox.unb64(line.get("value")))
@@ -618,6 +628,19 @@ def _verdict(function: str, merged: Merged, source: Source, res: _Resources,
             problems.append(f"{function} returned a value that cannot be compared "
                             f"({type(exc).__name__}: {_short(exc, 200)})")
     return _Verdict(function, problems, hidden, groups, status, note)
+
+
+def _case_error(function: str, case, err: str) -> str:
+    """Words for a case on which the isolated call raised (``err``: "Type: text")."""
+    if err.startswith("NotImplementedError"):
+        return f"{function} is not implemented yet: replace `raise NotImplementedError()` by your code"
+    if sandbox.REFERENCE_STUB_MARK in err:
+        return (f"{function} must be your own implementation: it called the reference "
+                f"helpers.{function}")
+    where = f"case {getattr(case, 'name', '?')!r} ({getattr(case, 'description', '')})"
+    if err.startswith("timeout"):
+        return f"{where}: {function} did not finish ({err})"
+    return f"{where}: your {function} raised {_short(err, 400)}"
 
 
 def _select(verdict: _Verdict, spec: CaseSpec) -> list[int]:
@@ -691,11 +714,11 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     scrub = _Scrubber(source)
 
     # 1. The notebook run.
-    kernel_cells = []
-    for c in merged.cells:
-        src = _kernel_source(c.source_cell) if c.kind == "test" else c.source
-        kernel_cells.append({"index": c.index, "kind": c.kind, "grade_id": c.grade_id,
-                             "source": src})
+    code = slicing.slice_cells([slicing.CellCode(
+        c.index, _kernel_source(c.source_cell) if c.kind == "test" else c.source,
+        c.kind in ("test", "answer")) for c in merged.cells])
+    kernel_cells = [{"index": c.index, "kind": c.kind, "grade_id": c.grade_id,
+                     "source": code[c.index]} for c in merged.cells if c.index in code]
     reply = res.worker.run({"kind": "notebook", "cells": kernel_cells,
                             "cell_timeout": cell_timeout, "timeout": notebook_timeout},
                            res.conf(None, source), limits)
@@ -724,14 +747,17 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
         result.message = f"the notebook's process stopped unexpectedly ({how})"
 
     # 2. The authoritative verdicts.
+    local_functions = tuple(fn for cell in source.by_id("answer").values()
+                            for fn in _defined_functions(cell.source))
     specs: dict[str, list[CaseSpec]] = {}
     for c in merged.cells:
         if c.kind == "test":
-            specs[c.grade_id] = case_specs(c.source_cell, _kernel_source(c.source_cell))
+            specs[c.grade_id] = case_specs(c.source_cell, _kernel_source(c.source_cell),
+                                           local_functions)
     verdicts: dict[str, _Verdict] = {}
     for fn in dict.fromkeys(s.function for ss in specs.values() for s in ss):
-        verdicts[fn] = _verdict(fn, merged, source, res, cell_timeout, notebook_timeout,
-                                limits)
+        verdicts[fn] = _verdict(fn, merged, specs, source, res, cell_timeout,
+                                notebook_timeout, limits)
     if res.worker.mode == "fallback":
         res.cleanup_fallback()
 

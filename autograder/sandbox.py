@@ -345,13 +345,16 @@ def assert_close(*args, **kwargs):
 '''
 
 
+#: Part of the message of the stub that replaces the reference of the graded function.
+REFERENCE_STUB_MARK = "is hidden while your own is graded"
+
+
 def _stub_function(tree: ast.Module, name: str) -> bool:
     """Replace the body of the top-level ``def name`` by ``raise RuntimeError``."""
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
-            node.body = ast.parse(
-                f"raise RuntimeError({name + ' is not available while your ' + name + ' is graded'!r})"
-            ).body
+            message = f"helpers.{name} {REFERENCE_STUB_MARK}"
+            node.body = ast.parse(f"raise RuntimeError({message!r})").body
             node.decorator_list = []
             return True
     return False

@@ -1,0 +1,194 @@
+"""Which statements of a notebook a grading run needs (a program slice over cells).
+
+Notebooks carry demonstrations that grading does not need: text generation with the
+learner's model, explorers, figures. Some take seconds, which would dominate grading
+time (2400 notebooks in minutes). So both runs of a submission execute only what the
+graded code depends on:
+
+* the notebook run keeps every test cell and answer cell whole, plus the top-level
+  statements of other cells that bind a name those need (transitively);
+* the isolated run of a contract function keeps, from the non-test cells before the
+  first test of that function, the statements that bind the function's name and,
+  transitively, the names they use.
+
+A statement *binds* a name when it assigns, defines, imports, deletes or loops over it,
+assigns to one of its items or attributes (``params["W"] = ...``), or calls a method on
+it (``cache.update(...)``, a likely mutation). It *uses* every name it mentions. The
+uses of a function are the free names of its body that are not local to it (``symtable``);
+dynamic lookups (``globals()[...]``,
+``exec``) are not followed. Cells that cannot be analysed (a syntax error, a cell magic)
+are kept whole when they are roots and dropped otherwise, except cell magics, which are
+always kept whole (``%%time`` around a definition).
+
+Dropped statements become blank lines, so line numbers in tracebacks stay right.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import symtable
+from dataclasses import dataclass
+
+
+@dataclass
+class _Stmt:
+    cell: int
+    first: int      # 1-based first line (decorators included)
+    last: int       # 1-based last line
+    binds: set[str]
+    uses: set[str]
+    star: bool      # ``from x import *``: may bind anything
+
+
+def _root_name(node) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _global_uses(code: str) -> set[str] | None:
+    """Names ``code`` reads from the notebook's namespace (None: cannot tell).
+
+    Uses ``symtable``: inside functions only free names that are not local count (a
+    parameter called ``ids`` does not depend on a demo's ``ids = ...``).
+    """
+    try:
+        top = symtable.symtable(code, "<cell>", "exec")
+    except (SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+
+    def visit(table) -> None:
+        kind = table.get_type()
+        for sym in table.get_symbols():
+            if kind == "module":
+                if sym.is_referenced():
+                    names.add(sym.get_name())
+            elif sym.is_global() or (kind == "class" and sym.is_referenced()
+                                     and not sym.is_assigned()):
+                names.add(sym.get_name())
+        for child in table.get_children():
+            visit(child)
+
+    visit(top)
+    return names
+
+
+def _analyse(stmt: ast.stmt) -> tuple[set[str], set[str], bool]:
+    binds: set[str] = set()
+    uses: set[str] = set()
+    star = False
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        binds.add(stmt.name)
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                binds.add(node.id)
+            uses.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    star = True
+                else:
+                    binds.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and node is not stmt:
+            binds.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for t in targets:
+                for sub in ast.walk(t):
+                    root = _root_name(sub)
+                    if root:
+                        binds.add(root)
+        elif isinstance(node, ast.Global):
+            binds.update(node.names)
+    precise = _global_uses(ast.unparse(stmt))
+    if precise is not None:
+        uses = precise | (binds & uses if isinstance(stmt, ast.AugAssign) else set())
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+            and isinstance(stmt.value.func, ast.Attribute):
+        root = _root_name(stmt.value.func.value)
+        if root:
+            binds.add(root)
+    return binds, uses, star
+
+
+def _python(source: str) -> tuple[str, bool]:
+    """(Python code of a cell, whether it is a cell magic). IPython syntax is translated."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        code = TransformerManager().transform_cell(source)
+    except Exception:
+        return source, False
+    return code, "run_cell_magic(" in code
+
+
+@dataclass
+class CellCode:
+    """One code cell as a run sees it: ``index`` in the merged notebook, ``root``: kept whole."""
+
+    index: int
+    source: str
+    root: bool
+
+
+def slice_cells(cells: list[CellCode], extra_names: set[str] = frozenset()) -> dict[int, str]:
+    """The code to run per cell index (cells with nothing left are omitted).
+
+    Roots are kept whole; other cells keep only the statements that bind a name the
+    roots (or ``extra_names``) need, transitively.
+    """
+    codes: dict[int, str] = {}
+    stmts: list[_Stmt] = []
+    whole: set[int] = set()
+    needed = set(extra_names)
+    for cell in cells:
+        code, cell_magic = _python(cell.source)
+        codes[cell.index] = code
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            tree = None
+        if cell.root or cell_magic or tree is None:
+            if cell.root or cell_magic:
+                whole.add(cell.index)
+                uses = _global_uses(code) if tree is not None else None
+                needed |= uses if uses is not None else _words(code)
+            continue
+        for st in tree.body:
+            first = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", [])])
+            binds, uses, star = _analyse(st)
+            stmts.append(_Stmt(cell.index, first, st.end_lineno or st.lineno, binds, uses, star))
+    kept: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for k, st in enumerate(stmts):
+            if k not in kept and (st.star or st.binds & needed):
+                kept.add(k)
+                needed |= st.uses
+                changed = True
+    out: dict[int, str] = {}
+    for cell in cells:
+        if cell.index in whole:
+            out[cell.index] = cell.source
+            continue
+        lines = codes[cell.index].splitlines()
+        keep_line = [False] * len(lines)
+        any_kept = False
+        for k, st in enumerate(stmts):
+            if st.cell == cell.index and k in kept:
+                any_kept = True
+                for n in range(st.first - 1, min(st.last, len(lines))):
+                    keep_line[n] = True
+        if any_kept:
+            out[cell.index] = "\n".join(line if keep_line[n] else ""
+                                        for n, line in enumerate(lines))
+    return out
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", text))
