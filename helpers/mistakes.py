@@ -144,6 +144,11 @@ def _dot_norms_product(a, b):
     return float(np.linalg.norm(_f(a)) * np.linalg.norm(_f(b)))
 
 
+@_mistake("dot", "mean_not_sum", "averaged the products (mean); the dot product is their sum")
+def _dot_mean(a, b):
+    return float(np.mean(_f(a) * _f(b)))
+
+
 def _cos_with(a, b, denominator):
     a, b = _f(a), _f(b)
     return float(a @ b / denominator(a, b))
@@ -199,6 +204,19 @@ def _cos_abs(a, b):
     return abs(_cos_with(a, b, lambda a, b: np.linalg.norm(a) * np.linalg.norm(b)))
 
 
+@_mistake("cosine_similarity", "angle",
+          "returned the angle (arccos of the cosine); return the cosine itself")
+def _cos_angle(a, b):
+    return float(np.arccos(np.clip(_cos_with(
+        a, b, lambda a, b: np.linalg.norm(a) * np.linalg.norm(b)), -1.0, 1.0)))
+
+
+@_mistake("cosine_similarity", "norm_of_product",
+          "divided by the length of a * b (entry by entry); divide by |a| * |b|")
+def _cos_norm_product(a, b):
+    return _cos_with(a, b, lambda a, b: np.linalg.norm(a * b))
+
+
 @_mistake("pairwise_scores", "gram_of_columns",
           "computed X.T @ X (columns against columns); the scores between rows are X @ X.T")
 def _pair_xtx(X):
@@ -239,6 +257,14 @@ def _pair_scaled(X):
 def _pair_softmaxed(X):
     X = _f(X)
     return reference.softmax(X @ X.T, axis=-1)
+
+
+@_mistake("pairwise_scores", "upper_triangle_only",
+          "only the pairs j >= i were filled in (the loop started at i); the matrix is "
+          "symmetric, S[j, i] = S[i, j], so fill both halves")
+def _pair_upper(X):
+    X = _f(X)
+    return np.triu(X @ X.T)
 
 
 # ---------------------------------------------------------------------------------------
@@ -306,6 +332,16 @@ def _softmax_no_keepdims(z, axis=-1):
 def _softmax_max_no_keepdims(z, axis=-1):
     z = _f(z)
     e = np.exp(z - z.max(axis=axis))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@_mistake("softmax", "max_wrong_axis",
+          "the maximum was taken along another axis than the sum: subtract the maximum of "
+          "the same slice that is summed (z.max(axis=axis, keepdims=True))")
+def _softmax_max_wrong_axis(z, axis=-1):
+    z = _f(z)
+    other = 0 if axis % z.ndim != 0 else -1
+    e = np.exp(z - z.max(axis=other, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 
 
@@ -381,6 +417,13 @@ def _simple_weights_t(X):
 def _simple_no_softmax(X):
     X = _f(X)
     return X @ X.T / np.sqrt(X.shape[1]) @ X
+
+
+@_mistake("simple_self_attention", "scores_not_transposed",
+          "computed the scores as X @ X; they are X @ X.T (row i against row j)")
+def _simple_xx(X):
+    X = _f(X)
+    return reference.softmax(X @ X / np.sqrt(X.shape[1]), axis=-1) @ X
 
 
 @_mistake("simple_self_attention", "unstable_softmax",
@@ -509,6 +552,19 @@ def _sdpa_mask_ignored(Q, K, V, mask=None):
           "them weight: set them to -inf (or a large negative number)")
 def _sdpa_mask_zero(Q, K, V, mask=None):
     return _attention(Q, K, V, mask, mask_mode="zero")
+
+
+@_mistake(_SDPA, "softmax_whole_matrix",
+          "the softmax normalised the whole score matrix at once; normalise each row "
+          "(axis=-1)")
+def _sdpa_whole(Q, K, V, mask=None):
+    Q, K, V = _f(Q), _f(K), _f(V)
+    s = Q @ K.T / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(np.asarray(mask, dtype=bool), s, -np.inf)
+    e = np.exp(s - s.max())
+    w = e / e.sum()
+    return w @ V, w
 
 
 @_mistake(_SDPA, "output_transposed",
@@ -1027,6 +1083,16 @@ def _tb_ln1_twice(x, params, n_heads, causal=True):
     return _block(x, params, n_heads, causal, ln2_params="ln1")
 
 
+@_mistake(_TB, "ffn_missing",
+          "the feed-forward half is missing: returned t3; continue with t4 = LN2(t3), "
+          "t5 = FFN(t4), h = t5 + t3")
+def _tb_no_ffn(x, params, n_heads, causal=True):
+    p = params
+    t1 = reference.layer_norm(_f(x), p["ln1_gamma"], p["ln1_beta"])
+    return reference.multi_head_attention(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads,
+                                          causal=causal) + _f(x)
+
+
 @_mistake(_TB, "causal_ignored",
           "the causal argument was not passed on to multi-head attention (it stayed causal "
           "when causal=False)")
@@ -1253,6 +1319,24 @@ def _ce_axis0(logits, targets):
     return float(-np.log(p[np.arange(len(t)), t]).mean())
 
 
+@_mistake("cross_entropy", "naive_logsumexp",
+          "logsumexp computed as log(sum(exp(z))) without the max shift: exp overflows on "
+          "large logits. Use logsumexp(z) = m + log(sum(exp(z - m))), m = max(z)")
+def _ce_naive_lse(logits, targets):
+    z = _f(logits)
+    t = _ids(targets)
+    return float((np.log(np.exp(z).sum(axis=-1)) - z[np.arange(len(t)), t]).mean())
+
+
+@_mistake("cross_entropy", "no_softmax",
+          "took -log of the target's logit itself; logits are not probabilities: use "
+          "-log softmax(z)[t] = logsumexp(z) - z[t]")
+def _ce_no_softmax(logits, targets):
+    z = _f(logits)
+    t = _ids(targets)
+    return float(-np.log(z[np.arange(len(t)), t]).mean())
+
+
 # generate ------------------------------------------------------------------------------
 
 
@@ -1334,6 +1418,25 @@ def _gen_flat(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
           "returned only the new ids; return the prompt followed by the n_new new ids")
 def _gen_only_new(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
     return _gen(token_ids, params, n_heads, n_new, temperature, rng, only_new=True)
+
+
+@_mistake("generate", "one_token_short",
+          "generated n_new - 1 tokens (an off-by-one in the loop); generate exactly n_new")
+def _gen_short(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
+    return _gen(token_ids, params, n_heads, max(n_new - 1, 0), temperature, rng)
+
+
+def _sampler_uniform(logits, temperature):
+    return np.full(len(logits), 1.0 / len(logits)) if temperature > 0 else _onehot(logits)
+
+
+@_mistake("generate", "uniform_sampling",
+          "sampled uniformly (rng.choice(V) without p=...); pass the probabilities: "
+          "rng.choice(V, p=softmax(logits / temperature))",
+          sampler=_sampler_uniform)
+def _gen_uniform(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
+    return _gen(token_ids, params, n_heads, n_new, temperature, rng,
+                sampler=_sampler_uniform if temperature > 0 else None)
 
 
 @_mistake("generate", "temperature_multiplied",

@@ -711,6 +711,17 @@ def test_unknown_name_and_group():
         check("softmax", softmax_logsumexp, group="mask")
 
 
+def test_module_docstring_lists_the_groups_of_every_function():
+    doc = checks.__doc__
+    for name in NAMES:
+        parts = []
+        for g in checks.groups(name):
+            where = [w for w, hidden in (("V", False), ("H", True))
+                     if any(c.group == g for c in cases(name, hidden))]
+            parts.append(f"{g} ({' '.join(where)})")
+        assert f"{name:29s}  {', '.join(parts)}\n" in doc, name
+
+
 def test_groups_select_subsets():
     assert checks.groups("softmax", hidden=False) == ["slides", "basic", "axis", "stability"]
     out, exc = run_check("softmax", softmax_logsumexp, group="axis")
