@@ -87,17 +87,24 @@ def _token_ids(token_ids, vocab_size: int, name: str = "token_ids") -> np.ndarra
     if ids.ndim != 1:
         raise ValueError(f"{name} must be a 1-D sequence of ints, but has shape {ids.shape}")
     if ids.size and not np.issubdtype(ids.dtype, np.integer):
-        as_int = ids.astype(np.int64) if np.issubdtype(ids.dtype, np.number) else None
-        if as_int is None or not np.array_equal(as_int, ids):
+        whole = np.issubdtype(ids.dtype, np.floating) and bool(
+            (np.isfinite(ids) & (ids == np.floor(ids))).all())  # checked before any cast
+        if not whole:
             raise ValueError(f"{name} must hold whole numbers, got dtype {ids.dtype}")
-        ids = as_int
-    ids = ids.astype(np.int64)
     out = (ids < 0) | (ids >= vocab_size)
     if out.any():
-        raise ValueError(
-            f"token id {ids[out][0]} is out of range for a vocabulary of {vocab_size}"
-        )
-    return ids
+        bad = ids[out][0]
+        shown = int(bad) if abs(bad) < 2**53 else f"{float(bad):g}"
+        raise ValueError(f"token id {shown} is out of range for a vocabulary of {vocab_size}")
+    return ids.astype(np.int64)
+
+
+def _nonnegative(value, name: str) -> float:
+    """``value`` as a float that is finite and >= 0, or a ValueError naming it."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if not (ok and np.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
 
 
 def _check_matmul(a_name: str, a: np.ndarray, w_name: str, w: np.ndarray) -> None:
@@ -358,6 +365,8 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads: int, causal: bool = Tru
     X = _array(X, "X", min_ndim=2)
     d_model = X.shape[-1]
     _check_heads(n_heads, d_model)
+    if X.shape[-2] == 0:
+        raise ValueError(f"X has shape {X.shape}: attention needs at least one token (N >= 1)")
     for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V), ("W_O", W_O)):
         if np.shape(W) != (d_model, d_model):
             raise ValueError(
@@ -396,8 +405,7 @@ def layer_norm(x, gamma, beta, eps: float = 1e-5) -> np.ndarray:
     for name, p in (("gamma", gamma), ("beta", beta)):
         if p.shape != (d,):
             raise ValueError(f"{name} has shape {p.shape} but x has d={d} features")
-    if not (np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+    eps = _nonnegative(eps, "eps")
     _, e = np.frexp(np.abs(x).max(axis=-1, keepdims=True))       # [..., 1], |x| < 2**e
     xs = np.ldexp(x, -e)                                         # [..., d], |xs| < 1, exact
     mu = xs.mean(axis=-1, keepdims=True)                         # [..., 1]
@@ -541,7 +549,14 @@ def language_model_forward(token_ids, params, n_heads: int) -> np.ndarray:
     that follows ``token_ids[: i + 1]``.
     """
     _check_params(params, ("E", "P", "blocks"), "params")
+    if not isinstance(params["blocks"], (list, tuple)):
+        raise ValueError(
+            f"params['blocks'] must be a list of block parameter dicts, "
+            f"got {type(params['blocks']).__name__}"
+        )
     h = embed(token_ids, params["E"], params["P"])               # [N, d]
+    if len(h) == 0:
+        raise ValueError("token_ids is empty: the model needs at least one token")
     for block in params["blocks"]:
         h = transformer_block(h, block, n_heads, causal=True)    # [N, d]
     if "ln_f_gamma" in params or "ln_f_beta" in params:
@@ -585,19 +600,22 @@ def generate(token_ids, params, n_heads: int, n_new: int, temperature: float = 0
 
     Returns a 1-D int array: the prompt followed by the ``n_new`` new ids.
     """
-    if "E" not in params or "P" not in params:
-        _check_params(params, ("E", "P", "blocks"), "params")
-    V = np.shape(params["E"])[0]
-    n_ctx = np.shape(params["P"])[0]
+    _check_params(params, ("E", "P", "blocks"), "params")
+    V = _array(params["E"], "E", ndim=2).shape[0]
+    n_ctx = _array(params["P"], "P", ndim=2).shape[0]
     ids = _token_ids(token_ids, V)                               # [N]
     if len(ids) == 0:
         raise ValueError("generate needs a prompt of at least one token")
     if isinstance(n_new, bool) or not isinstance(n_new, (int, np.integer)) or n_new < 0:
         raise ValueError(f"n_new must be an int >= 0, got {n_new!r}")
-    if not (np.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
+    temperature = _nonnegative(temperature, "temperature")
     if temperature > 0 and rng is None:
         rng = np.random.default_rng()
+    if temperature > 0 and not isinstance(rng, np.random.Generator):
+        raise ValueError(
+            f"rng must be a numpy.random.Generator, e.g. np.random.default_rng(0); "
+            f"got {type(rng).__name__}"
+        )
     for _ in range(n_new):
         logits = language_model_forward(ids[-n_ctx:], params, n_heads)[-1]  # [V]
         if temperature == 0:

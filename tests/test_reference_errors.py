@@ -1,11 +1,13 @@
 """Wrong input raises ``ValueError`` with a message that names the problem and the shapes.
 
-Plus: every contract function accepts nested lists as well as arrays.
+Plus: every contract function accepts nested lists as well as arrays. Warnings are errors
+here: bad input must be refused before NumPy warns about it (e.g. casting NaN to int).
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -18,6 +20,13 @@ X48 = RNG.normal(size=(4, 8))
 W88 = [RNG.normal(size=(8, 8)) for _ in range(4)]
 BLOCK = random_block_params(np.random.default_rng(1), 8, 12)
 LM = random_lm_params(np.random.default_rng(2), V=11, n_ctx=8, d=8, d_ff=12, n_blocks=1)
+
+
+@pytest.fixture(autouse=True)
+def warnings_are_errors():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
 
 
 def without(params: dict, *keys: str) -> dict:
@@ -59,6 +68,14 @@ def test_token_id_out_of_range():
         helpers.generate([12], LM, 2, 1)
     with raises("token id -1 is out of range for a vocabulary of 11"):
         helpers.embed([-1], LM["E"], LM["P"])
+    with raises("token id 12 is out of range for a vocabulary of 11"):
+        helpers.embed([1.0, 12.0], LM["E"], LM["P"])              # whole floats are ids
+    with raises("token id 1e+300 is out of range for a vocabulary of 11"):
+        helpers.embed([1e300], LM["E"], LM["P"])                  # no cast warning first
+    with raises("targets must hold whole numbers, got dtype float64"):
+        helpers.cross_entropy([[0.0, 1.0]], [np.nan])
+    np.testing.assert_array_equal(helpers.embed([1.0, 2.0], LM["E"], LM["P"]),
+                                  helpers.embed([1, 2], LM["E"], LM["P"]))
 
 
 # Non-finite input ------------------------------------------------------------------------------
@@ -120,6 +137,8 @@ def test_non_finite_input_is_named(call, message):
      "gamma has shape (3,) but x has d=4 features"),
     (lambda: helpers.layer_norm(np.ones((2, 4)), np.ones(4), np.zeros(4), eps=-1.0),
      "eps must be a finite number >= 0, got -1.0"),
+    (lambda: helpers.layer_norm(np.ones((2, 4)), np.ones(4), np.zeros(4), eps="small"),
+     "eps must be a finite number >= 0, got 'small'"),
     (lambda: helpers.layer_norm([[2.0, 2.0]], [1, 1], [0, 0], eps=0),
      "layer norm of a constant vector with eps=0 divides by zero"),
     (lambda: helpers.feed_forward(np.ones((2, 4)), np.ones((4, 6)), np.ones(5), np.ones((6, 4)),
@@ -165,6 +184,19 @@ def test_missing_lm_params_are_listed():
         helpers.language_model_forward([0, 1], {**LM, "blocks": [without(BLOCK, "W_Q")]}, 2)
     with raises("params is missing P"):
         helpers.generate([0, 1], without(LM, "P"), 2, 1)
+    with raises("params['blocks'] must be a list of block parameter dicts, got dict"):
+        helpers.language_model_forward([0, 1], {**LM, "blocks": BLOCK}, 2)
+    with raises("E must be 2-D, but has shape ()"):
+        helpers.generate([0, 1], {**LM, "E": 3.0}, 2, 1)
+
+
+def test_empty_sequences():
+    with raises("token_ids is empty: the model needs at least one token"):
+        helpers.language_model_forward([], LM, 2)
+    with raises("X has shape (0, 8): attention needs at least one token (N >= 1)"):
+        helpers.multi_head_attention(np.zeros((0, 8)), *W88, 2)
+    with raises("cross-entropy of zero predictions is undefined"):
+        helpers.cross_entropy(np.zeros((0, 3)), [])
 
 
 def test_sequence_longer_than_context():
@@ -180,6 +212,9 @@ def test_sequence_longer_than_context():
     (dict(n_new=2.0), "n_new must be an int >= 0, got 2.0"),
     (dict(temperature=-0.5), "temperature must be a finite number >= 0, got -0.5"),
     (dict(temperature=float("nan")), "temperature must be a finite number >= 0, got nan"),
+    (dict(temperature="hot"), "temperature must be a finite number >= 0, got 'hot'"),
+    (dict(temperature=1.0, rng=42),
+     "rng must be a numpy.random.Generator, e.g. np.random.default_rng(0); got int"),
 ])
 def test_generate_settings(kwargs, message):
     args = dict(token_ids=[1, 2], params=LM, n_heads=2, n_new=2) | kwargs
