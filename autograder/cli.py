@@ -16,7 +16,6 @@ whatever the scores), 2 when it could not run (e.g. a folder is missing).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -145,6 +144,7 @@ def _positive(kind):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from autograder.grade import default_jobs
     from autograder.make_examples import EXAMPLES_DIR
 
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    " (grades.csv, summary.csv, feedback/). SUBMISSIONS is never written.")
     p.add_argument("submissions", help="folder of <student>/<assignment>/<notebook>.ipynb")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--jobs", type=_positive(int), default=os.cpu_count() or 1,
+    p.add_argument("--jobs", type=_positive(int), default=default_jobs(),
                    help="students graded at once (default: the number of cores, %(default)s)")
     p.add_argument("--timeout", type=_positive(float), default=120.0,
                    help="time limit per notebook in seconds (default: %(default)s)")

@@ -252,7 +252,7 @@ def _grade_one(student_id: str, assignment: str, notebook: str, source: str, tmp
                               f"the grader failed on this notebook: {last}")
 
 
-def _slot_main(conn, limits: Limits, course: dict, grade_fn: GradeFunction) -> None:
+def _slot_main(conn, limits: Limits, course: dict, grade_fn: GradeFunction, workdir: str) -> None:
     """Body of a grading process: grade the students it is sent, one at a time.
 
     The process lives for many students so that the engine's pre-warmed worker (a second
@@ -270,7 +270,7 @@ def _slot_main(conn, limits: Limits, course: dict, grade_fn: GradeFunction) -> N
             return
         if task is None:
             return
-        with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="student-", dir=workdir) as tmp:
             os.chdir(tmp)
             for assignment, notebook, source in task["jobs"]:
                 _send(conn, _grade_one(task["student_id"], assignment, notebook, source, Path(tmp),
@@ -306,6 +306,9 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Grad
     ``missing``.
     """
     ctx = multiprocessing.get_context("fork")
+    # Private copies of the notebooks live here; removed at the end even if a grading
+    # process was killed before it could clean up.
+    workdir = tempfile.mkdtemp(prefix="autograder-grade-")
     records: list[dict] = []
     queue: list[tuple[Student, list]] = []
     for student in students:
@@ -323,7 +326,7 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Grad
     def start_slot() -> _Slot:
         parent_end, child_end = ctx.Pipe(duplex=True)
         process = ctx.Process(target=_slot_main, name="grader",
-                              args=(child_end, limits, course, grade_fn), daemon=False)
+                              args=(child_end, limits, course, grade_fn, workdir), daemon=False)
         process.start()
         child_end.close()
         slot = _Slot(process, parent_end)
@@ -386,6 +389,10 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Grad
                 elif time.monotonic() > slot.deadline:
                     lose(slot, "timeout", "grading this student's notebooks overran their time"
                                           " limits; the grading process was stopped")
+    except BaseException:  # interrupted (Ctrl-C) or a bug here: stop everything now
+        for slot in slots:
+            _kill_tree(slot.process)
+        raise
     finally:
         for slot in slots:
             try:
@@ -397,7 +404,16 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Grad
             if slot.process.exitcode is None:
                 _kill_tree(slot.process)
             slot.conn.close()
+        shutil.rmtree(workdir, ignore_errors=True)
     return records
+
+
+def default_jobs() -> int:
+    """The number of cores this process may use (a Slurm or container CPU set counts)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def _kill_tree(process: multiprocessing.Process) -> None:
@@ -550,7 +566,7 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
             print(f"note: not a course notebook, not graded: {path}", file=stream)
     total = len(students) * len(course)
     progress = Progress(total, stream=stream, unit="notebooks")
-    records = grade_class(students, course, limits or Limits(), jobs or os.cpu_count() or 1,
+    records = grade_class(students, course, limits or Limits(), jobs or default_jobs(),
                           progress, grade_fn)
     progress.close()
     write_outputs(records, out)
