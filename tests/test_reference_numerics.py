@@ -116,8 +116,9 @@ ROW = np.array([1.0, 2.0, 0.0, -1.0, 0.5])
 
 
 @pytest.mark.parametrize("scale", [1e200, 1e300, 1e-3, 1.0, 1e3, 1e100])
-def test_layer_norm_large_rows_equal_unit_row(scale):
-    """Scaling a row by s >> sqrt(eps) leaves the (eps = 0) layer norm unchanged."""
+def test_layer_norm_of_scaled_rows(scale):
+    """LN(s x; eps) = LN(x; eps / s^2): rows near 1e200 and 1e300 normalize like ROW
+    (with eps / s^2 = 0 to double precision)."""
     expected = naive_layer_norm(ROW, eps=1e-5 / scale**2 if scale < 1e150 else 0.0)
     got = helpers.layer_norm(scale * ROW, np.ones(5), np.zeros(5))
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
