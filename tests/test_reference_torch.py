@@ -83,7 +83,9 @@ def test_stored_inputs_come_from_the_seed(stored):
     fresh = tool.make_inputs(tool.SEED)
     assert set(fresh) == set(inputs)
     for name in fresh:
-        np.testing.assert_array_equal(fresh[name], inputs[name], err_msg=name)
+        np.testing.assert_array_equal(
+            fresh[name], inputs[name],
+            err_msg=f"{name}: NumPy's random stream changed? rerun tools/make_torch_reference.py")
 
 
 @pytest.mark.parametrize("name", sorted(helpers_outputs(tool.make_inputs())))
@@ -115,7 +117,8 @@ def test_regenerating_gives_the_stored_numbers(stored):
     fresh = tool.torch_outputs(tool.make_inputs(tool.SEED))
     assert set(fresh) == set(outputs)
     for name in fresh:
-        np.testing.assert_allclose(fresh[name], outputs[name], rtol=1e-13, atol=1e-13,
+        # 1e-12, not 0: torch's float64 kernels may round differently on another CPU
+        np.testing.assert_allclose(fresh[name], outputs[name], rtol=1e-12, atol=1e-12,
                                    err_msg=f"{name}: rerun tools/make_torch_reference.py?")
 
 
