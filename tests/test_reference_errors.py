@@ -103,18 +103,23 @@ def test_non_finite_input_is_named(call, message):
     (lambda: helpers.dot([1, 2, 3], [1, 2]), "a has length 3 but b has length 2"),
     (lambda: helpers.cosine_similarity([0, 0], [1, 2]), "a is the zero vector"),
     (lambda: helpers.pairwise_scores([1, 2, 3]), "X must be 2-D, but has shape (3,)"),
-    (lambda: helpers.simple_self_attention(np.ones((2, 2, 2))), "X must be 2-D, but has shape (2, 2, 2)"),
+    (lambda: helpers.simple_self_attention(np.ones((2, 2, 2))),
+     "X must be 2-D, but has shape (2, 2, 2)"),
     (lambda: helpers.softmax(3.0), "softmax needs at least one axis"),
     (lambda: helpers.softmax([[1, 2]], axis=2), "axis 2 is out of range for z of shape (1, 2)"),
-    (lambda: helpers.project_qkv(np.ones((3, 4)), np.ones((5, 2)), np.ones((4, 2)), np.ones((4, 2))),
-     "cannot multiply X of shape (3, 4) by W_Q of shape (5, 2): X has 4 columns but W_Q has 5 rows"),
-    (lambda: helpers.project_qkv(np.ones((3, 4)), np.ones((4, 2)), np.ones((4, 3)), np.ones((4, 2))),
+    (lambda: helpers.project_qkv(np.ones((3, 4)), np.ones((5, 2)), np.ones((4, 2)),
+                                 np.ones((4, 2))),
+     "cannot multiply X of shape (3, 4) by W_Q of shape (5, 2): "
+     "X has 4 columns but W_Q has 5 rows"),
+    (lambda: helpers.project_qkv(np.ones((3, 4)), np.ones((4, 2)), np.ones((4, 3)),
+                                 np.ones((4, 2))),
      "W_K has d_k=3 columns but W_Q has d_k=2"),
     (lambda: helpers.project_qkv(np.ones((3, 4)), np.ones(4), np.ones((4, 2)), np.ones((4, 2))),
      "W_Q must be 2-D, but has shape (4,)"),
     (lambda: helpers.scaled_dot_product_attention([1.0, 2.0], [[1.0, 2.0]], [[1.0]]),
      "Q must be at least 2-D, but has shape (2,)"),
-    (lambda: helpers.scaled_dot_product_attention(np.ones((2, 3)), np.ones((4, 3)), np.ones((3, 5))),
+    (lambda: helpers.scaled_dot_product_attention(np.ones((2, 3)), np.ones((4, 3)),
+                                                  np.ones((3, 5))),
      "V has 3 rows (keys' values) but K has N_k=4 keys"),
     (lambda: helpers.scaled_dot_product_attention(np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3)),
                                                   [[True, False], [False, False]]),
@@ -148,13 +153,15 @@ def test_non_finite_input_is_named(call, message):
                                   np.ones(4)),
      "W2 has 5 rows but W1 has d_ff=6 columns"),
     (lambda: helpers.lm_head(np.ones((2, 4)), np.ones((11, 8))), "h has d=4 but E has d=8"),
-    (lambda: helpers.embed([0], np.ones((11, 8)), np.ones((8, 4))), "P has d=4 columns but E has d=8"),
+    (lambda: helpers.embed([0], np.ones((11, 8)), np.ones((8, 4))),
+     "P has d=4 columns but E has d=8"),
     (lambda: helpers.embed([[0, 1]], LM["E"], LM["P"]),
      "token_ids must be a 1-D sequence of ints, but has shape (1, 2)"),
     (lambda: helpers.embed([0, 1.5], LM["E"], LM["P"]), "token_ids must hold whole numbers"),
     (lambda: helpers.cross_entropy([[0.0, 1.0], [1.0, 0.0], [0.0, 0.0]], [0, 1]),
      "targets has 2 entries but logits has 3 rows"),
-    (lambda: helpers.cross_entropy([[0.0, 1.0]], [2]), "token id 2 is out of range for a vocabulary of 2"),
+    (lambda: helpers.cross_entropy([[0.0, 1.0]], [2]),
+     "token id 2 is out of range for a vocabulary of 2"),
     (lambda: helpers.cross_entropy([0.0, 1.0], [1]), "logits must be 2-D, but has shape (2,)"),
     (lambda: helpers.dot(["a", "b"], [1, 2]), "a must be an array of numbers"),
 ])
@@ -242,7 +249,8 @@ def _contract_calls():
     mask[0, 1:] = False
     W4 = [rng.normal(size=(8, 4)) for _ in range(3)]
     H_enc = rng.normal(size=(6, 8))
-    W1, b1, W2, b2 = rng.normal(size=(8, 12)), rng.normal(size=12), rng.normal(size=(12, 8)), rng.normal(size=8)
+    W1, b1 = rng.normal(size=(8, 12)), rng.normal(size=12)
+    W2, b2 = rng.normal(size=(12, 8)), rng.normal(size=8)
     ids = np.array([3, 1, 4, 1, 5])
     logits = rng.normal(size=(4, 11))
     return {

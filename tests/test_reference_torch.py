@@ -154,7 +154,9 @@ def test_sdpa_matches_torch_with_batch_and_broadcast_mask():
     torch = require_torch()
     F = torch.nn.functional
     rng = np.random.default_rng(7)
-    Q, K, V = rng.normal(size=(2, 3, 4, 5)), rng.normal(size=(2, 3, 6, 5)), rng.normal(size=(2, 3, 6, 2))
+    Q = rng.normal(size=(2, 3, 4, 5))                            # batch 2, 3 heads, N_q = 4
+    K = rng.normal(size=(2, 3, 6, 5))                            # N_k = 6, d_k = 5
+    V = rng.normal(size=(2, 3, 6, 2))                            # d_v = 2
     mask = rng.random((4, 6)) < 0.6
     mask[:, 0] = True
     expected = F.scaled_dot_product_attention(*map(torch.from_numpy, (Q, K, V)),
