@@ -569,8 +569,9 @@ def cross_entropy(logits, targets) -> float:
     """Mean negative log-likelihood of the targets:
     ``mean_i [ -log softmax(logits[i])[targets[i]] ]``.
 
-    ``-log softmax(z)[t] = logsumexp(z) - z[t]``, with ``logsumexp(z) = m + log sum
-    exp(z - m)`` and ``m = max(z)``: stable for any finite logits.
+    ``-log softmax(z)[t] = logsumexp(z) - z[t] = log sum exp(z - m) - (z[t] - m)`` with
+    ``m = max(z)``: stable for any finite logits, and ``m`` cancels exactly instead of
+    being added and subtracted (``1e300 + log 2 - 1e300`` would give 0, not ``log 2``).
     logits: ``[N, V]``; targets: ``[N]`` ints in ``[0, V)``. Returns a float (nats).
     ``exp(cross_entropy)`` is the perplexity.
     """
