@@ -116,14 +116,15 @@ def char_lm_head_weights(text: str, layer: int = 0, model=None) -> np.ndarray:
     return head_weights(t1, p["W_Q"], p["W_K"], n_heads)
 
 
-def yours_or_reference(fn: Callable) -> Callable:
+def yours_or_reference(fn: Callable, reference: Callable | None = None) -> Callable:
     """``fn`` (the learner's function) if calling it does not raise
-    ``NotImplementedError``, else the reference function of the same name.
+    ``NotImplementedError``, else ``reference`` (default: the reference implementation
+    of the same name in :mod:`helpers.reference`).
 
-    The returned function is ``fn`` itself until ``fn`` says it is not implemented;
-    from then on (and with a one-line note) it is the reference.
+    The returned function calls ``fn`` until ``fn`` says it is not implemented; from
+    then on (after a one-line note) it calls the reference.
     """
-    reference = getattr(ref, fn.__name__)
+    reference = getattr(ref, fn.__name__) if reference is None else reference
     state = {"use": fn}
 
     def call(*args, **kwargs):
@@ -159,3 +160,46 @@ def random_block_params(d: int, d_ff: int, seed: int = 0, scale: float = 0.5) ->
         else:
             params[name] = scale * rng.standard_normal(shape) / np.sqrt(shape[0])
     return params
+
+
+def random_lm_params(vocab_size: int, d: int = 32, n_ctx: int = 64, n_layers: int = 2,
+                     d_ff: int | None = None, seed: int = 0) -> dict:
+    """Seeded random parameters of a language model (the layout of
+    ``helpers.language_model_forward``, with a final layer norm). Untrained: its text
+    is gibberish."""
+    rng = np.random.default_rng(seed)
+    d_ff = 4 * d if d_ff is None else d_ff
+    return {
+        "E": 0.1 * rng.standard_normal((vocab_size, d)),                    # [V, d]
+        "P": 0.1 * rng.standard_normal((n_ctx, d)),                         # [n_ctx, d]
+        "blocks": [random_block_params(d, d_ff, seed=seed + 1 + i) for i in range(n_layers)],
+        "ln_f_gamma": np.ones(d),
+        "ln_f_beta": np.zeros(d),
+    }
+
+
+def load_demo_lm():
+    """The pretrained character model, ``(params, n_heads, encode, decode)`` as
+    :func:`helpers.pretrained.load_char_lm` returns it.
+
+    If its weights file is missing, says so once and returns an untrained stand-in with
+    the printable ASCII characters as vocabulary, so that a notebook still runs.
+    """
+    from helpers.pretrained import load_char_lm
+
+    try:
+        return load_char_lm()
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"(the pretrained model could not be loaded: {exc}\n"
+              f" an UNTRAINED model stands in for it: expect gibberish)")
+    vocab = "\n" + "".join(chr(c) for c in range(32, 127))
+    index = {c: i for i, c in enumerate(vocab)}
+    params = random_lm_params(len(vocab), d=32, n_ctx=128, n_layers=2)
+
+    def encode(text: str) -> np.ndarray:
+        return np.array([index[c] for c in text], dtype=np.int64)
+
+    def decode(ids) -> str:
+        return "".join(vocab[int(i)] for i in ids)
+
+    return params, 4, encode, decode

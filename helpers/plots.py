@@ -472,7 +472,7 @@ def heads_side_by_side(weights, tokens: Sequence[str],
     fig, axes = new_figure(side * ncols + 0.8, side * nrows + 0.4, nrows=nrows,
                            ncols=ncols)
     axes = np.atleast_1d(axes)
-    labels = [repr(t)[1:-1] if len(t) == 1 else t for t in tokens]  # show "\n" as \n
+    labels = [_char_label(t) for t in tokens]                    # show "\n" as \n
     image = None
     for c, ax in enumerate(axes):
         if c >= n_heads:
@@ -546,4 +546,52 @@ def layer_norm_figure(x, scale: float, shift: float, gamma: float, beta: float):
          title=f"layer norm: mean {y.mean():.2f}, std {y.std():.2f}")
     for ax in axes:
         ax.set_xlabel("feature")
+    return fig
+
+
+def _char_label(token: str) -> str:
+    """A visible label for a character token (newline and space spelled out)."""
+    return {"\n": "\\n", " ": "\u2423", "\t": "\\t"}.get(token, token)
+
+
+def next_token_figure(probs, vocab: Sequence[str], top_k: int = 12,
+                      title: str | None = None, chosen: int | None = None,
+                      note: str | None = None):
+    """Notebook 08: the ``top_k`` most likely next tokens and their probabilities.
+
+    probs: ``[V]``, a distribution over the vocabulary; vocab: the ``V`` token strings.
+    ``chosen`` highlights one token id (e.g. the one greedy decoding picks); ``note`` is
+    a line of text written in the top right corner.
+    """
+    probs = np.asarray(probs, dtype=float)                       # [V]
+    top = np.argsort(-probs, kind="stable")[:top_k]              # ids, most likely first
+    labels = [_char_label(vocab[i]) for i in top]
+    fig, ax = new_figure(7.5, 3.2)
+    highlight = int(np.flatnonzero(top == chosen)[0]) if chosen in top else None
+    bars(ax, probs[top], labels, ylim=(0, 1.08), ylabel="probability", title=title,
+         highlight=highlight)
+    rest = 1.0 - probs[top].sum()
+    lines = [f"other {len(probs) - len(top)} tokens: {rest:.2f}"] + ([note] if note else [])
+    ax.text(0.99, 0.95, "\n".join(lines), transform=ax.transAxes, ha="right", va="top",
+            fontsize=8, color="0.35")
+    return fig
+
+
+def surprise_figure(text: str, nll, title: str | None = None):
+    """Notebook 08: the model's surprise ``-log p`` (nats) at each next character.
+
+    text: the characters that were predicted (``len(text) == len(nll)``).
+    """
+    nll = np.asarray(nll, dtype=float)                           # [N]
+    fig, ax = new_figure(max(6.4, 0.22 * len(nll) + 1.0), 3.0)
+    ax.bar(range(len(nll)), nll, color=BASE_COLOR)
+    ax.axhline(nll.mean(), color=ACCENT_COLOR, linewidth=1.5,
+               label=f"mean = cross-entropy = {nll.mean():.2f} nats")
+    ax.set_xticks(range(len(nll)), [_char_label(c) for c in text], fontsize=8)
+    ax.set_xlim(-0.6, len(nll) - 0.4)
+    ax.set_ylabel("-log p (nats)")
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.legend(frameon=False, fontsize=8, loc="upper right")
+    if title:
+        ax.set_title(title)
     return fig

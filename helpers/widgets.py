@@ -356,7 +356,8 @@ def heads_explorer() -> Explorer:
 
     return Explorer(draw, {
         "text": Choice("text", list(HEAD_EXPLORER_TEXTS), HEAD_EXPLORER_TEXTS[0]),
-        "layer": Choice("layer", [(str(i + 1), i) for i in range(n_layers)], 0),
+        "layer": Choice("layer", [(str(i + 1), i) for i in range(n_layers)],
+                        min(1, n_layers - 1)),
     }, title="The heads of the pretrained character model")
 
 
@@ -380,10 +381,10 @@ def layer_norm_explorer() -> Explorer:
 
 #: Prompts for :func:`next_token_temperature_explorer`.
 NEXT_TOKEN_PROMPTS = (
+    "First Citizen:\nWe are accounted poor ",
     "ROMEO:\nWhat light through yonder wi",
     "To be, or not to be: that is the q",
     "KING HENRY:\nOnce more unto the ",
-    "First Citizen:\nWe are accounted poor c",
 )
 
 
@@ -412,8 +413,8 @@ def next_token_temperature_explorer() -> Explorer:
         shown = prompt.replace("\n", "\\n")
         return plots.next_token_figure(
             probs, vocab, chosen=int(np.argmax(logits)),
-            title=f"after '...{shown[-24:]}'   T = {temperature:.2f}: as uncertain as "
-                  f"{np.exp(entropy):.1f} equally likely characters")
+            title=f"after '...{shown[-28:]}'   (T = {temperature:.2f})",
+            note=f"as uncertain as {np.exp(entropy):.1f} equally likely characters")
 
     return Explorer(draw, {
         "prompt": Choice("prompt", list(NEXT_TOKEN_PROMPTS), NEXT_TOKEN_PROMPTS[0]),
