@@ -15,8 +15,12 @@ own solution and student notebooks:
 * broken files, each handing in only one notebook (the first with two answers or
   more): ``invalid_json`` (the file is
   cut off half way), ``infinite_loop`` (the last answer cell never ends),
-  ``deleted_test`` (the first test cell deleted, otherwise perfect) and
-  ``duplicated_answer`` (the first answer cell pasted twice, otherwise perfect).
+  ``memory_hog``, ``output_flood`` and ``kills_parent`` (the last answer cell allocates
+  without end, prints 300 000 lines, or sends SIGKILL to its parent),
+  ``deleted_test`` (the first test cell deleted, otherwise perfect),
+  ``duplicated_answer`` (the first answer cell pasted twice, otherwise perfect),
+  ``stripped_metadata`` (no nbgrader metadata left) and ``edited_tests`` (every test
+  cell emptied).
 
 ``EXPECTED.json`` says what grading each example must give, derived from the solution
 notebooks by the rules above (``tests/test_examples.py`` grades the examples and checks
@@ -292,6 +296,9 @@ def cross_entropy(logits, targets):
 }
 
 INFINITE_LOOP = "\nwhile True:  # waits for something that never happens\n    pass\n"
+MEMORY_HOG = "\n_cache = []\nwhile True:  # keeps everything, forever\n    _cache.append(bytearray(50_000_000))\n"
+OUTPUT_FLOOD = "\nfor step in range(300_000):  # debugging output left in\n    print('step', step, 'x' * 80)\n"
+KILL_PARENT = "\nimport os, signal\n\nos.kill(os.getppid(), signal.SIGKILL)  # tries to kill the grader\n"
 WRITTEN_ANSWER = "An example written answer (graded by hand)."
 
 
@@ -447,12 +454,21 @@ def build(solutions: Path = SOLUTIONS_DIR, released: Path = NOTEBOOKS_DIR
         "the notebook file is cut off half way: not valid JSON")
 
     last = answer_ids(solution_nb)[-1]
-    looping = with_answer(perfect, last, _without_markers(
-        next(c.source for c in solution_nb.cells if _grading(c).get("grade_id") == last)) + INFINITE_LOOP)
-    add("infinite_loop", rel, looping,
-        _expect(solution_nb, status=["timeout"], full=_tests_before(solution_nb, last),
-                zero=_tests_of_answers(solution_nb, [last])),
+    last_source = _without_markers(
+        next(c.source for c in solution_nb.cells if _grading(c).get("grade_id") == last))
+    before, of_last = _tests_before(solution_nb, last), _tests_of_answers(solution_nb, [last])
+    add("infinite_loop", rel, with_answer(perfect, last, last_source + INFINITE_LOOP),
+        _expect(solution_nb, status=["timeout"], full=before, zero=of_last),
         f"the answer cell of {last} never ends (the answers before it are right)")
+    add("memory_hog", rel, with_answer(perfect, last, last_source + MEMORY_HOG),
+        _expect(solution_nb, status=["crashed", "memory"], full=before, zero=of_last),
+        f"the answer cell of {last} allocates memory until the cap stops it")
+    add("output_flood", rel, with_answer(perfect, last, last_source + OUTPUT_FLOOD),
+        _expect(solution_nb, status=["ok", "timeout"], full=before),
+        f"the answer cell of {last} prints 300 000 long lines (the output is capped)")
+    add("kills_parent", rel, with_answer(perfect, last, last_source + KILL_PARENT),
+        _expect(solution_nb, status=["ok", "crashed"], full=before),
+        f"the answer cell of {last} sends SIGKILL to its parent process (the grader survives)")
 
     deleted = copy.deepcopy(perfect)
     first_test = next(i for i, c in enumerate(deleted.cells) if _is_test(c))
@@ -472,6 +488,23 @@ def build(solutions: Path = SOLUTIONS_DIR, released: Path = NOTEBOOKS_DIR
         _expect(solution_nb, status=ok, full=all_tests, points=full, flagged=True,
                 note=f"answer cell {_grading(twin)['grade_id']} pasted twice: the first is graded"),
         "right answers, but an answer cell was pasted twice")
+
+    stripped = copy.deepcopy(perfect)
+    for cell in stripped.cells:
+        cell.metadata = nbformat.from_dict({})
+    add("stripped_metadata", rel, stripped,
+        _expect(solution_nb, status=ok, full=all_tests, points=full, flagged=True,
+                note="answers matched by their def lines, tests restored"),
+        "right answers, but the cells' nbgrader metadata is gone (cells copied to a new notebook)")
+
+    edited = copy.deepcopy(perfect)
+    for cell in edited.cells:
+        if _is_test(cell):
+            cell.source = "pass  # the tests were in the way"
+    add("edited_tests", rel, edited,
+        _expect(solution_nb, status=ok, full=all_tests, points=full, flagged=True,
+                note="every test cell replaced by `pass`: restored from the solution"),
+        "right answers, but every test cell was emptied")
     return files, expected
 
 
