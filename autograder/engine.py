@@ -76,7 +76,7 @@ class CellResult:
     kind: str                 # "test" | "manual"
     points: float
     max_points: float
-    status: str               # ok | failed | timeout | crashed | missing | needs_manual_grade
+    status: str   # ok | failed | timeout | memory | crashed | missing | invalid | needs_manual_grade
     message: str = ""         # one short line, safe to show
     feedback: str = ""        # longer text for the student (no hidden-test source)
 
@@ -87,7 +87,7 @@ class NotebookResult:
 
     assignment: str
     notebook: str
-    status: str               # ok | timeout | crashed | invalid
+    status: str               # ok | timeout | memory | crashed | invalid
     message: str = ""
     cells: list[CellResult] = field(default_factory=list)
     answers: dict[str, str] = field(default_factory=dict)
@@ -587,7 +587,8 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
     first_test = min((c.index for c in merged.cells if c.kind == "test"
                       and function in {s.function for s in specs_of.get(c.grade_id, [])}),
                      default=len(merged.cells))
-    code = slicing.slice_cells([slicing.CellCode(c.index, c.source, False)
+    own = {gid for gid, names in _answer_functions(source).items() if function in names}
+    code = slicing.slice_cells([slicing.CellCode(c.index, c.source, c.grade_id in own)
                                 for c in merged.cells if c.kind != "test" and c.index < first_test],
                                {function})
     cells = [{"index": i, "kind": "code", "source": src} for i, src in sorted(code.items())]
@@ -643,6 +644,12 @@ def _case_error(function: str, case, err: str) -> str:
     return f"{where}: your {function} raised {_short(err, 400)}"
 
 
+def _answer_functions(source: Source) -> dict[str, list[str]]:
+    """Answer grade_id -> the functions its source cell defines."""
+    return {gid: _defined_functions(cell.source) or [gid]
+            for gid, cell in source.by_id("answer").items()}
+
+
 def _select(verdict: _Verdict, spec: CaseSpec) -> list[int]:
     known_groups = set(verdict.groups)
     group = spec.group if spec.group in known_groups else None
@@ -655,8 +662,9 @@ def _kernel_outcome(line: dict | None, kernel_status: str) -> tuple[bool, str]:
     """(passed, explanation) of a test cell in the notebook run."""
     if line is None:
         return False, {"timeout": "not run: the notebook timed out before this cell",
-                       "crashed": "not run: the notebook crashed before this cell"}.get(
-            kernel_status, "not run")
+                       "crashed": "not run: the notebook crashed before this cell",
+                       "memory": "not run: the notebook ran out of memory before this cell",
+                       }.get(kernel_status, "not run")
     err = line.get("error")
     if isinstance(err, dict):
         return False, f"{err.get('ename', 'Error')}: {err.get('evalue', '')}"
@@ -737,7 +745,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
         result.message = (f"the notebook ran out of time{where}: cell limit {cell_timeout:g} s, "
                           f"notebook limit {notebook_timeout:g} s")
     elif memory:
-        result.status = "crashed"
+        result.status = "memory"
         result.message = f"the notebook exceeded the memory limit of {memory_mb} MB (cell {memory[0] + 1})"
     elif not done:
         result.status = "crashed"
@@ -747,8 +755,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
         result.message = f"the notebook's process stopped unexpectedly ({how})"
 
     # 2. The authoritative verdicts.
-    local_functions = tuple(fn for cell in source.by_id("answer").values()
-                            for fn in _defined_functions(cell.source))
+    local_functions = tuple(fn for names in _answer_functions(source).values() for fn in names)
     specs: dict[str, list[CaseSpec]] = {}
     for c in merged.cells:
         if c.kind == "test":
@@ -762,8 +769,8 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
         res.cleanup_fallback()
 
     answer_of_function = {}
-    for gid, cell in source.by_id("answer").items():
-        for fn in _defined_functions(cell.source) or [gid]:
+    for gid, names in _answer_functions(source).items():
+        for fn in names:
             answer_of_function.setdefault(fn, gid)
 
     # 3. Points per graded cell, in source order.

@@ -34,10 +34,12 @@ a few milliseconds; a small notebook finishes in well under 0.3 s.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,6 +55,8 @@ from autograder import sandbox
 OUTPUT_CAP = 20_000
 #: Bytes of result lines the worker accepts from one child.
 RESULT_CAP = 64 * 1024 * 1024
+#: Name prefix of a worker's private temp folder (removed when the worker ends).
+HOME_PREFIX = "autograder-worker-"
 #: Exit code A reports when it had to kill B at the deadline.
 EXIT_TIMEOUT = 124
 
@@ -444,6 +448,15 @@ def serve(infd: int = 0, outfd: int = 1) -> None:
     mode = sandbox.probe_mode()
     out.write((json.dumps({"ready": True, "mode": mode}) + "\n").encode())
     out.flush()
+    try:
+        _serve_loop(rin, out, mode)
+    finally:   # the grader went away: remove the private folder it made for us
+        home = os.environ.get("HOME", "")
+        if os.path.basename(home).startswith(HOME_PREFIX):
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def _serve_loop(rin, out, mode: str) -> None:
     for raw in rin:
         try:
             req = json.loads(raw)
@@ -473,9 +486,10 @@ class Worker:
 
     def __init__(self):
         self._lock = threading.Lock()
+        self._owner = os.getpid()
         self._proc: subprocess.Popen | None = None
         self.mode: str | None = None
-        self.home = Path(tempfile.mkdtemp(prefix="autograder-worker-"))
+        self.home = Path(tempfile.mkdtemp(prefix=HOME_PREFIX))
         (self.home / "root").mkdir()
 
     def _start(self) -> None:
@@ -501,7 +515,7 @@ class Worker:
         try:
             self.mode = json.loads(hello)["mode"]
         except (ValueError, KeyError, TypeError):
-            self.close()
+            self._stop()
             raise WorkerError("the grading worker failed to start") from None
 
     def run(self, job: dict, conf: dict, limits: sandbox.Limits) -> dict:
@@ -522,10 +536,16 @@ class Worker:
                         return data
                 except (BrokenPipeError, OSError, ValueError):
                     pass
-                self.close()
+                self._stop()
             raise WorkerError("the grading worker died twice on this job")
 
     def close(self) -> None:
+        """Stop the worker process and remove its temp folder."""
+        self._stop()
+        if os.getpid() == self._owner:
+            shutil.rmtree(self.home, ignore_errors=True)
+
+    def _stop(self) -> None:
         if self._proc is not None:
             try:
                 self._proc.kill()
@@ -547,7 +567,8 @@ def get_worker() -> Worker:
     """The worker of this process (a forked grader process gets its own)."""
     pid = os.getpid()
     if pid not in _WORKERS:
-        _WORKERS[pid] = Worker()
+        worker = _WORKERS[pid] = Worker()
+        atexit.register(worker.close)
     return _WORKERS[pid]
 
 

@@ -1,0 +1,486 @@
+"""The grading engine (autograder.engine) on submissions built from the real notebooks.
+
+Every submission here is made programmatically from what exists in ``solutions/`` and
+``notebooks/``: the solution itself (full marks), the released stub (nothing), and
+variants of notebooks 01 and 02 with one thing changed (a wrong answer, an answer that
+calls the reference, an attack, a broken file). Expected points are read from the source
+notebooks' nbgrader metadata here, independently of the engine.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+import helpers
+from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR, engine, slicing
+
+pytestmark = pytest.mark.slow
+
+SOLUTION_NOTEBOOKS = sorted(p for p in SOLUTIONS_DIR.glob("*/*.ipynb")
+                            if ".ipynb_checkpoints" not in p.parts)
+
+
+def _nbg(cell: dict) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _source(cell: dict) -> str:
+    s = cell["source"]
+    return "".join(s) if isinstance(s, list) else s
+
+
+def test_points(nb: dict) -> dict[str, float]:
+    """grade_id -> points of every autograded test cell (read from nbgrader metadata)."""
+    return {_nbg(c)["grade_id"]: float(_nbg(c).get("points", 0)) for c in nb["cells"]
+            if _nbg(c).get("grade") and not _nbg(c).get("solution") and c["cell_type"] == "code"}
+
+
+test_points.__test__ = False   # a helper, not a test
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _write(nb, tmp_path: Path, assignment: str, name: str = "student") -> Path:
+    path = tmp_path / name / assignment / f"{assignment}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(nb if isinstance(nb, str) else json.dumps(nb), encoding="utf-8")
+    return path
+
+
+def _cell(nb: dict, grade_id: str) -> dict:
+    return next(c for c in nb["cells"] if _nbg(c).get("grade_id") == grade_id)
+
+
+def _with_answer(assignment: str, grade_id: str, code: str) -> dict:
+    nb = _load(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb")
+    _cell(nb, grade_id)["source"] = code
+    return nb
+
+
+def _points(result) -> dict[str, float]:
+    return {c.grade_id: c.points for c in result.cells if c.kind == "test"}
+
+
+def _by_id(result):
+    return {c.grade_id: c for c in result.cells}
+
+
+def _grade(path: Path, assignment: str, **kw):
+    return engine.grade_notebook(path, assignment, **kw)
+
+
+CORRECT_DOT = ("def dot(a, b):\n"
+               "    return float(sum(x * y for x, y in zip(a, b)))\n")
+
+
+# ---------------------------------------------------------------------------------------
+# Every solution earns full marks; every released stub earns nothing.
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", SOLUTION_NOTEBOOKS, ids=lambda p: p.parent.name)
+def test_solution_earns_every_autograded_point(path: Path, tmp_path: Path):
+    nb = _load(path)
+    expected = test_points(nb)
+    result = _grade(_write(nb, tmp_path, path.parent.name), path.parent.name)
+    assert result.status == "ok", result.message
+    assert _points(result) == expected, [(c.grade_id, c.message) for c in result.cells]
+    assert not [f for f in result.flags if "tamper" in f]
+    manual = [c for c in result.cells if c.kind == "manual"]
+    assert all(c.status == "needs_manual_grade" and c.points == 0 for c in manual)
+
+
+@pytest.mark.parametrize("path", SOLUTION_NOTEBOOKS, ids=lambda p: p.parent.name)
+def test_released_stub_earns_nothing(path: Path, tmp_path: Path):
+    stub = NOTEBOOKS_DIR / path.parent.name / path.name
+    if not stub.exists():   # not released yet: release it here
+        from autograder.release import generate
+
+        stub = generate(tmp_path / "course", [path.parent.name]) / path.parent.name / path.name
+    result = _grade(_write(_load(stub), tmp_path, path.parent.name), path.parent.name)
+    assert set(_points(result)) == set(test_points(_load(path)))
+    assert sum(_points(result).values()) == 0
+    assert all(c.status == "failed" for c in result.cells if c.kind == "test")
+    assert not [f for f in result.flags if "tamper" in f]
+
+
+def _reference_caller(answer_source: str, name: str) -> str:
+    """``def name(<same parameters>): return helpers.name(<them>)``."""
+    fn = next(n for n in ast.parse(answer_source).body
+              if isinstance(n, ast.FunctionDef) and n.name == name)
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    call = ", ".join(params + [f"{a.arg}={a.arg}" for a in fn.args.kwonlyargs])
+    fn.body = ast.parse(f"import helpers\nreturn helpers.{name}({call})").body
+    return ast.unparse(fn)
+
+
+CONTRACT_ANSWERS = [
+    (p, _nbg(c)["grade_id"]) for p in SOLUTION_NOTEBOOKS for c in _load(p)["cells"]
+    if _nbg(c).get("solution") and not _nbg(c).get("grade")
+    and _nbg(c).get("grade_id") in helpers.CONTRACT_FUNCTIONS
+]
+
+
+@pytest.mark.parametrize("path,name", CONTRACT_ANSWERS,
+                         ids=[f"{p.parent.name}-{n}" for p, n in CONTRACT_ANSWERS])
+def test_answer_that_calls_the_reference_earns_nothing_for_it(path, name, tmp_path):
+    nb = _load(path)
+    cell = _cell(nb, name)
+    cell["source"] = _reference_caller(_source(cell), name)
+    result = _grade(_write(nb, tmp_path, path.parent.name), path.parent.name)
+    expected = test_points(_load(path))
+    answers = tuple(_nbg(c)["grade_id"] for c in nb["cells"]
+                    if _nbg(c).get("solution") and not _nbg(c).get("grade"))
+    names = tuple(helpers.CONTRACT_FUNCTIONS) + answers
+    own_tests = [g for g in expected if engine.function_of_test(g, names) == name]
+    assert own_tests
+    for gid, pts in _points(result).items():
+        assert pts == (0 if gid in own_tests else expected[gid]), (gid, _by_id(result)[gid].message)
+    for gid in own_tests:
+        assert "own implementation" in _by_id(result)[gid].message
+
+
+# ---------------------------------------------------------------------------------------
+# Wrong answers, tampering, attacks (notebooks 01 and 02).
+# ---------------------------------------------------------------------------------------
+
+
+def test_wrong_answer_loses_its_cell_and_says_why(tmp_path):
+    nb = _with_answer("01_dot_products", "dot",
+                      "def dot(a, b):\n    return float(np.sum(a) * np.sum(b))\n")
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    cells = _by_id(result)
+    assert cells["test_dot"].points == 0 and cells["test_dot"].status == "failed"
+    assert "Case" in cells["test_dot"].message and "Problem" in cells["test_dot"].message
+    # (the solution's cosine_similarity calls the learner's dot, so it fails too)
+    assert cells["test_pairwise_scores"].points == cells["test_pairwise_scores"].max_points
+    assert not result.flags
+
+
+def test_unstable_softmax_is_diagnosed(tmp_path):
+    nb = _with_answer("02_softmax", "softmax",
+                      "def softmax(z, axis=-1):\n"
+                      "    e = np.exp(np.asarray(z, dtype=float))\n"
+                      "    return e / e.sum(axis=axis, keepdims=True)\n")
+    result = _grade(_write(nb, tmp_path, "02_softmax"), "02_softmax")
+    cell = _by_id(result)["test_softmax"]
+    assert cell.points == 0
+    assert "stable" in cell.message or "maximum" in cell.message, cell.message
+
+
+def test_correct_answer_written_differently_earns_full_marks(tmp_path):
+    nb = _with_answer("02_softmax", "softmax",
+                      "def softmax(z, axis=-1):\n"
+                      "    z = np.moveaxis(np.asarray(z, dtype=float), axis, -1)\n"
+                      "    out = np.empty_like(z)\n"
+                      "    for idx in np.ndindex(z.shape[:-1]):\n"
+                      "        row = z[idx] - max(z[idx])\n"
+                      "        e = [np.exp(v) for v in row]\n"
+                      "        out[idx] = np.array(e) / sum(e)\n"
+                      "    return np.moveaxis(out, -1, axis)\n")
+    result = _grade(_write(nb, tmp_path, "02_softmax"), "02_softmax")
+    assert _by_id(result)["test_softmax"].status == "ok"
+    assert _points(result) == test_points(_load(SOLUTIONS_DIR / "02_softmax" / "02_softmax.ipynb"))
+
+
+def test_output_on_stderr_in_the_notebook_does_not_cost_a_correct_answer(tmp_path):
+    nb = _with_answer("01_dot_products", "dot",
+                      "import sys\n" + CORRECT_DOT.replace(
+                          "    return", "    print('debug', file=sys.stderr)\n    return"))
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    cell = _by_id(result)["test_dot"]
+    assert cell.points == cell.max_points and cell.status == "ok"
+    assert "isolated check" in cell.message and "stderr" in cell.message
+
+
+TAMPERING = {
+    "rebound check": "check = lambda *args, **kwargs: print('dot: 5/5 checks passed')\n",
+    "patched helpers.checks": (
+        "import helpers.checks\n"
+        "helpers.checks.check = lambda *args, **kwargs: None\n"
+        "check = helpers.checks.check\n"),
+    "input transformer": (
+        "def _swallow(lines):\n"
+        "    return ['try:\\n'] + ['    ' + l for l in lines] + ['\\nexcept BaseException:\\n    pass\\n']\n"
+        "get_ipython().input_transformers_post.append(_swallow)\n"),
+}
+
+
+@pytest.mark.parametrize("attack", TAMPERING)
+def test_tampering_scores_nothing_and_is_flagged(attack, tmp_path):
+    wrong = "def dot(a, b):\n    return 0.0\n"
+    nb = _with_answer("01_dot_products", "dot", TAMPERING[attack] + wrong)
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    cell = _by_id(result)["test_dot"]
+    assert cell.points == 0
+    assert cell.message.startswith("tampering suspected"), cell.message
+    assert any("tampering suspected in test_dot" in f for f in result.flags)
+
+
+def test_patching_numpy_comparisons_scores_nothing(tmp_path):
+    code = ("np.allclose = lambda *a, **k: True\n"
+            "np.isclose = lambda a, b, *r, **k: np.ones(np.broadcast(a, b).shape, bool)\n"
+            "np.array_equal = lambda *a, **k: True\n"
+            "np.testing.assert_allclose = lambda *a, **k: None\n"
+            "def dot(a, b):\n    return 0.0\n")
+    result = _grade(_write(_with_answer("01_dot_products", "dot", code), tmp_path,
+                           "01_dot_products"), "01_dot_products")
+    assert _by_id(result)["test_dot"].points == 0
+
+
+def test_reading_solutions_from_disk_fails(tmp_path):
+    target = SOLUTIONS_DIR / "01_dot_products" / "01_dot_products.ipynb"
+    code = CORRECT_DOT.replace("    return", f"    open({str(target)!r}).read()\n    return")
+    result = _grade(_write(_with_answer("01_dot_products", "dot", code), tmp_path,
+                           "01_dot_products"), "01_dot_products")
+    cell = _by_id(result)["test_dot"]
+    assert cell.points == 0
+    assert "FileNotFoundError" in cell.message, cell.message
+
+
+def test_writing_outside_the_sandbox_leaves_no_file(tmp_path):
+    outside = [tmp_path / "written.txt", SOLUTIONS_DIR.parent / "written-by-student.txt"]
+    code = "".join(f"try:\n    open({str(p)!r}, 'w').write('x')\nexcept OSError:\n    pass\n"
+                   for p in outside) + CORRECT_DOT
+    result = _grade(_write(_with_answer("01_dot_products", "dot", code), tmp_path,
+                           "01_dot_products"), "01_dot_products")
+    assert _by_id(result)["test_dot"].status == "ok"
+    assert not any(p.exists() for p in outside)
+
+
+def test_infinite_loop_times_out_and_later_cells_still_count(tmp_path):
+    nb = _with_answer("01_dot_products", "dot", "def dot(a, b):\n    while True:\n        pass\n")
+    t0 = time.monotonic()
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products",
+                    cell_timeout=1, notebook_timeout=5)
+    assert time.monotonic() - t0 < 20
+    assert result.status == "timeout"
+    cells = _by_id(result)
+    assert cells["test_dot"].points == 0 and cells["test_dot"].status == "timeout"
+    # the notebook run stopped at test_dot; the isolated verdicts still grade the rest
+    assert cells["test_pairwise_scores"].points == cells["test_pairwise_scores"].max_points
+
+
+def test_loop_that_swallows_the_timer_is_killed(tmp_path):
+    code = ("import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+            "while True:\n    pass\n" + CORRECT_DOT)
+    result = _grade(_write(_with_answer("01_dot_products", "dot", code), tmp_path,
+                           "01_dot_products"), "01_dot_products",
+                    cell_timeout=1, notebook_timeout=3)
+    assert result.status == "timeout"
+    assert all(c.points == 0 for c in result.cells if c.grade_id == "test_dot")
+
+
+def test_memory_hog_is_stopped(tmp_path):
+    code = "hog = bytearray(3 * 1024 ** 3)\n" + CORRECT_DOT
+    result = _grade(_write(_with_answer("01_dot_products", "dot", code), tmp_path,
+                           "01_dot_products"), "01_dot_products", memory_mb=1024)
+    assert result.status == "memory" and "memory" in result.message
+    assert _by_id(result)["test_dot"].points == 0
+
+
+@pytest.mark.parametrize("attack", [
+    "import os\nos.kill(os.getppid(), 9)\n",
+    "import os\nos.killpg(0, 9)\n",
+    "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n",
+    "import os\nos._exit(0)\n",
+])
+def test_killing_attacks_leave_the_grader_running(attack, tmp_path):
+    nb = _with_answer("01_dot_products", "dot", attack + CORRECT_DOT)
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    assert result.status in ("ok", "crashed")
+    if result.status == "crashed":
+        assert "stopped unexpectedly" in result.message
+    # the grader (this process) and its worker still grade the next student correctly
+    solution = _load(SOLUTIONS_DIR / "01_dot_products" / "01_dot_products.ipynb")
+    after = _grade(_write(solution, tmp_path, "01_dot_products", "next"), "01_dot_products")
+    assert _points(after) == test_points(solution)
+
+
+def test_sys_exit_in_an_answer_cell(tmp_path):
+    nb = _with_answer("01_dot_products", "dot", "import sys\nsys.exit(3)\n" + CORRECT_DOT)
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    assert result.status == "ok"
+    assert _by_id(result)["test_dot"].points == 0          # the def after exit never ran
+    assert _by_id(result)["test_pairwise_scores"].status == "ok"
+
+
+def test_output_flood_is_capped(tmp_path):
+    code = "print('x' * 50_000_000)\nimport sys\nsys.stderr.write('e' * 10_000_000)\n" + CORRECT_DOT
+    result = _grade(_write(_with_answer("01_dot_products", "dot", code), tmp_path,
+                           "01_dot_products"), "01_dot_products")
+    assert _by_id(result)["test_dot"].status == "ok"
+    assert all(len(c.message) <= engine.MESSAGE_CHARS for c in result.cells)
+    assert all(len(c.feedback) <= engine.FEEDBACK_CHARS + 10 for c in result.cells)
+
+
+# ---------------------------------------------------------------------------------------
+# Broken or edited notebooks.
+# ---------------------------------------------------------------------------------------
+
+
+def _solution(assignment="01_dot_products") -> dict:
+    return _load(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb")
+
+
+def test_duplicated_answer_cell_first_copy_wins(tmp_path):
+    for first_right in (True, False):
+        nb = _solution()
+        right = _cell(nb, "dot")
+        wrong = copy.deepcopy(right)
+        wrong["source"] = "def dot(a, b):\n    return 0.0\n"
+        i = nb["cells"].index(right)
+        nb["cells"][i:i + 1] = [right, wrong] if first_right else [wrong, right]
+        result = _grade(_write(nb, tmp_path, "01_dot_products", str(first_right)),
+                        "01_dot_products")
+        cell = _by_id(result)["test_dot"]
+        assert (cell.points == cell.max_points) == first_right
+        assert any("duplicated cell 'dot'" in f for f in result.flags)
+
+
+def test_deleted_test_cell_is_restored(tmp_path):
+    nb = _solution()
+    nb["cells"] = [c for c in nb["cells"] if _nbg(c).get("grade_id") != "test_dot"]
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    assert _points(result) == test_points(_solution())
+    assert any("'test_dot' was deleted" in f for f in result.flags)
+
+
+def test_edited_test_cell_is_restored(tmp_path):
+    nb = _with_answer("01_dot_products", "dot", "def dot(a, b):\n    return 0.0\n")
+    _cell(nb, "test_dot")["source"] = "pass\n"
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    assert _by_id(result)["test_dot"].points == 0
+    assert any("'test_dot' was edited" in f for f in result.flags)
+
+
+def test_stripped_metadata_matches_answers_by_def(tmp_path):
+    nb = _solution()
+    for cell in nb["cells"]:
+        cell["metadata"] = {}
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    assert _points(result) == test_points(_solution())
+    assert any("answer cell 'dot' had no nbgrader metadata" in f for f in result.flags)
+
+
+def test_missing_answer_cell(tmp_path):
+    nb = _solution()
+    nb["cells"] = [c for c in nb["cells"] if _nbg(c).get("grade_id") != "dot"]
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    cell = _by_id(result)["test_dot"]
+    assert cell.points == 0 and cell.status == "missing"
+    assert "'dot' not found" in cell.message
+    assert result.answers["dot"] == ""
+    assert _by_id(result)["test_pairwise_scores"].status == "ok"
+
+
+@pytest.mark.parametrize("content,words", [
+    ("{ not json", "not valid JSON"),
+    ("[1, 2, 3]", "not a Jupyter notebook"),
+    ('{"nbformat": 4}', "not a Jupyter notebook"),
+    ("", "not valid JSON"),
+])
+def test_unreadable_file_is_invalid(content, words, tmp_path):
+    result = _grade(_write(content, tmp_path, "01_dot_products"), "01_dot_products")
+    assert result.status == "invalid" and words in result.message
+    assert set(_points(result)) == set(test_points(_solution()))
+    assert all(c.points == 0 and c.status == "invalid" for c in result.cells)
+
+
+def test_unknown_assignment_is_invalid(tmp_path):
+    result = _grade(_write(_solution(), tmp_path, "99_nope"), "99_nope")
+    assert result.status == "invalid" and result.cells == []
+
+
+def test_submission_is_never_modified(tmp_path):
+    path = _write(_with_answer("01_dot_products", "dot", "import os\nos._exit(1)\n"),
+                  tmp_path, "01_dot_products")
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    _grade(path, "01_dot_products")
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+
+
+def test_feedback_never_contains_hidden_test_source(tmp_path):
+    # an input transformer that prints every later cell's source verbatim
+    spy = ("def _spy(lines):\n"
+           "    print(''.join(lines))\n"
+           "    return lines\n"
+           "get_ipython().input_transformers_post.append(_spy)\n" + CORRECT_DOT)
+    result = _grade(_write(_with_answer("01_dot_products", "dot", spy), tmp_path,
+                           "01_dot_products"), "01_dot_products")
+    hidden = [line.strip() for c in engine.load_source("01_dot_products").cells
+              if c.kind == "test" for line in engine.hidden_block(c.source).splitlines()
+              if len(line.strip()) >= 6]
+    assert hidden
+    shown = "\n".join(c.feedback + c.message for c in result.cells)
+    assert not any(h in shown for h in hidden)
+
+
+# ---------------------------------------------------------------------------------------
+# Units: merge, test-to-function mapping, slicing.
+# ---------------------------------------------------------------------------------------
+
+
+def test_function_of_test_takes_the_longest_name():
+    fns = ("scaled_dot_product_attention", "softmax", "dot")
+    assert engine.function_of_test("test_softmax", fns) == "softmax"
+    assert engine.function_of_test("test_scaled_dot_product_attention_mask", fns) == \
+        "scaled_dot_product_attention"
+    assert engine.function_of_test("test_dotty", fns) is None
+    local = engine.case_specs(engine.SourceCell("code", "test", "test_softmax_with_temperature",
+                                                1, "assert True"), "assert True",
+                              local=("softmax_with_temperature",))
+    assert local == []
+
+
+def test_case_specs_follow_the_check_calls():
+    src = ('check("softmax", softmax)\n### BEGIN HIDDEN TESTS\n'
+           'check("softmax", softmax, hidden=True, group="axis")\n### END HIDDEN TESTS')
+    cell = engine.SourceCell("code", "test", "test_softmax", 2, src)
+    assert cell.hidden_only_checks
+    specs = engine.case_specs(cell, cell.visible)
+    assert specs == [engine.CaseSpec("softmax", False, None, True),
+                     engine.CaseSpec("softmax", True, "axis", False)]
+
+
+def test_slicing_keeps_dependencies_and_drops_demos():
+    cells = [
+        slicing.CellCode(0, "import numpy as np\nimport time", False),
+        slicing.CellCode(1, "SCALE = 2.0\ndemo = [expensive() for _ in range(9)]", False),
+        slicing.CellCode(2, "def helper(x):\n    ids = x\n    return ids * SCALE", False),
+        slicing.CellCode(3, "ids = slow_demo()\nprint(ids)", False),
+        slicing.CellCode(4, "%matplotlib inline\nparams = {}\nparams['W'] = np.ones(2)", False),
+        slicing.CellCode(5, "def f(x):\n    return helper(x) + params['W']", True),
+    ]
+    out = slicing.slice_cells(cells)
+    assert "import numpy as np" in out[0] and "import time" not in out[0]
+    assert "SCALE = 2.0" in out[1] and "expensive" not in out[1]
+    assert 2 in out and 3 not in out            # the local `ids` does not pull the demo in
+    assert "params['W'] = np.ones(2)" in out[4] and "matplotlib" not in out[4]
+    assert out[5] == cells[5].source
+    assert out[1].count("\n") == cells[1].source.count("\n")   # line numbers kept
+
+
+def test_warm_worker_speed(tmp_path):
+    """Seconds per notebook in a warm worker (reported; bounded loosely: shared CPUs)."""
+    nb = _solution()
+    path = _write(nb, tmp_path, "01_dot_products")
+    _grade(path, "01_dot_products")
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        _grade(path, "01_dot_products")
+        times.append(time.perf_counter() - t0)
+    median = statistics.median(times)
+    print(f"\n01_dot_products (4 test cells, 3 contract functions): {median:.3f} s per notebook")
+    assert median < 3.0
