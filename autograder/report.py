@@ -3,18 +3,21 @@
 For every graded cell (assignment, grade_id): how many students were graded, the mean
 points, the share of students with full marks, and the most common failure messages.
 Written as ``item_analysis.csv`` and drawn as ``item_analysis.png`` (one horizontal bar
-per exercise: the share of full marks, so the hardest exercises stand out).
+per exercise: the share of full marks, so the hardest exercises stand out). Failure
+messages are counted by :func:`failure_reason`, which keeps what is common to students
+who made the same mistake.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from autograder.grade import read_records
 
-REPORT_COLUMNS = ["assignment", "grade_id", "students", "max_points", "mean_points",
+REPORT_COLUMNS = ["assignment", "grade_id", "kind", "students", "max_points", "mean_points",
                   "mean_fraction", "full_marks_share", "not_handed_in", "common_failures"]
 #: How many failure messages to list per exercise.
 TOP_FAILURES = 3
@@ -45,10 +48,11 @@ def item_analysis(records: list[dict]) -> list[dict]:
         max_points = max((float(r["max_points"]) for r in rows), default=0.0)
         mean = sum(float(r["points"]) for r in rows) / n if n else 0.0
         full = sum(float(r["points"]) >= float(r["max_points"]) for r in rows)
-        failures = Counter(r["message"].strip() or r["status"] for r in rows
+        failures = Counter(failure_reason(r) for r in rows
                            if float(r["points"]) < float(r["max_points"]))
         report.append({
             "assignment": key[0], "grade_id": key[1], "students": n,
+            "kind": rows[0].get("kind", "test") if rows else "test",
             "max_points": _num(max_points), "mean_points": round(mean, 3),
             "mean_fraction": round(mean / max_points, 3) if max_points else "",
             "full_marks_share": round(full / n, 3) if n else "",
@@ -57,6 +61,23 @@ def item_analysis(records: list[dict]) -> list[dict]:
                                           for message, count in failures.most_common(TOP_FAILURES)),
         })
     return report
+
+
+def failure_reason(row: dict) -> str:
+    """What went wrong in a cell, short enough to count: the diagnosis of a known mistake
+    when the checks named one ("Likely mistake: ..."), else the problem the check saw
+    without the case's input, else the message (first 120 characters)."""
+    text = f"{row.get('feedback', '')}\n{row.get('message', '')}"  # the feedback is not cut short
+    mistake = re.search(r"Likely mistake:\s*(.+)", text)
+    if mistake:
+        return "likely mistake: " + mistake.group(1).strip()[:120]
+    message = " ".join(str(row.get("message", "")).split())
+    problem = re.search(r"Problem:\s*(.+)", message)
+    if problem:
+        message = problem.group(1)
+        message = re.split(r"[;:] (?:first difference|expected|got)\b", message)[0]
+    message = re.sub(r"\b\d+ of \d+\b", "some", message)
+    return (message[:120].rstrip() or row["status"])
 
 
 def _num(x: float):
@@ -72,13 +93,14 @@ def write_csv(rows: list[dict], path: Path) -> None:
 
 
 def write_chart(rows: list[dict], path: Path) -> None:
-    """A horizontal bar per exercise: share of full marks (and mean fraction of points)."""
+    """A horizontal bar per autograded cell: share of full marks and mean share of points
+    (written answers, graded by hand later, are left out)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in rows if r["students"]]
+    rows = [r for r in rows if r["students"] and r["kind"] == "test"]  # not written answers
     labels = [f"{r['assignment']}: {r['grade_id']}" for r in rows]
     full = [float(r["full_marks_share"]) for r in rows]
     mean = [float(r["mean_fraction"] or 0.0) for r in rows]

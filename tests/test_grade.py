@@ -343,3 +343,17 @@ def test_summary_table_lists_problems(tmp_path, course):
     assert "01_a" in table and "invalid 1" in table
     assert "alice/01_a/01_a.ipynb: invalid (0/4) not valid JSON" in table
     assert "alice/02_b/02_b.ipynb: duplicate answer cell f" in table
+
+
+def test_failure_reason_groups_students_with_the_same_mistake():
+    a = {"status": "failed", "message": "Case 'big' (visible): scores. Input: Q = [[1, 2]] Problem: the output:"
+         " wrong values (16 of 16 entries differ); first difference at index (0, 0): expected 1, got 2",
+         "feedback": "...\n  Likely mistake: scores were not divided by sqrt(d_k).\n  Also failed: 'x'"}
+    b = dict(a, message=a["message"].replace("[[1, 2]]", "[[3, 4]]"))
+    assert report.failure_reason(a) == report.failure_reason(b) == (
+        "likely mistake: scores were not divided by sqrt(d_k).")
+    c = {"status": "failed", "feedback": "", "message": "Case 'small': x. Input: X = [1] Problem: the"
+         " output: wrong values (3 of 4 entries differ); first difference at index (1,): expected 2"}
+    d = dict(c, message=c["message"].replace("3 of 4", "2 of 4"))
+    assert report.failure_reason(c) == report.failure_reason(d) == "the output: wrong values (some entries differ)"
+    assert report.failure_reason({"status": "timeout", "message": "", "feedback": ""}) == "timeout"
