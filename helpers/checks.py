@@ -79,6 +79,7 @@ import copy
 import functools
 import hashlib
 import inspect
+import pickle
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -127,6 +128,10 @@ class CheckFailed(AssertionError):
     """A check of an exercise function failed; the message says why and what to fix."""
 
 
+#: Reference outputs by a hash of (function, args, kwargs); the grader compares many answers.
+_EXPECTED_CACHE: dict = {}
+
+
 # ---------------------------------------------------------------------------------------
 # Cases
 # ---------------------------------------------------------------------------------------
@@ -154,10 +159,20 @@ class Case:
         return copy.deepcopy(self.args), copy.deepcopy(self.kwargs)
 
     def expected(self):
-        """The reference implementation's output for this case."""
+        """The reference implementation's output for this case (a fresh copy each call)."""
+        key = None
+        if not self.is_sampling:
+            key = hashlib.sha1(pickle.dumps((self.function, self.args, self.kwargs))).hexdigest()
+            if key in _EXPECTED_CACHE:
+                return copy.deepcopy(_EXPECTED_CACHE[key])
         args, kwargs = self.fresh_args()
         with _quiet():
-            return _REFERENCE[self.function](*args, **kwargs)
+            out = _REFERENCE[self.function](*args, **kwargs)
+        if key is not None:
+            if len(_EXPECTED_CACHE) > 2000:
+                _EXPECTED_CACHE.clear()
+            _EXPECTED_CACHE[key] = copy.deepcopy(out)
+        return out
 
     @property
     def is_sampling(self) -> bool:
@@ -940,6 +955,11 @@ def _close(a: np.ndarray, b: np.ndarray, equal_nan: bool = False) -> np.ndarray:
 
 def _array_problem(name: str, expected, got, what: str = "the output") -> str | None:
     exp = np.asarray(expected, dtype=np.float64)
+    if isinstance(got, tuple):
+        msg = f"{what} should be one array, got a tuple of {len(got)} items"
+        if got and _same_output("", got[0], exp):
+            msg += " (the first item is right: return only that one)"
+        return msg
     arr, problem = _as_float_array(got, what)
     if problem:
         return problem
@@ -1231,8 +1251,14 @@ def _error_text(name: str, case: Case, exc: BaseException) -> str:
     found = diagnose(name, case, error=exc)
     text = str(exc).strip().splitlines()
     short = (text[0][:300] if text else "")
+    hint = ""
+    if isinstance(exc, TypeError) and "argument" in short:
+        params = inspect.signature(_REFERENCE[name]).parameters.values()
+        sig = ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}"
+                        for p in params)
+        hint = f"\n  The signature must be {name}({sig})"
     return (f"{_case_header(case)}\n  Problem: your {name} raised {type(exc).__name__}: "
-            f"{short}{_student_location(exc)}{_diagnosis_text(found)}")
+            f"{short}{_student_location(exc)}{hint}{_diagnosis_text(found)}")
 
 
 # ---------------------------------------------------------------------------------------

@@ -690,6 +690,28 @@ def test_missing_return_and_exceptions():
     assert "in crashes, line" in str(exc)
 
 
+def test_a_wrong_signature_gets_the_contract_signature():
+    _, exc = run_check("softmax", lambda z: softmax_logsumexp(z), group="axis")
+    assert "unexpected keyword argument 'axis'" in str(exc)
+    assert "The signature must be softmax(z, axis=-1)" in str(exc)
+
+
+def test_a_tuple_where_one_array_is_expected():
+    def cross_attention(X_dec, H_enc, W_Q, W_K, W_V):
+        Q = np.asarray(X_dec) @ W_Q
+        return sdpa_neg_inf(Q, np.asarray(H_enc) @ W_K, np.asarray(H_enc) @ W_V)
+
+    _, exc = run_check("cross_attention", cross_attention)
+    assert "should be one array, got a tuple of 2 items (the first item is right" in str(exc)
+
+
+def test_expected_is_a_fresh_copy():
+    c = cases("layer_norm")[0]
+    first = c.expected()
+    first[:] = 0.0
+    assert np.abs(c.expected()).max() > 0.5
+
+
 def test_tuple_results_are_checked_element_by_element():
     _, exc = run_check("project_qkv", lambda X, W_Q, W_K, W_V: np.asarray(X) @ W_Q)
     assert "expected a tuple (Q, K, V)" in str(exc)
