@@ -8,6 +8,7 @@
 * :func:`yours_or_reference`: the learner's function when it is implemented, else the
   reference one, so that demo cells run before the exercises are done.
 * :func:`random_block_params`: seeded parameters of one transformer block.
+* :func:`use_one_blas_thread`: run NumPy's matrix products on one thread (see there).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import helpers.reference as ref
 __all__ = [
     "PATTERN_TOKENS", "PATTERN_HEAD_NAMES", "pattern_heads", "head_weights",
     "char_lm_head_weights", "yours_or_reference", "random_block_params",
+    "random_lm_params", "load_demo_lm", "use_one_blas_thread",
 ]
 
 #: The sentence of :func:`pattern_heads`: two short sentences after a start token.
@@ -104,6 +106,7 @@ def char_lm_head_weights(text: str, layer: int = 0, model=None) -> np.ndarray:
     """
     from helpers.pretrained import load_char_lm
 
+    use_one_blas_thread()
     params, n_heads, encode, _ = model if model is not None else load_char_lm()
     blocks = params["blocks"]
     if not 0 <= layer < len(blocks):
@@ -187,6 +190,7 @@ def load_demo_lm():
     """
     from helpers.pretrained import load_char_lm
 
+    use_one_blas_thread()
     try:
         return load_char_lm()
     except (FileNotFoundError, ValueError) as exc:
@@ -203,3 +207,35 @@ def load_demo_lm():
         return "".join(vocab[int(i)] for i in ids)
 
     return params, 4, encode, decode
+
+
+def use_one_blas_thread() -> bool:
+    """Ask the OpenBLAS library inside NumPy to use a single thread; True if it could.
+
+    The matrices of this course are small (at most a few hundred rows). For them,
+    OpenBLAS's worker threads cost more than they save, and on a machine whose cores are
+    busy (a shared server, a container with a CPU quota) they can make every product
+    tens of times slower while the threads wait for a core. This is what
+    ``OPENBLAS_NUM_THREADS=1`` does before NumPy starts, done from a running kernel. It
+    calls OpenBLAS's own ``set_num_threads`` on the copy NumPy ships (in
+    ``numpy.libs`` or ``numpy/.dylibs``) and changes nothing when NumPy uses another
+    BLAS (e.g. Apple's Accelerate).
+    """
+    import ctypes
+    from pathlib import Path
+
+    root = Path(np.__file__).resolve().parent
+    candidates = [*root.parent.glob("numpy.libs/*openblas*"), *root.glob(".dylibs/*openblas*")]
+    symbols = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+               "openblas_set_num_threads64_", "openblas_set_num_threads")
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(str(path))           # the copy NumPy already loaded
+        except OSError:
+            continue
+        for symbol in symbols:
+            setter = getattr(lib, symbol, None)
+            if setter is not None:
+                setter(1)
+                return True
+    return False
