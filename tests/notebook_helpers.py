@@ -23,13 +23,15 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
 
 #: The slides' text (lecture seeds), beside the repository; absent outside the project.
 SEEDS_DIR = REPO_ROOT.parent / "shared" / "seeds"
-#: Seconds one cell may run before the execution is abandoned.
-CELL_TIMEOUT = 120
+#: Seconds one cell may run before the execution is abandoned (a notebook should take
+#: under 10 s in all; this only bounds the cost of a runaway cell).
+CELL_TIMEOUT = 60
 
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 PROBE_MARK = "__stub_probe__"
@@ -297,6 +299,7 @@ class Executed:
     path: Path                    # the notebook in the repository
     nb: nbformat.NotebookNode     # executed copy (outputs filled in)
     seconds: float                # wall time, kernel start to shutdown
+    failure: str | None = None    # why the execution stopped early (timeout, dead kernel)
 
 
 def kernel_env() -> dict[str, str]:
@@ -320,15 +323,28 @@ def execute(path: Path, nb: nbformat.NotebookNode | None = None, *,
         workdir = Path(tmp) / path.parent.name
         shutil.copytree(path.parent, workdir,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        current = {"index": None}
+
+        def on_cell_execute(cell, cell_index, **_):
+            current["index"] = cell_index
+
         client = NotebookClient(
             nb, kernel_name="python3", timeout=CELL_TIMEOUT, allow_errors=allow_errors,
-            store_widget_state=False, record_timing=False,
+            store_widget_state=False, record_timing=False, on_cell_execute=on_cell_execute,
             resources={"metadata": {"path": str(workdir)}},
         )
         start = time.perf_counter()
-        client.execute(env=kernel_env(), cwd=str(workdir))
+        failure = None
+        try:
+            client.execute(env=kernel_env(), cwd=str(workdir))
+        except (CellTimeoutError, DeadKernelError) as exc:
+            running = current["index"]
+            where = cell_label(nb.cells[running], running) if running is not None else "a cell"
+            failure = (f"{type(exc).__name__} in {where}: "
+                       + (f"a cell ran for more than {CELL_TIMEOUT} s"
+                          if isinstance(exc, CellTimeoutError) else str(exc)))
         seconds = time.perf_counter() - start
-    return Executed(path, nb, seconds)
+    return Executed(path, nb, seconds, failure)
 
 
 @cache
@@ -392,34 +408,60 @@ def probe_report(cell) -> dict[str, str | None]:
 # ---------------------------------------------------------------------------------------
 
 RUN_LENGTH = 12
+_BREAK = None
+#: Mathematics (equations may be reused): display and inline LaTeX, and LaTeX commands.
+_MATH = re.compile(r"\$\$.*?\$\$|\\\[.*?\\\]|\\\(.*?\\\)|\$[^$\n]*\$|\\[A-Za-z]+", re.S)
+_WORD = re.compile(r"\x00|[a-z]+(?:'[a-z]+)?")
 
 
-def words(text: str) -> list[str]:
-    """Lower-case words of letters (numbers and symbols dropped: numbers may be reused)."""
-    return re.findall(r"[a-z]+(?:'[a-z]+)?", text.lower().replace("\u2019", "'"))
+def words(text: str) -> list[str | None]:
+    """The lower-case words of ``text``, with ``None`` where a run of prose is broken.
+
+    Numbers and symbols are dropped (numbers may be reused). Mathematics (LaTeX, and
+    single-letter words other than "a" and "i", which are variables) breaks a run:
+    equations may be reused, sentences may not.
+    """
+    text = _MATH.sub(" \x00 ", text.lower().replace("\u2019", "'"))
+    out: list[str | None] = []
+    for word in _WORD.findall(text):
+        out.append(_BREAK if word == "\x00" or (len(word) == 1 and word not in "ai") else word)
+    return out
+
+
+def _without(seq: list[str | None], phrases: list[list[str | None]]) -> list[str | None]:
+    """``seq`` with each occurrence of a phrase replaced by a break."""
+    out, i = [], 0
+    while i < len(seq):
+        for phrase in phrases:
+            if phrase and seq[i:i + len(phrase)] == phrase:
+                out.append(_BREAK)
+                i += len(phrase)
+                break
+        else:
+            out.append(seq[i])
+            i += 1
+    return out
+
+
+@cache
+def _quotable() -> tuple[tuple[str | None, ...], ...]:
+    """The worked examples' sentences (helpers.examples), which the course may quote."""
+    from helpers import examples
+
+    return tuple(tuple(words(s)) for s in getattr(examples, "IT_SENTENCES", {}).values())
 
 
 def word_runs(text: str, n: int = RUN_LENGTH) -> set[tuple[str, ...]]:
-    w = words(text)
-    return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
+    """Every run of ``n`` consecutive prose words (quoted example sentences excepted)."""
+    w = _without(words(text), [list(q) for q in _quotable()])
+    return {tuple(w[i:i + n]) for i in range(len(w) - n + 1) if _BREAK not in w[i:i + n]}
 
 
 @cache
 def slide_runs() -> frozenset[tuple[str, ...]]:
-    """Every run of RUN_LENGTH consecutive words in the slides, minus the worked examples'
-    sentences (helpers.examples), which the course may quote."""
-    from helpers import examples
-
-    allowed = [s for s in getattr(examples, "IT_SENTENCES", {}).values()]
+    """Every run of RUN_LENGTH consecutive prose words in the slides."""
     runs: set[tuple[str, ...]] = set()
     for seed in sorted(SEEDS_DIR.glob("*.txt")):
-        if seed.name.lower() == "readme.txt":
-            continue
-        text = seed.read_text(encoding="utf-8", errors="replace")
-        for sentence in allowed:
-            text = re.sub(r"\s+".join(map(re.escape, sentence.split())), "\0", text, flags=re.I)
-        # a run may not cross a quoted example sentence
-        for part in text.split("\0"):
-            runs |= word_runs(part)
+        if seed.name.lower() != "readme.txt":
+            runs |= word_runs(seed.read_text(encoding="utf-8", errors="replace"))
     return frozenset(runs)
-

@@ -184,12 +184,13 @@ def test_slide_copy_check_detects_a_copied_sentence():
 @pytest.mark.parametrize("path", SOLUTIONS, ids=nb_id)
 def test_solution_runs_without_error_or_stderr_in_tests(path: Path):
     run = executed_solution(path)
-    problems = []
+    problems = [f"execution stopped: {run.failure}"] if run.failure else []
     for index, cell in enumerate(run.nb.cells):
         if cell.cell_type != "code":
             continue
         for ename, evalue in errors(cell):
-            problems.append(f"{cell_label(cell, index)} raised {ename}: {short(evalue)}")
+            if not (run.failure and ename == "KeyboardInterrupt"):  # the interrupt after a timeout
+                problems.append(f"{cell_label(cell, index)} raised {ename}: {short(evalue)}")
         if is_test(cell) and stderr_text(cell).strip():
             problems.append(
                 f"test cell {grade_id(cell)!r} wrote to stderr (nbgrader scores it 0):\n"
@@ -202,6 +203,8 @@ def test_solution_runs_without_error_or_stderr_in_tests(path: Path):
 @pytest.mark.parametrize("path", SOLUTIONS, ids=nb_id)
 def test_solution_runs_quickly(path: Path):
     run = executed_solution(path)
+    if run.failure:
+        pytest.fail(f"{rel(path)} did not finish: {run.failure}")
     assert run.seconds < BOUND_SECONDS, (
         f"{rel(path)} took {run.seconds:.1f} s to execute (kernel start included); "
         f"the target is {TARGET_SECONDS} s, the bound {BOUND_SECONDS} s"
@@ -214,6 +217,7 @@ def test_course_execution_time(capsys):
     runs = [executed_solution(path) for path in SOLUTIONS]
     total = sum(r.seconds for r in runs)
     lines = [f"  {nb_id(r.path):45s} {r.seconds:6.1f} s"
+             + (f"  (stopped: {r.failure})" if r.failure else "")
              + ("  (over the 10 s target)" if r.seconds > TARGET_SECONDS else "") for r in runs]
     with capsys.disabled():
         print(f"\nsolution notebooks, execution time (kernel start included):\n"
@@ -240,7 +244,7 @@ def student_problems(path: Path) -> tuple[list[str], float]:
             answer_names |= bound_names(cell.source)
     run = execute(path, with_stub_probes(nb), allow_errors=True)
     cells = run.nb.cells
-    problems = []
+    problems = [f"execution stopped: {run.failure}"] if run.failure else []
     index = -1                      # index in the student notebook (probe cells skipped)
     for position, cell in enumerate(cells):
         if cell.metadata.get("stub_probe_for"):
@@ -329,7 +333,7 @@ def html_problems(path: Path, executed_nb) -> list[str]:
 
     soup = BeautifulSoup(export_html(path, executed_nb), "html.parser")
     problems = []
-    for index, cell, calls in explorer_cells(read(path)):
+    for index, cell, calls in explorer_cells(executed_nb):
         div = soup.find(id=f"cell-id={cell.id}")
         if div is None:
             problems.append(f"{cell_label(cell, index)}: not found in the HTML export")
@@ -348,7 +352,9 @@ def html_problems(path: Path, executed_nb) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", EXPLORER_NOTEBOOKS, ids=nb_id)
 def test_html_export_shows_a_picture_for_each_explorer(path: Path):
-    problems = html_problems(path, executed_solution(path).nb)
+    run = executed_solution(path)
+    problems = [f"execution stopped: {run.failure}"] if run.failure else []
+    problems += html_problems(path, run.nb)
     assert not problems, f"{rel(path)}:\n" + "\n".join(problems)
 
 
