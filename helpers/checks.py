@@ -185,7 +185,7 @@ def _rng(seed: int) -> np.random.Generator:
 
 def _normal(seed: int, shape, scale=1.0, decimals: int | None = None) -> np.ndarray:
     a = _rng(seed).normal(size=shape) * scale
-    return np.round(a, decimals) if decimals is not None else a
+    return np.round(a, decimals) + 0.0 if decimals is not None else a    # + 0.0: no "-0."
 
 
 def _block_params(seed: int, d: int, d_ff: int) -> dict:

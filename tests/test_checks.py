@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import io
 import math
 import pickle
+import subprocess
+import sys
 import types
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -797,6 +801,16 @@ def test_cases_are_deterministic_and_picklable(name):
                 assert (a.name, a.description, a.group, a.hidden) == \
                        (other.name, other.description, other.group, other.hidden)
                 assert _same(a.args, other.args) and _same(a.kwargs, other.kwargs)
+
+
+def test_cases_are_the_same_in_a_new_process():
+    script = ("import hashlib, pickle, helpers; from helpers.checks import cases; "
+              "print(hashlib.sha1(pickle.dumps([cases(n, h) for n in helpers.CONTRACT_FUNCTIONS "
+              "for h in (False, True)])).hexdigest())")
+    here = hashlib.sha1(pickle.dumps([cases(n, h) for n in NAMES for h in (False, True)]))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == here.hexdigest()
 
 
 def test_cases_are_fresh_copies():
