@@ -530,7 +530,9 @@ def summary_table(records: list[dict]) -> str:
         text.append("")
         text.append(f"{len(flagged)} notebook(s) flagged for review:")
         for r in flagged[:25]:
-            text.append(f"  {r['student_id']}/{r['assignment']}/{r['notebook']}: {'; '.join(r['flags'])}")
+            more = f" (and {len(r['flags']) - 2} more)" if len(r["flags"]) > 2 else ""
+            text.append(f"  {r['student_id']}/{r['assignment']}/{r['notebook']}: "
+                        f"{'; '.join(r['flags'][:2])}{more}")
     return "\n".join(text)
 
 
