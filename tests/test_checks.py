@@ -516,6 +516,120 @@ def test_every_mistake_fails_and_is_diagnosed(name, key):
     assert mistake.message in str(exc), f"not diagnosed:\n{exc}"
 
 
+# Wrong answers written the way a learner would (not with helpers.mistakes' code), and the
+# mistake each must be diagnosed as.
+def _sm_naive(z, axis=-1):
+    e = np.exp(np.asarray(z, float))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _sm_global_max(z, axis=-1):
+    z = np.asarray(z, float)
+    e = np.exp(z - np.max(z))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _sdpa_scaled(scale_of):
+    def sdpa(Q, K, V, mask=None):
+        Q, K, V = (np.asarray(a, float) for a in (Q, K, V))
+        s = np.einsum("qd,kd->qk", Q, K) / scale_of(Q, K, V)
+        if mask is not None:
+            s = np.where(mask, s, -1e9)
+        w = _stable_softmax_rows(s)
+        return w @ V, w
+    return sdpa
+
+
+def _sdpa_axis0(Q, K, V, mask=None):
+    Q, K, V = (np.asarray(a, float) for a in (Q, K, V))
+    s = Q @ K.T / np.sqrt(Q.shape[1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = np.exp(s - s.max(axis=0))
+    w = w / w.sum(axis=0)
+    return w @ V, w
+
+
+def _split_reshape(X, n_heads):
+    X = np.asarray(X, float)
+    return X.reshape(n_heads, X.shape[0], X.shape[1] // n_heads)
+
+
+def _mha_no_wo(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    return mha_loops(X, W_Q, W_K, W_V, np.eye(len(W_O)), n_heads, causal)
+
+
+def _ln_std_plus_eps(x, gamma, beta, eps=1e-5):
+    x = np.asarray(x, float)
+    return gamma * (x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + eps) + beta
+
+
+def _block_post_norm(x, params, n_heads, causal=True):
+    p = params
+    t = helpers.layer_norm(x + helpers.multi_head_attention(
+        x, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads, causal), p["ln1_gamma"],
+        p["ln1_beta"])
+    return helpers.layer_norm(t + helpers.feed_forward(t, p["W1"], p["b1"], p["W2"], p["b2"]),
+                              p["ln2_gamma"], p["ln2_beta"])
+
+
+def _block_res_from_x(x, params, n_heads, causal=True):
+    x = np.asarray(x, float)
+    p = params
+    t3 = helpers.multi_head_attention(helpers.layer_norm(x, p["ln1_gamma"], p["ln1_beta"]),
+                                      p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads,
+                                      causal) + x
+    t4 = helpers.layer_norm(t3, p["ln2_gamma"], p["ln2_beta"])
+    return helpers.feed_forward(t4, p["W1"], p["b1"], p["W2"], p["b2"]) + x
+
+
+def _ce_log_softmax(logits, targets):
+    p = _stable_softmax_rows(logits)
+    return -np.mean(np.log(p[np.arange(len(p)), targets]))
+
+
+def _gen_prompt_only(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
+    ids = list(token_ids)
+    for _ in range(n_new):
+        logits = helpers.language_model_forward(token_ids, params, n_heads)
+        ids.append(int(np.argmax(logits[-1])))
+    return np.array(ids)
+
+
+LEARNER_MISTAKES = [
+    ("softmax", _sm_naive, "no_max_shift"),
+    ("softmax", _sm_global_max, "global_max_shift"),
+    ("cosine_similarity", lambda a, b: float(np.dot(a, b)), "no_normalisation"),
+    ("pairwise_scores", lambda X: np.asarray(X, float).T @ np.asarray(X, float),
+     "gram_of_columns"),
+    ("scaled_dot_product_attention", _sdpa_scaled(lambda Q, K, V: 1.0), "no_scale"),
+    ("scaled_dot_product_attention", _sdpa_scaled(lambda Q, K, V: math.sqrt(V.shape[1])),
+     "scale_sqrt_d_v"),
+    ("scaled_dot_product_attention", _sdpa_axis0, "softmax_axis_0"),
+    ("causal_mask", lambda n: np.triu(np.ones((n, n))).astype(bool), "transposed"),
+    ("split_heads", _split_reshape, "reshape_without_transpose"),
+    ("multi_head_attention", _mha_no_wo, "missing_W_O"),
+    ("layer_norm", _ln_std_plus_eps, "eps_outside_sqrt"),
+    ("transformer_block", _block_post_norm, "post_norm"),
+    ("transformer_block", _block_res_from_x, "second_residual_from_x"),
+    ("embed", lambda ids, E, P: np.asarray(E)[ids] + np.asarray(P)[ids], "positions_by_token_id"),
+    ("lm_head", lambda h, E: np.asarray(h) @ np.asarray(E), "no_transpose"),
+    ("cross_entropy", lambda z, t: float(ce_logsumexp(z, t) * len(t)), "sum_not_mean"),
+    ("cross_entropy", _ce_log_softmax, "log_of_softmax"),
+    ("generate", _gen_prompt_only, "context_never_extended"),
+]
+
+
+@pytest.mark.parametrize("name, fn, key", LEARNER_MISTAKES,
+                         ids=[f"{n}-{k}" for n, _, k in LEARNER_MISTAKES])
+def test_mistakes_written_by_a_learner_are_diagnosed(name, fn, key):
+    message = next(m.message for m in MISTAKES[name] if m.key == key)
+    _, exc = run_check(name, fn)
+    if exc is None:
+        _, exc = run_check(name, fn, hidden=True)
+    assert exc is not None and message in str(exc), str(exc)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_no_mistake_matches_the_reference_on_every_case(name):
     """A mistake that equals the reference everywhere could never be diagnosed."""
