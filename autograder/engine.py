@@ -512,12 +512,12 @@ class _Resources:
         shutil.rmtree(self.base / "fallback-work", ignore_errors=True)
 
 
-_RESOURCES: dict[int, _Resources] = {}
+_RESOURCES: dict[tuple[int, int], _Resources] = {}
 
 
 def _resources() -> _Resources:
     worker = executor.get_worker()
-    key = id(worker)
+    key = (os.getpid(), id(worker))
     if key not in _RESOURCES:
         _RESOURCES[key] = _Resources(worker)
     return _RESOURCES[key]
@@ -695,7 +695,9 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
                    solutions: Path | None = None) -> NotebookResult:
     """Grade one submitted notebook against ``solutions/<assignment>/`` (see module doc).
 
-    ``solutions`` replaces the repository's ``solutions/`` folder (for tests).
+    ``solutions`` replaces the repository's ``solutions/`` folder (for tests). Raises
+    only when the grader itself cannot run (``executor.WorkerError``), never because of
+    the submission.
     """
     t0 = time.perf_counter()
     submission = Path(submission)

@@ -546,6 +546,9 @@ class Worker:
             shutil.rmtree(self.home, ignore_errors=True)
 
     def _stop(self) -> None:
+        if os.getpid() != self._owner:   # a forked copy of this object: not ours to stop
+            self._proc = None
+            return
         if self._proc is not None:
             try:
                 self._proc.kill()

@@ -1,0 +1,329 @@
+"""Isolation of student code (autograder.sandbox) and the forking worker (autograder.executor).
+
+The worker runs jobs in confined children; these tests send it small jobs whose cells
+probe the confinement (files, network, processes, privileges, limits) and report what
+they saw, and check the value codec and the stripped ``helpers`` copies on their own.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder import REPO_ROOT, SOLUTIONS_DIR, executor, sandbox
+
+pytestmark = pytest.mark.slow
+
+
+# ---------------------------------------------------------------------------------------
+# Value codec
+# ---------------------------------------------------------------------------------------
+
+
+def test_codec_round_trip_keeps_values_types_and_structure():
+    rng = np.random.default_rng(5)
+    value = (np.arange(6.0).reshape(2, 3), [1, 2.5, None, True, "s"],
+             {"E": np.eye(2), "blocks": [{"W": np.ones((2, 2), dtype=np.float32)}]},
+             np.float64(3.5), np.int64(7), 2**70, np.array([True, False]), rng)
+    back = sandbox.decode(sandbox.encode(value))
+    assert isinstance(back, tuple) and len(back) == len(value)
+    np.testing.assert_array_equal(back[0], value[0])
+    assert back[1] == value[1]
+    np.testing.assert_array_equal(back[2]["blocks"][0]["W"], value[2]["blocks"][0]["W"])
+    assert back[2]["blocks"][0]["W"].dtype == np.float32
+    assert back[3] == 3.5 and back[4] == 7 and back[5] == 2**70
+    assert back[6].dtype == bool
+    # the generator continues exactly where the original is
+    assert np.array_equal(back[7].integers(0, 1000, 20), rng.integers(0, 1000, 20))
+
+
+def test_codec_marks_objects_that_cannot_cross():
+    back = sandbox.decode(sandbox.encode([len, object(), np.array([{"a": 1}], dtype=object)]))
+    assert all(isinstance(v, sandbox.Unencodable) for v in back)
+
+
+def test_decode_refuses_pickles_oversize_and_garbage():
+    buf = io.BytesIO()
+    np.savez(buf, __structure__=np.frombuffer(b'{"__nd__": "a0"}', dtype=np.uint8),
+             a0=np.array([object()], dtype=object))
+    with pytest.raises(sandbox.DecodeError):
+        sandbox.decode(buf.getvalue())
+    with pytest.raises(sandbox.DecodeError):
+        sandbox.decode(sandbox.encode(np.zeros(1000)), max_bytes=1000)
+    with pytest.raises(sandbox.DecodeError):
+        sandbox.decode(b"not a zip file")
+    # a zip whose members claim to be huge (a "zip bomb") is refused before reading
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("__structure__.npy", b"\0" * 5_000_000)
+    with pytest.raises(sandbox.DecodeError):
+        sandbox.decode(bomb.getvalue(), max_bytes=1_000_000)
+    with pytest.raises(sandbox.DecodeError):
+        sandbox.unb64("%%%")
+
+
+# ---------------------------------------------------------------------------------------
+# The helpers copies
+# ---------------------------------------------------------------------------------------
+
+
+def _run_python(code: str, path: Path) -> subprocess.CompletedProcess:
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(path)}
+    return subprocess.run([sys.executable, "-I", "-c",
+                           f"import sys; sys.path.insert(0, {str(path)!r})\n" + code],
+                          capture_output=True, text=True, env=env, cwd=path)
+
+
+def test_stripped_helpers_hide_only_the_graded_function(tmp_path):
+    dest = sandbox.prepare_helpers(tmp_path, strip="softmax")
+    ref = (dest / "helpers" / "reference.py").read_text()
+    original = (REPO_ROOT / "helpers" / "reference.py").read_text()
+    assert "z_max = z.max(axis=axis, keepdims=True)" in original
+    assert "z_max = z.max(axis=axis, keepdims=True)" not in ref
+    assert not (dest / "helpers" / "mistakes.py").exists()
+    assert "def cases" not in (dest / "helpers" / "checks.py").read_text()
+    out = _run_python(
+        "import helpers\n"
+        "from helpers.checks import check\n"
+        "print(helpers.__file__)\n"
+        "print(helpers.dot([1, 2], [3, 4]))\n"
+        "try:\n    helpers.softmax([1.0, 2.0])\nexcept RuntimeError as e:\n    print(e)\n",
+        dest)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith(str(dest))
+    assert lines[1] == "11.0"
+    assert sandbox.REFERENCE_STUB_MARK in lines[2]
+
+
+def test_prepare_helpers_refuses_an_unknown_function(tmp_path):
+    with pytest.raises(ValueError):
+        sandbox.prepare_helpers(tmp_path, strip="no_such_function")
+
+
+# ---------------------------------------------------------------------------------------
+# Jobs in the worker
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def helper_copies(tmp_path_factory):
+    base = tmp_path_factory.mktemp("helpers")
+    os.chmod(base, 0o755)
+    out = {}
+    for strip in (None, "softmax"):
+        dest = base / (strip or "full")
+        dest.mkdir()
+        os.chmod(dest, 0o755)
+        out[strip] = str(sandbox.prepare_helpers(dest, strip=strip))
+    return out
+
+
+def _run(cells, helper_copies, *, kind="notebook", strip=None, worker=None, timeout=20.0,
+         cell_timeout=5.0, limits=None, **job):
+    worker = worker or executor.get_worker()
+    conf = {"root_mount": str(worker.home / "root"), "helpers_parent": helper_copies[strip],
+            "data_dir": None, "fallback_work": str(worker.home / f"fw-{time.monotonic_ns()}")}
+    (worker.home / "root").mkdir(exist_ok=True)
+    job = {"kind": kind, "cells": [{"index": i, "kind": "other", "source": s}
+                                   for i, s in enumerate(cells)],
+           "cell_timeout": cell_timeout, "timeout": timeout, **job}
+    reply = worker.run(job, conf, limits or sandbox.Limits())
+    return reply, executor.parse_lines(reply["output"])
+
+
+def _stdout(lines) -> list[str]:
+    return [line.get("stdout", "") for line in lines if "cell" in line]
+
+
+PROBE = r"""
+import json, os, socket, sys
+seen = {"cwd": os.getcwd(), "uid": os.getuid(), "ppid": os.getppid(),
+        "root": sorted(os.listdir("/")), "proc": os.path.exists("/proc/self")}
+for name, path in [("repo", %(repo)r), ("solutions", %(solutions)r), ("home", "/root"),
+                   ("work", "/work")]:
+    try:
+        seen[name] = sorted(os.listdir(path))[:5]
+    except OSError as e:
+        seen[name] = type(e).__name__
+for name, path in [("write_usr", "/usr/owned"), ("write_venv", %(venv)r),
+                   ("write_work", "owned.txt")]:
+    try:
+        open(path, "w").write("x")
+        seen[name] = "written"
+    except OSError as e:
+        seen[name] = type(e).__name__
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+    seen["network"] = "connected"
+except OSError as e:
+    seen["network"] = type(e).__name__
+import helpers
+seen["helpers"] = helpers.__file__
+print(json.dumps(seen))
+""" % {"repo": str(REPO_ROOT), "solutions": str(SOLUTIONS_DIR),
+       "venv": str(Path(sys.prefix) / "owned.txt")}
+
+
+def test_child_sees_a_private_read_only_world(helper_copies):
+    worker = executor.get_worker()
+    reply, lines = _run([PROBE], helper_copies)
+    assert reply["exit"] == 0
+    seen = json.loads(_stdout(lines)[0])
+    assert seen["write_usr"] != "written" and seen["write_venv"] != "written"
+    assert seen["write_work"] == "written"
+    assert not Path(sys.prefix, "owned.txt").exists()
+    assert seen["network"] != "connected"
+    if worker.mode != "namespaces":
+        pytest.skip("this machine offers no namespaces: the fallback mode is tested below")
+    assert seen["cwd"] == sandbox.WORK_PATH
+    assert seen["solutions"] == "FileNotFoundError"
+    assert seen["repo"] == [".venv"]                   # only the virtual environment
+    assert seen["home"] in ("FileNotFoundError", "PermissionError") or \
+        "autograder" not in seen["home"]
+    assert "briefs" not in seen["work"]
+    assert seen["ppid"] == 0 and not seen["proc"]
+    assert set(seen["root"]) <= {"bin", "course", "dev", "etc", "lib", "lib32", "lib64",
+                                 "libx32", "root", "sbin", "tmp", "usr", "work"}
+    assert seen["helpers"].startswith(sandbox.COURSE_PATH)
+    if os.getuid() == 0:
+        assert seen["uid"] == sandbox.NOBODY
+
+
+def test_killing_everything_reachable_leaves_the_worker_alive(helper_copies):
+    attacks = ["import os\nos.kill(os.getppid(), 9)",
+               "import os\nos.killpg(0, 9)",
+               "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass",
+               "import os\nos.kill(os.getpid(), 9)\nos.abort()"]
+    for attack in attacks:
+        reply, _ = _run([attack, "print('after')"], helper_copies)
+        assert "exit" in reply
+    reply, lines = _run(["print(6 * 7)"], helper_copies)
+    assert _stdout(lines) == ["42\n"]
+
+
+def test_cell_timeout_stops_the_notebook_run(helper_copies):
+    reply, lines = _run(["import time\ntime.sleep(30)", "print('never')"], helper_copies,
+                        cell_timeout=0.5)
+    cells = [line for line in lines if "cell" in line]
+    assert len(cells) == 1 and cells[0]["timeout"] is True
+    assert cells[0]["error"]["ename"] == "Timeout"
+
+
+def test_job_deadline_kills_a_child_that_ignores_the_timer(helper_copies):
+    code = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass"
+    t0 = time.monotonic()
+    reply, lines = _run([code], helper_copies, cell_timeout=0.5, timeout=2)
+    assert reply["exit"] == executor.EXIT_TIMEOUT
+    assert time.monotonic() - t0 < 10
+    assert not any(line.get("done") for line in lines)
+
+
+def test_memory_limit(helper_copies):
+    reply, lines = _run(["x = bytearray(2 * 1024 ** 3)", "print('next')"], helper_copies,
+                        limits=sandbox.Limits(memory_mb=1024))
+    cells = [line for line in lines if "cell" in line]
+    assert cells[0]["memory"] is True and len(cells) == 1
+
+
+def test_output_is_capped_per_cell(helper_copies):
+    reply, lines = _run(["print('x' * 10_000_000)\nimport sys\nsys.stderr.write('y' * 10**7)"],
+                        helper_copies)
+    cell = [line for line in lines if "cell" in line][0]
+    for key in ("stdout", "stderr"):
+        assert executor.OUTPUT_CAP <= len(cell[key]) < executor.OUTPUT_CAP + 100
+        assert "more characters of output not kept" in cell[key]
+
+
+def test_fork_bomb_is_contained(helper_copies):
+    code = ("import os\nn = 0\nfor _ in range(500):\n    try:\n        pid = os.fork()\n"
+            "    except OSError:\n        break\n    if pid == 0:\n        import time\n"
+            "        time.sleep(60)\n        os._exit(0)\n    n += 1\nprint(n)")
+    reply, lines = _run([code], helper_copies, timeout=30)
+    if os.getuid() == 0 and executor.get_worker().mode == "namespaces":
+        assert int(_stdout(lines)[0]) < 100       # RLIMIT_NPROC as nobody
+    # and nothing the bomb started outlives the job (its PID namespace is gone)
+    reply, lines = _run(["print('fine')"], helper_copies)
+    assert _stdout(lines) == ["fine\n"]
+
+
+def test_test_cell_tracebacks_name_the_cell_but_not_its_source(helper_copies):
+    worker = executor.get_worker()
+    conf = {"root_mount": str(worker.home / "root"), "helpers_parent": helper_copies[None],
+            "data_dir": None, "fallback_work": str(worker.home / "fw-tb")}
+    job = {"kind": "notebook", "cell_timeout": 5, "timeout": 20, "cells": [
+        {"index": 0, "kind": "answer", "source": "def f(x):\n    return 1 / x"},
+        {"index": 1, "kind": "test", "grade_id": "test_f",
+         "source": "secret_value = 0\nassert f(secret_value) == 1"}]}
+    lines = executor.parse_lines(worker.run(job, conf, sandbox.Limits())["output"])
+    err = [line for line in lines if line.get("cell") == 1][0]["error"]
+    assert err["ename"] == "ZeroDivisionError"
+    assert "test cell test_f" in err["traceback"]
+    assert "secret_value" not in err["traceback"]
+    assert "return 1 / x" in err["traceback"]          # the learner's own line is shown
+
+
+def test_calls_job_returns_outputs_and_hides_the_reference(helper_copies):
+    cases = [((np.array([1.0, 2.0]),), {}), ((np.array([[0.0, 1.0]]),), {"axis": -1})]
+    payloads = [sandbox.b64(sandbox.encode(c)) for c in cases]
+    own = "import numpy as np\ndef softmax(z, axis=-1):\n    e = np.exp(z - np.max(z, axis=axis, keepdims=True))\n    return e / e.sum(axis=axis, keepdims=True)"
+    reply, lines = _run([own], helper_copies, kind="calls", strip="softmax",
+                        function="softmax", cases=payloads, case_timeout=2)
+    got = [sandbox.decode(sandbox.unb64(line["value"])) for line in lines if "case" in line]
+    np.testing.assert_allclose(got[0], np.exp([1, 2]) / np.exp([1, 2]).sum())
+    cheat = "import helpers\ndef softmax(z, axis=-1):\n    return helpers.reference.softmax(z, axis)"
+    reply, lines = _run([cheat], helper_copies, kind="calls", strip="softmax",
+                        function="softmax", cases=payloads, case_timeout=2)
+    errors = [line["error"] for line in lines if "case" in line]
+    assert len(errors) == 2 and all(sandbox.REFERENCE_STUB_MARK in e for e in errors)
+
+
+def test_parse_lines_ignores_garbage():
+    text = '{"cell": 0}\nnot json\n[1, 2]\n{"done": true}\n' + "x" * 100
+    assert executor.parse_lines(text) == [{"cell": 0}, {"done": True}]
+
+
+def test_fallback_mode_still_grades_and_hides_the_reference(helper_copies, monkeypatch):
+    monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
+    worker = executor.Worker()
+    try:
+        reply, lines = _run(["import os, helpers\nprint(os.getcwd())\nprint(helpers.__file__)\n"
+                             "print(helpers.dot([1, 2], [3, 4]))"],
+                            helper_copies, worker=worker)
+        assert worker.mode == "fallback"
+        cwd, helpers_file, value = _stdout(lines)[0].splitlines()
+        assert cwd.startswith(str(worker.home)) and helpers_file.startswith(helper_copies[None])
+        assert value == "11.0"
+        reply, lines = _run(["import helpers\ndef softmax(z, axis=-1):\n"
+                             "    return helpers.softmax(z, axis)"], helper_copies,
+                            worker=worker, kind="calls", strip="softmax", function="softmax",
+                            cases=[sandbox.b64(sandbox.encode(((np.ones(2),), {})))],
+                            case_timeout=2)
+        assert sandbox.REFERENCE_STUB_MARK in [line for line in lines if "case" in line][0]["error"]
+        reply, lines = _run(["import os\nos.kill(os.getppid(), 9)"], helper_copies, worker=worker)
+        reply, lines = _run(["print('alive')"], helper_copies, worker=worker)
+        assert _stdout(lines) == ["alive\n"]
+    finally:
+        worker.close()
+    assert not worker.home.exists()
+
+
+def test_probe_mode_on_this_machine():
+    """Namespaces are found where they work (as root or with user namespaces)."""
+    mode = sandbox.probe_mode()
+    works = subprocess.run(["unshare", "--mount", "--net", "--map-root-user", "true"],
+                           capture_output=True).returncode == 0 if os.path.exists(
+        "/usr/bin/unshare") else False
+    if works:
+        assert mode == "namespaces"
+    else:
+        assert mode in ("namespaces", "fallback")
