@@ -40,6 +40,7 @@ import traceback
 from collections import Counter, defaultdict
 from multiprocessing.connection import wait
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable, Iterable
 
 from autograder import SOLUTIONS_DIR
@@ -189,7 +190,7 @@ def result_record(student_id: str, assignment: str, notebook: str, result,
         rows.append({
             "grade_id": expected.grade_id,
             "kind": str(getattr(cell, "kind", expected.kind)),
-            "points": float(getattr(cell, "points", 0.0) or 0.0),
+            "points": min(max(float(getattr(cell, "points", 0.0) or 0.0), 0.0), expected.max_points),
             "max_points": expected.max_points,
             "status": str(getattr(cell, "status", status)),
             "message": _short(getattr(cell, "message", ""), MAX_MESSAGE_CHARS),
@@ -211,9 +212,8 @@ def result_record(student_id: str, assignment: str, notebook: str, result,
 def missing_record(student_id: str, assignment: str, notebook: str, cells: list[GradedCell],
                    status: str = "missing", message: str = "notebook not handed in") -> dict:
     """The record of a notebook that was not graded: every cell 0 with ``status``."""
-    failed = type("Unread", (), {"status": status, "message": message, "cells": [],
-                                  "answers": {}, "flags": []})()
-    record = result_record(student_id, assignment, notebook, failed, cells, 0.0)
+    unread = SimpleNamespace(status=status, message=message, cells=[], answers={}, flags=[])
+    record = result_record(student_id, assignment, notebook, unread, cells, 0.0)
     for row in record["cells"]:
         row["status"], row["message"] = status, message
     return record
@@ -222,12 +222,6 @@ def missing_record(student_id: str, assignment: str, notebook: str, cells: list[
 # --------------------------------------------------------------------------- the pool
 
 GradeFunction = Callable[..., object]
-
-
-def _engine_grade_notebook(*args, **kwargs):
-    from autograder.engine import grade_notebook
-
-    return grade_notebook(*args, **kwargs)
 
 
 def _send(conn, obj) -> None:
@@ -292,10 +286,10 @@ class _Slot:
 
 
 def grade_class(students: list[Student], course: dict[tuple[str, str], list[GradedCell]],
-                limits: Limits, jobs: int, progress=None,
-                grade_fn: GradeFunction = _engine_grade_notebook,
+                limits: Limits, jobs: int, grade_fn: GradeFunction, progress=None,
                 budget_margin: float = 30.0) -> list[dict]:
-    """Grade every course notebook of every student; return one record per notebook.
+    """Grade every course notebook of every student with ``grade_fn`` (the engine's
+    ``grade_notebook`` or a stand-in with its signature); return one record per notebook.
 
     ``jobs`` grading processes (forked) take students one at a time, so up to ``jobs``
     students are graded in parallel. A grading process that dies (killed by what it ran,
@@ -463,10 +457,12 @@ def _num(x: float) -> float | int:
 
 
 def write_outputs(records: list[dict], out: Path) -> None:
-    """Write results.jsonl, grades.csv, summary.csv and the feedback pages into ``out``."""
+    """Write results.jsonl, grades.csv, summary.csv and the feedback pages into ``out``
+    (replacing those of an earlier run: no stale page of a student not in ``records``)."""
     from autograder.feedback import write_feedback
 
     out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out / "feedback", ignore_errors=True)
     records = sorted(records, key=sort_key)
     with open(out / "results.jsonl", "w", encoding="utf-8") as f:
         for record in records:
@@ -544,12 +540,13 @@ def _rank(status: str) -> int:
 
 def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits | None = None,
         shard: tuple[int, int] | None = None, solutions: Path = SOLUTIONS_DIR,
-        grade_fn: GradeFunction = _engine_grade_notebook, stream=None) -> list[dict]:
+        grade_fn: GradeFunction | None = None, stream=None) -> list[dict]:
     """Grade ``submissions`` into ``out``; return the records. Raises ``FileNotFoundError``
-    / ``ValueError`` when the grader cannot run at all (no such folder, no course)."""
+    / ``ValueError`` when the grader cannot run at all (no such folder, no course, OUT
+    inside SUBMISSIONS). ``grade_fn`` defaults to :func:`autograder.engine.grade_notebook`."""
     from autograder.progress import Progress
 
-    if grade_fn is _engine_grade_notebook:
+    if grade_fn is None:
         from autograder.engine import grade_notebook  # imported once here, shared by the forks
 
         grade_fn = grade_notebook
@@ -558,6 +555,9 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     if not submissions.is_dir():
         raise FileNotFoundError(f"submissions folder not found: {submissions}")
     submissions = submissions.resolve()  # grading processes work in their own folders
+    if Path(out).resolve().is_relative_to(submissions):
+        raise ValueError(f"the output folder {out} is inside the submissions folder; "
+                         "grading never writes there: choose another --out")
     course = course_notebooks(solutions)
     if not course:
         raise ValueError(f"no solution notebooks in {solutions}: nothing to grade against")
@@ -569,7 +569,7 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     total = len(students) * len(course)
     progress = Progress(total, stream=stream, unit="notebooks")
     records = grade_class(students, course, limits or Limits(), jobs or default_jobs(),
-                          progress, grade_fn)
+                          grade_fn, progress)
     progress.close()
     write_outputs(records, out)
     return records

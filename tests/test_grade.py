@@ -15,6 +15,7 @@ import io
 import json
 import os
 import signal
+import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -185,10 +186,13 @@ def test_a_killed_or_hung_student_process_costs_only_that_student(tmp_path, cour
         "dave": {"01_a": "good", "02_b": "good"},
     })
     limits = grade.Limits(cell_timeout=1, notebook_timeout=1, memory_mb=512)
+    workdirs = set(Path(tempfile.gettempdir()).glob("autograder-grade-*"))
     start = time.monotonic()
     records = grade.grade_class(grade.discover(subs, grade.course_notebooks(course)),
                                 grade.course_notebooks(course), limits, jobs=2,
                                 grade_fn=fake_engine, budget_margin=1.0)
+    # the private copies are gone, even those of the killed processes
+    assert set(Path(tempfile.gettempdir()).glob("autograder-grade-*")) <= workdirs
     assert time.monotonic() - start < 30
     got = {(r["student_id"], r["assignment"]): r for r in records}
     assert len(got) == 8
@@ -357,3 +361,20 @@ def test_failure_reason_groups_students_with_the_same_mistake():
     d = dict(c, message=c["message"].replace("3 of 4", "2 of 4"))
     assert report.failure_reason(c) == report.failure_reason(d) == "the output: wrong values (some entries differ)"
     assert report.failure_reason({"status": "timeout", "message": "", "feedback": ""}) == "timeout"
+
+
+def test_output_inside_submissions_is_refused(tmp_path, course):
+    subs = make_class(tmp_path, {"alice": {"01_a": "good"}})
+    with pytest.raises(ValueError, match="inside the submissions folder"):
+        run(subs, subs / "out", course)
+    assert sorted(p.name for p in subs.iterdir()) == ["alice"]
+
+
+def test_a_new_run_leaves_no_stale_feedback(tmp_path, course):
+    subs = make_class(tmp_path, {"alice": {"01_a": "good"}, "bob": {"01_a": "good"}})
+    run(subs, tmp_path / "out", course)
+    assert (tmp_path / "out" / "feedback" / "bob").is_dir()
+    assert grade.shard_of("alice", 2) != grade.shard_of("bob", 2)
+    run(subs, tmp_path / "out", course, shard=(grade.shard_of("alice", 2), 2))
+    pages = {p.parts[-3] for p in (tmp_path / "out" / "feedback").rglob("*.html")}
+    assert pages == {"alice"}
