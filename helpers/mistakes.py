@@ -396,7 +396,9 @@ def _simple_scale_n(X):
 
 
 @_mistake("simple_self_attention", "softmax_axis_0",
-          "softmax taken over the wrong axis (axis 0): each row of weights must sum to 1")
+          "softmax taken over the wrong axis (axis 0), or the weights transposed "
+          "(weights.T @ X), which is the same here since X X^T is symmetric: each row of "
+          "weights must sum to 1, and the output is weights @ X")
 def _simple_axis0(X):
     return _simple(X, lambda X: np.sqrt(X.shape[1]), axis=0)
 
@@ -405,12 +407,6 @@ def _simple_axis0(X):
           "returned the attention weights; the output is weights @ X")
 def _simple_weights(X):
     return _simple(X, lambda X: np.sqrt(X.shape[1]), output="weights")
-
-
-@_mistake("simple_self_attention", "weights_transposed",
-          "multiplied weights.T @ X; the output is weights @ X (row i mixes with row i's weights)")
-def _simple_weights_t(X):
-    return _simple(X, lambda X: np.sqrt(X.shape[1]), output="weights_T")
 
 
 @_mistake("simple_self_attention", "no_softmax", "forgot the softmax: returned (X X^T / sqrt(d)) X")

@@ -652,6 +652,46 @@ def test_no_mistake_matches_the_reference_on_every_case(name):
         assert differs, f"{name}: mistake {m.key} equals the reference on every case"
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_no_two_mistakes_coincide_on_every_case(name):
+    """Each diagnosis names one mistake somewhere: no two mistakes are the same function.
+
+    (softmax over axis 0 and weights.T @ X in simple_self_attention are identical because
+    X X^T is symmetric; helpers.mistakes keeps them as one mistake whose message says both.)
+    """
+    all_cases = [c for c in cases(name) + cases(name, hidden=True) if not c.is_sampling]
+    outputs = {}
+    for m in MISTAKES[name]:
+        row = []
+        for c in all_cases:
+            args, kwargs = c.fresh_args()
+            try:
+                with checks._quiet():
+                    row.append(("out", m.fn(*args, **kwargs)))
+            except Exception as exc:
+                row.append(("error", f"{type(exc).__name__}: {exc}"))
+        outputs[m.key] = row
+    # Mistakes of sampling (a sampler, or an unused rng) equal the reference when greedy:
+    # they are told apart on the sampling cases, by distribution and by determinism.
+    keys = [m.key for m in MISTAKES[name] if m.sampler is None and m.key != "rng_ignored"]
+    for i, k1 in enumerate(keys):
+        for k2 in keys[i + 1:]:
+            same = all(kind1 == kind2 and (o1 == o2 if kind1 == "error" else
+                                           checks._same_output(name, o1, o2))
+                       for (kind1, o1), (kind2, o2) in zip(outputs[k1], outputs[k2]))
+            assert not same, f"{name}: mistakes {k1} and {k2} agree on every case"
+
+
+def test_sampling_mistakes_have_different_distributions():
+    samplers = [m for m in MISTAKES["generate"] if m.sampler is not None]
+    logits = np.array([2.0, -1.0, 0.5, 3.0, 0.0])
+    probs = [checks._correct_sampler(logits, 0.5)] + [m.sampler(logits, 0.5) for m in samplers]
+    for i, p in enumerate(probs):
+        np.testing.assert_allclose(p.sum(), 1.0)
+        for q in probs[i + 1:]:
+            assert np.abs(p - q).max() > 0.05
+
+
 def test_diagnose_names_the_mistake_for_an_output():
     c = cases("scaled_dot_product_attention")[3]                    # the causal-mask case
     Q, K, V = c.args
