@@ -68,7 +68,7 @@ def render(record: dict) -> str:
         body.append(f"<h2>Your answer: <code>{_e(answer_id)}</code></h2>")
         body.append(f"<pre>{_e(answers[answer_id])}</pre>")
         for i, row in enumerate(record["cells"]):
-            if tests_of(row["grade_id"], answer_ids) == answer_id:
+            if row["grade_id"] == answer_id or tests_of(row["grade_id"], answer_ids) == answer_id:
                 body.append(_cell_html(row))
                 placed.add(i)
     rest = [row for i, row in enumerate(record["cells"]) if i not in placed]

@@ -94,8 +94,8 @@ def fake_engine(submission, assignment, *, cell_timeout, notebook_timeout, memor
                                      status="needs_manual_grade", message="graded by hand",
                                      feedback=""))
     answer = "def f(x):\n    return x  # <b>mine</b>" if assignment == "01_a" else "def g(): pass"
-    return SimpleNamespace(status="ok", message="", cells=cells,
-                           answers={"f" if assignment == "01_a" else "g": answer},
+    answers = {"f": answer, "why": "Because <i>so</i>."} if assignment == "01_a" else {"g": answer}
+    return SimpleNamespace(status="ok", message="", cells=cells, answers=answers,
                            flags=["duplicate answer cell f"] if "DUP" in text else [])
 
 
@@ -262,6 +262,9 @@ def test_feedback_escapes_student_text_and_groups_tests_by_answer(tmp_path, cour
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "SECRET" not in page and "f(-7)" not in page   # hidden test source never shown
     assert page.index("Your answer") < page.index("test_f_hidden")
+    # the written answer and its (manually graded) cell come together
+    assert page.index("Because &lt;i&gt;so&lt;/i&gt;.") < page.index("<code>why</code>:")
+    assert "Other graded cells" not in page
     assert "1 / 4" in page  # score
 
 
