@@ -19,7 +19,7 @@ body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; 
 pre { background: #f5f5f5; padding: .6rem; overflow-x: auto; white-space: pre-wrap; }
 .cell { border-left: .35rem solid #999; padding: .2rem .8rem; margin: .8rem 0; }
 .ok { border-color: #2e7d32; } .failed, .missing { border-color: #c62828; }
-.timeout, .crashed, .invalid, .memory, .output_limit, .grader_error { border-color: #ef6c00; }
+.timeout, .crashed, .invalid, .memory, .grader_error { border-color: #ef6c00; }
 .needs_manual_grade { border-color: #1565c0; }
 .points { font-weight: bold; }
 """

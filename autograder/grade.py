@@ -52,8 +52,8 @@ GRADE_COLUMNS = ["student_id", "assignment", "notebook", "grade_id", "kind", "po
 SUMMARY_COLUMNS = ["student_id", "assignment", "points", "max_points", "status", "notebooks",
                    "flags", "message"]
 #: Notebook statuses from best to worst; an assignment's status is its worst notebook's.
-STATUS_ORDER = ["ok", "failed", "needs_manual_grade", "timeout", "memory", "output_limit",
-                "crashed", "invalid", "missing", "grader_error"]
+STATUS_ORDER = ["ok", "needs_manual_grade", "failed", "timeout", "memory", "crashed", "invalid",
+                "missing", "grader_error"]
 #: Longest answer source (characters) kept in results.jsonl and the feedback page.
 MAX_ANSWER_CHARS = 20_000
 #: Longest message / feedback text kept per cell.
