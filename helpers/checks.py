@@ -1335,12 +1335,15 @@ def assert_close(got, expected, what: str = "the result", rtol: float = RTOL,
             with _quiet():
                 ok = np.isclose(arr, exp, rtol=rtol, atol=atol)
             if not ok.all():
+                # booleans (masks) are shown as True/False, numbers with 6 digits
+                shown_exp = np.asarray(expected) if np.asarray(expected).dtype == bool else exp
+                shown_got = np.asarray(got) if np.asarray(got).dtype == bool else arr
                 idx = tuple(int(i) for i in np.argwhere(~ok)[0])
                 where = f" at index {idx}" if idx else ""
-                problem = (f"{what}: first difference{where}: expected {_num(exp[idx])}, "
-                           f"got {_num(arr[idx])}")
+                problem = (f"{what}: first difference{where}: expected {_num(shown_exp[idx])}, "
+                           f"got {_num(shown_got[idx])}")
                 if exp.size > 1:
-                    problem += _expected_got(exp, arr)
+                    problem += _expected_got(shown_exp, shown_got)
                 if not np.isfinite(arr[idx]) and np.isfinite(exp[idx]):
                     problem += "\n    (a NaN or inf: is a computation unstable?)"
     if problem is not None:

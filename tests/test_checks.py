@@ -923,6 +923,10 @@ def test_assert_close():
         assert_close([1.0, 2.0, 3.0], [1.0, 3.0], what="x")
     with pytest.raises(CheckFailed, match="NaN or inf"):
         assert_close([np.nan], [1.0])
+    with pytest.raises(CheckFailed, match=r"index \(0, 1\): expected False, got True"):
+        assert_close(np.ones((2, 2), bool), np.eye(2, dtype=bool), what="mask")
+    with pytest.raises(CheckFailed, match="is None: is a `return` missing"):
+        assert_close(None, [1.0], what="x")
     assert issubclass(CheckFailed, AssertionError)
 
 
