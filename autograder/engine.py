@@ -564,6 +564,7 @@ class _Verdict:
     problems: list[str | None]
     hidden: list[bool]
     groups: list[str]
+    inconclusive: list[bool]
     status: str               # ok | timeout | crashed
     note: str = ""
 
@@ -593,7 +594,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
                                {function})
     cells = [{"index": i, "kind": "code", "source": src} for i, src in sorted(code.items())]
     job = {"kind": "calls", "cells": cells, "function": function, "cases": payloads,
-           "cell_timeout": cell_timeout, "case_timeout": min(cell_timeout, 10.0),
+           "cell_timeout": cell_timeout, "case_timeout": cell_timeout,
            "timeout": notebook_timeout}
     reply = res.worker.run(job, res.conf(function, source), limits)
     lines = executor.parse_lines(reply.get("output", ""))
@@ -609,8 +610,10 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
     elif not done:
         status, note = "crashed", f"the isolated run of {function} stopped unexpectedly"
     problems: list[str | None] = []
+    inconclusive: list[bool] = []      # failed for lack of time/memory, not on the merits
     for k, case in enumerate(cases):
         line = by_case.get(k)
+        inconclusive.append(line is None)
         if line is None:
             problems.append(note or f"{function} was not run on this case")
             continue
@@ -618,6 +621,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
             err = line["error"]
             if err.startswith("timeout"):
                 status = "timeout" if status == "ok" else status
+            inconclusive[-1] = err.startswith(("timeout", "MemoryError"))
             problems.append(_case_error(function, case, err))
             continue
         try:
@@ -628,7 +632,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
         except Exception as exc:   # compare() on a strange value: a failed case
             problems.append(f"{function} returned a value that cannot be compared "
                             f"({type(exc).__name__}: {_short(exc, 200)})")
-    return _Verdict(function, problems, hidden, groups, status, note)
+    return _Verdict(function, problems, hidden, groups, inconclusive, status, note)
 
 
 def _case_error(function: str, case, err: str) -> str:
@@ -817,7 +821,8 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
                 answer = answer_of_function.get(spec.function)
                 if answer in merged.missing:
                     status = "missing"
-                if k_pass and spec.in_kernel and any(not v.hidden[k] for k, _ in failed):
+                if k_pass and spec.in_kernel and any(not v.hidden[k] and not v.inconclusive[k]
+                                                     for k, _ in failed):
                     tampered.append(spec.function)
         if problems:
             points, status = 0.0, status if status != "ok" else "failed"
