@@ -452,8 +452,8 @@ def _cases_split_heads():
 
 def _cases_merge_heads():
     return [
-        ("arange_2x4x3", "H = arange(24) as 2 heads x 4 tokens x 3", (np.arange(24.0).reshape(2, 4, 3),),
-         {}, "basic", False),
+        ("arange_2x4x3", "H = arange(24) as 2 heads x 4 tokens x 3",
+         (np.arange(24.0).reshape(2, 4, 3),), {}, "basic", False),
         ("lists_2x3x2", "nested lists: 2 heads, 3 tokens, d_h = 2",
          ([[[1, 2], [3, 4], [5, 6]], [[7, 8], [9, 10], [11, 12]]],), {}, "basic", False),
         ("h3", "3 heads x 5 tokens x 2", (_normal(131, (3, 5, 2)),), {}, "heads", True),
@@ -519,8 +519,8 @@ def _cases_layer_norm():
          {"eps": 0.1}, "eps", True),
         ("scales", "rows at very different scales (1e-3 to 1e3)", (scales, g5, b5), {},
          "scales", True),
-        ("random", "5 random rows, d = 8, offset from 0", (3.0 + _normal(175, (5, 8), 2.0), g8, b8),
-         {}, "basic", True),
+        ("random", "5 random rows, d = 8, offset from 0",
+         (3.0 + _normal(175, (5, 8), 2.0), g8, b8), {}, "basic", True),
         ("one_row", "a single row", (np.array([[0.5, -1.5, 2.0, 4.0]]), g4, b4), {}, "basic",
          True),
     ]
@@ -580,7 +580,8 @@ def _cases_embed():
          (ex.AABA_IDS, ex.AABA_E, P_aaba), {}, "slides", False),
         ("repeats", "ids [3, 1, 4, 1] (a repeated id), V = 5, d = 3, n_ctx = 6",
          (np.array([3, 1, 4, 1]), E5, P6), {}, "basic", False),
-        ("list_ids", "ids as a list [2, 0], V = 5, n_ctx = 6", ([2, 0], E5, P6), {}, "basic", True),
+        ("list_ids", "ids as a list [2, 0], V = 5, n_ctx = 6", ([2, 0], E5, P6), {}, "basic",
+         True),
         ("full_context", "N = n_ctx = 6", (np.array([4, 4, 0, 2, 3, 1]), E5, P6), {}, "shapes",
          True),
         ("one_token", "a single token", (np.array([2]), E9, P12), {}, "shapes", True),
@@ -944,7 +945,8 @@ def _as_float_array(got, what: str):
         with _quiet():
             arr = np.asarray(got, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        return None, f"{what} could not be read as an array of numbers ({exc}); got {type(got).__name__}"
+        return None, (f"{what} could not be read as an array of numbers ({exc}); got "
+                      f"{type(got).__name__}")
     return arr, None
 
 

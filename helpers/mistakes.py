@@ -139,7 +139,8 @@ def _dot_outer(a, b):
 
 
 @_mistake("dot", "norms_product",
-          "returned |a| * |b|, the product of the lengths; the dot product also depends on the angle")
+          "returned |a| * |b|, the product of the lengths; the dot product also depends on "
+          "the angle")
 def _dot_norms_product(a, b):
     return float(np.linalg.norm(_f(a)) * np.linalg.norm(_f(b)))
 
@@ -176,7 +177,8 @@ def _cos_squared(a, b):
     return _cos_with(a, b, lambda a, b: (a @ a) * (b @ b))
 
 
-@_mistake("cosine_similarity", "sum_of_norms", "divided by |a| + |b|; divide by the product |a| * |b|")
+@_mistake("cosine_similarity", "sum_of_norms",
+          "divided by |a| + |b|; divide by the product |a| * |b|")
 def _cos_sum_norms(a, b):
     return _cos_with(a, b, lambda a, b: np.linalg.norm(a) + np.linalg.norm(b))
 
@@ -224,7 +226,8 @@ def _pair_xtx(X):
     return X.T @ X
 
 
-@_mistake("pairwise_scores", "x_times_x", "computed X @ X; the second factor must be transposed: X @ X.T")
+@_mistake("pairwise_scores", "x_times_x",
+          "computed X @ X; the second factor must be transposed: X @ X.T")
 def _pair_xx(X):
     X = _f(X)
     return X @ X
@@ -358,7 +361,8 @@ def _softmax_no_exp(z, axis=-1):
     return z / z.sum(axis=axis, keepdims=True)
 
 
-@_mistake("softmax", "log_softmax", "returned log-probabilities (z - logsumexp(z)) instead of probabilities")
+@_mistake("softmax", "log_softmax",
+          "returned log-probabilities (z - logsumexp(z)) instead of probabilities")
 def _softmax_log(z, axis=-1):
     return np.log(_softmax_any(z, axis=axis))
 
@@ -409,7 +413,8 @@ def _simple_weights(X):
     return _simple(X, lambda X: np.sqrt(X.shape[1]), output="weights")
 
 
-@_mistake("simple_self_attention", "no_softmax", "forgot the softmax: returned (X X^T / sqrt(d)) X")
+@_mistake("simple_self_attention", "no_softmax",
+          "forgot the softmax: returned (X X^T / sqrt(d)) X")
 def _simple_no_softmax(X):
     X = _f(X)
     return X @ X.T / np.sqrt(X.shape[1]) @ X
@@ -458,7 +463,8 @@ def _qkv_same(X, W_Q, W_K, W_V):
     return Q, Q, Q
 
 
-@_mistake("project_qkv", "elementwise", "multiplied entry by entry (X * W); use the matrix product X @ W")
+@_mistake("project_qkv", "elementwise",
+          "multiplied entry by entry (X * W); use the matrix product X @ W")
 def _qkv_elementwise(X, W_Q, W_K, W_V):
     X = _f(X)
     return X * _f(W_Q), X * _f(W_K), X * _f(W_V)
@@ -477,7 +483,8 @@ def _sdpa_no_scale(Q, K, V, mask=None):
 
 
 @_mistake(_SDPA, "scale_sqrt_d_v",
-          "scores were divided by sqrt(d_v) (the width of V); the scale is sqrt(d_k) = sqrt(Q.shape[-1])")
+          "scores were divided by sqrt(d_v) (the width of V); the scale is sqrt(d_k) = "
+          "sqrt(Q.shape[-1])")
 def _sdpa_sqrt_dv(Q, K, V, mask=None):
     return _attention(Q, K, V, mask, scale=np.sqrt(np.shape(V)[-1]))
 
@@ -593,7 +600,8 @@ def _sdpa_unstable(Q, K, V, mask=None):
 
 
 @_mistake("causal_mask", "inverted",
-          "mask inverted (True above the diagonal): True means 'may attend', i.e. key j <= query i")
+          "mask inverted (True above the diagonal): True means 'may attend', i.e. key j <= "
+          "query i")
 def _cm_inverted(n):
     return np.triu(np.ones((n, n), dtype=bool), k=1)
 
@@ -660,7 +668,8 @@ def _xa_sqrt_d(X_dec, H_enc, W_Q, W_K, W_V):
 
 
 @_mistake("cross_attention", "causal",
-          "a causal mask was applied; cross-attention has no mask (the encoder's output is complete)")
+          "a causal mask was applied; cross-attention has no mask (the encoder's output is "
+          "complete)")
 def _xa_causal(X_dec, H_enc, W_Q, W_K, W_V):
     n_dec, n_enc = np.shape(X_dec)[0], np.shape(H_enc)[0]
     mask = np.tril(np.ones((n_dec, n_enc), dtype=bool))
@@ -800,13 +809,15 @@ def _mha_interleaved(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
                 merge=_merge_interleaved)
 
 
-@_mistake(_MHA, "missing_W_O", "the output projection W_O is missing: multiply the merged heads by W_O")
+@_mistake(_MHA, "missing_W_O",
+          "the output projection W_O is missing: multiply the merged heads by W_O")
 def _mha_no_wo(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
     return _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal, use_W_O=False)
 
 
 @_mistake(_MHA, "scale_sqrt_d_model",
-          "scores were divided by sqrt(d_model); each head divides by sqrt(d_h) = sqrt(d_model / n_heads)")
+          "scores were divided by sqrt(d_model); each head divides by sqrt(d_h) = "
+          "sqrt(d_model / n_heads)")
 def _mha_sqrt_dmodel(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
     return _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal, scale=np.sqrt(np.shape(X)[-1]))
 
@@ -929,7 +940,8 @@ def _ln_axis0(x, gamma, beta, eps=1e-5):
 
 
 @_mistake("layer_norm", "whole_array",
-          "mean and variance were taken over the whole array; take them per row (axis=-1, keepdims=True)")
+          "mean and variance were taken over the whole array; take them per row (axis=-1, "
+          "keepdims=True)")
 def _ln_whole(x, gamma, beta, eps=1e-5):
     return _ln(x, gamma, beta, eps, axis=None)
 
@@ -1214,7 +1226,8 @@ def _lmf_not_chained(token_ids, params, n_heads):
     return _lm(token_ids, params, n_heads, chain=False)
 
 
-@_mistake(_LMF, "first_block_only", "only the first block was applied; apply all of params['blocks'] in order")
+@_mistake(_LMF, "first_block_only",
+          "only the first block was applied; apply all of params['blocks'] in order")
 def _lmf_first(token_ids, params, n_heads):
     return _lm(token_ids, params, n_heads, blocks=lambda b: b[:1])
 
@@ -1252,7 +1265,8 @@ def _ce_sum(logits, targets):
 
 @_mistake("cross_entropy", "naive_softmax_log",
           "log of a softmax computed without the max shift: exp overflows on large logits. "
-          "Use log softmax(z)[t] = z[t] - logsumexp(z), logsumexp(z) = m + log(sum(exp(z - m))), m = max(z)")
+          "Use log softmax(z)[t] = z[t] - logsumexp(z), logsumexp(z) = m + log(sum(exp(z - "
+          "m))), m = max(z)")
 def _ce_naive(logits, targets):
     p = _naive_softmax(logits)
     t = _ids(targets)
@@ -1261,7 +1275,8 @@ def _ce_naive(logits, targets):
 
 @_mistake("cross_entropy", "log_of_softmax",
           "took the log of a (stable) softmax: a probability that underflows to 0 gives "
-          "log(0) = -inf. Compute log softmax directly: z[t] - logsumexp(z) with the max subtracted")
+          "log(0) = -inf. Compute log softmax directly: z[t] - logsumexp(z) with the max "
+          "subtracted")
 def _ce_log_softmax(logits, targets):
     p = reference.softmax(logits, axis=-1)
     t = _ids(targets)
@@ -1398,7 +1413,8 @@ def _gen_crop_short(token_ids, params, n_heads, n_new, temperature=0.0, rng=None
 
 
 @_mistake("generate", "first_position_logits",
-          "used the logits of the first position; the next token is scored by the last row, logits[-1]")
+          "used the logits of the first position; the next token is scored by the last row, "
+          "logits[-1]")
 def _gen_first(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
     return _gen(token_ids, params, n_heads, n_new, temperature, rng, position=0)
 
@@ -1436,7 +1452,8 @@ def _gen_uniform(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
 
 
 @_mistake("generate", "temperature_multiplied",
-          "the logits were multiplied by the temperature; divide them: softmax(logits / temperature)",
+          "the logits were multiplied by the temperature; divide them: softmax(logits / "
+          "temperature)",
           sampler=_sampler_multiplied)
 def _gen_t_mult(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
     return _gen(token_ids, params, n_heads, n_new, temperature, rng,
@@ -1452,7 +1469,8 @@ def _gen_t_ignored(token_ids, params, n_heads, n_new, temperature=0.0, rng=None)
 
 
 @_mistake("generate", "always_greedy",
-          "always took the argmax: with temperature > 0, sample from softmax(logits / temperature) "
+          "always took the argmax: with temperature > 0, sample from softmax(logits / "
+          "temperature) "
           "with rng.choice",
           sampler=_onehot)
 def _gen_greedy(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
