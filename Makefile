@@ -17,7 +17,7 @@ PORT ?= 8888
 PYTEST_ARGS ?=
 LAB_ARGS ?=
 
-.PHONY: lab test install release check-release grade-examples examples constraints clean help
+.PHONY: lab test install release check-release grade-examples examples collect grade report export constraints clean help
 .DEFAULT_GOAL := help
 
 help:
@@ -25,6 +25,7 @@ help:
 	@echo "make test     run the whole test suite"
 	@echo "make release  regenerate notebooks/ (student versions) from solutions/"
 	@echo "make grade-examples  grade autograder/examples/ and print the summary (docs/grading.md)"
+	@echo "make collect DOWNLOAD=... / grade / report / export FORMAT=canvas  a term's grading"
 
 install: $(STAMP)
 
@@ -58,6 +59,22 @@ GRADE_OUT ?= grading-output/examples
 grade-examples: $(STAMP)
 	$(BIN)python -m autograder grade autograder/examples/submissions --out $(GRADE_OUT) --cell-timeout 5 --timeout 20 --memory-mb 1024
 	@echo "feedback pages: $(GRADE_OUT)/feedback/<student>/<assignment>/<notebook>.html"
+
+# A term's grading (docs/grading.md): make collect DOWNLOAD=~/Downloads/submissions.zip,
+# then make grade, make report, make export FORMAT=canvas (or gradescope).
+SUBMISSIONS ?= submissions
+OUT ?= grading-output
+FORMAT ?= canvas
+GRADE_ARGS ?=
+collect: $(STAMP)
+	@test -n "$(DOWNLOAD)" || { echo "usage: make collect DOWNLOAD=<zip or folder from the LMS>"; exit 2; }
+	$(BIN)python -m autograder collect "$(DOWNLOAD)" --out "$(SUBMISSIONS)"
+grade: $(STAMP)
+	$(BIN)python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)" $(GRADE_ARGS)
+report: $(STAMP)
+	$(BIN)python -m autograder report "$(OUT)"
+export: $(STAMP)
+	$(BIN)python -m autograder export "$(OUT)" --format $(FORMAT) $(if $(wildcard $(SUBMISSIONS)/_roster.csv),--roster "$(SUBMISSIONS)/_roster.csv")
 
 # Regenerate autograder/examples/ after a change to solutions/ (run `make release` first).
 examples: $(STAMP)
