@@ -417,6 +417,7 @@ def _gen_with(choose):
             else:
                 ids.append(int(choose(logits / temperature, rng)))
         return np.array(ids)
+    generate.__name__ = f"generate{choose.__name__}"
     return generate
 
 
