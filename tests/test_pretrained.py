@@ -131,9 +131,11 @@ def test_forward_reproduces_torch_logits(model, reference):
 
 
 def test_generate_reproduces_torch_greedy_continuation(model, reference):
+    """Greedy decoding past the context length, so ``generate`` must crop to n_ctx."""
     params, n_heads, encode, decode = model
     prompt_ids = encode(str(reference["prompt"]))
     expected = reference["greedy_ids"]
+    assert len(expected) > params["P"].shape[0]
     ids = helpers.generate(prompt_ids, params, n_heads, n_new=len(expected) - len(prompt_ids))
     np.testing.assert_array_equal(ids, expected)
     assert decode(ids) == str(reference["greedy_text"])
