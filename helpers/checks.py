@@ -984,6 +984,8 @@ def _array_problem(name: str, expected, got, what: str = "the output") -> str | 
     idx = tuple(int(i) for i in bad[0])
     where = f" at index {idx}" if idx else ""
     e, g = exp[idx], arr[idx]
+    if exp.shape == () and np.isfinite(g):
+        return f"{what}: expected {_num(e)}, got {_num(g)}"
     if not np.isfinite(g) and np.isfinite(e):
         hint = _NAN_HINTS.get(name, _ATTENTION_HINT)
         n_bad = int((~np.isfinite(arr) & np.isfinite(exp)).sum())
@@ -993,7 +995,7 @@ def _array_problem(name: str, expected, got, what: str = "the output") -> str | 
            f"difference{where}: expected {_num(e)}, got {_num(g)}")
     if exp.size > 1:
         msg += _expected_got(exp, arr)
-    ratio = _constant_ratio(exp, arr)
+    ratio = _constant_ratio(exp, arr) if exp.size > 1 else None
     if ratio is not None:
         msg += f"\n    (every entry is {_num(ratio)} times the expected one)"
     return msg

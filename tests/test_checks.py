@@ -822,6 +822,13 @@ def test_wrong_shape_is_reported_first_with_transpose_hint():
     assert "the output is transposed" in msg                # the known mistake
 
 
+def test_a_wrong_number_and_a_constant_factor_are_reported_plainly():
+    _, exc = run_check("dot", lambda a, b: 2.0 * dot_loop(a, b))
+    assert "Problem: the result: expected 1.08, got 2.16" in str(exc)
+    _, exc = run_check("pairwise_scores", lambda X: 3.0 * pairwise_einsum(X))
+    assert "(every entry is 3 times the expected one)" in str(exc)
+
+
 def test_wrong_values_report_the_first_differing_index():
     def pairwise(X):
         X = np.asarray(X, float)
