@@ -23,22 +23,28 @@ Merge (:func:`merge`)
     * every other code cell comes from the student (they may define helpers there).
       Copies of test cells that lost their metadata are dropped (the source's run).
 
-Execution (:mod:`autograder.executor`, :mod:`autograder.sandbox`)
+Execution (:mod:`autograder.executor`, :mod:`autograder.sandbox`, :mod:`autograder.slicing`)
     1. The *notebook run*: the merged notebook in a confined child of a pre-warmed
-       worker, cell by cell; a test cell passes iff it raised nothing and wrote nothing
-       to stderr (nbgrader's rule). For tests of contract functions, a hidden block
-       made only of ``check(...)`` calls is not run here: those cases are judged in
-       step 2, so their source never enters the student's process.
+       worker, cell by cell: every answer and test cell, and of the other cells the
+       statements those depend on (demonstrations that grading does not need, such as
+       text generation or explorers, are skipped). A test cell passes iff it raised
+       nothing and wrote nothing to stderr (nbgrader's rule). For tests of contract
+       functions, a hidden block made only of ``check(...)`` calls is not run here:
+       those cases are judged in step 2, so their source never enters the student's
+       process.
     2. The *authoritative verdict* for every contract function with a test cell: a
        separate confined child whose ``helpers`` lacks the reference of that function
-       runs the student's non-test cells, then calls the function on the cases of
-       ``helpers.checks`` (visible and hidden) and returns only the outputs. This
-       process (trusted) compares them with ``helpers.checks.compare``.
+       runs the function's answer cell and what it depends on (from the cells before
+       its first test), then calls the function on the cases of ``helpers.checks``
+       (visible and hidden) and returns only the outputs. This process (trusted)
+       compares them with ``helpers.checks.compare``.
     The points of a test cell about a contract function come from step 2 alone: a
     correct answer keeps its points even if the notebook run failed (a warning on
     stderr, a crash in an unrelated cell), and a test that passed in the notebook but
     fails the verdict on the same cases scores 0 and is flagged "tampering suspected".
-    Other test cells are scored by step 1.
+    Other test cells are scored by step 1, which is only as trustworthy as plain
+    nbgrader (code in a notebook can subvert its own process). When tampering is
+    suspected anywhere in a notebook, none of that notebook's step-1 passes count.
 
 Feedback never contains the source of hidden tests: tracebacks name test cells without
 quoting them, and captured output is scrubbed of every hidden-test line.
@@ -365,7 +371,7 @@ def _normalized(text: str) -> str:
 def _defined_functions(code: str) -> list[str]:
     try:
         tree = ast.parse(code)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return re.findall(r"^\s*def\s+(\w+)\s*\(", code, flags=re.M)
     return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
@@ -781,6 +787,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
 
     # 3. Points per graded cell, in source order.
     merged_by_id = {c.grade_id: c for c in merged.cells if c.kind == "test"}
+    kernel_only: set[str] = set()
     for scell in source.cells:
         if scell.kind == "manual":
             text = merged.answers.get(scell.grade_id, "")
@@ -797,6 +804,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
         note = merged.notes.get(scell.grade_id, "")
         cell_specs = specs.get(scell.grade_id, [])
         if not cell_specs:
+            kernel_only.add(scell.grade_id)
             status = "ok" if k_pass else (
                 result.status if line is None and result.status != "ok" else "failed")
             result.cells.append(CellResult(
@@ -844,5 +852,11 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
             message += f" ({note})"
         result.cells.append(CellResult(scell.grade_id, "test", points, scell.points, status,
                                        _short(scrub(message)), _feedback(line, scrub, extra)))
+    if any(f.startswith("tampering suspected") for f in result.flags):
+        for cell in result.cells:
+            if cell.kind == "test" and cell.grade_id in kernel_only and cell.points:
+                cell.points, cell.status = 0.0, "failed"
+                cell.message = ("not counted: tampering was suspected in this notebook, so "
+                                "its own test results cannot be trusted")
     result.seconds = time.perf_counter() - t0
     return result

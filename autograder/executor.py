@@ -37,7 +37,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import re
 import select
 import shutil
 import signal

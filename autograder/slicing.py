@@ -55,7 +55,7 @@ def _global_uses(code: str) -> set[str] | None:
     """
     try:
         top = symtable.symtable(code, "<cell>", "exec")
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     names: set[str] = set()
 
@@ -104,7 +104,10 @@ def _analyse(stmt: ast.stmt) -> tuple[set[str], set[str], bool]:
                         binds.add(root)
         elif isinstance(node, ast.Global):
             binds.update(node.names)
-    precise = _global_uses(ast.unparse(stmt))
+    try:
+        precise = _global_uses(ast.unparse(stmt))
+    except (RecursionError, ValueError):
+        precise = None
     if precise is not None:
         uses = precise | (binds & uses if isinstance(stmt, ast.AugAssign) else set())
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
@@ -117,6 +120,13 @@ def _analyse(stmt: ast.stmt) -> tuple[set[str], set[str], bool]:
 
 def _python(source: str) -> tuple[str, bool]:
     """(Python code of a cell, whether it is a cell magic). IPython syntax is translated."""
+    try:
+        ast.parse(source)
+        return source, False            # plain Python already (the common case)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    if len(source) > 50_000:            # not worth translating: treated as unparseable
+        return source, False
     try:
         from IPython.core.inputtransformer2 import TransformerManager
 
@@ -150,7 +160,7 @@ def slice_cells(cells: list[CellCode], extra_names: set[str] = frozenset()) -> d
         codes[cell.index] = code
         try:
             tree = ast.parse(code)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = None
         if cell.root or cell_magic or tree is None:
             if cell.root or cell_magic:

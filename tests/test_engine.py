@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import copy
 import json
-import os
 import statistics
 import time
 from pathlib import Path
@@ -225,6 +224,9 @@ def test_tampering_scores_nothing_and_is_flagged(attack, tmp_path):
     assert cell.points == 0
     assert cell.message.startswith("tampering suspected"), cell.message
     assert any("tampering suspected in test_dot" in f for f in result.flags)
+    # the notebook's own verdicts are void: test_most_similar is judged in the notebook only
+    assert _by_id(result)["test_most_similar"].points == 0
+    assert "tampering" in _by_id(result)["test_most_similar"].message
 
 
 def test_patching_numpy_comparisons_scores_nothing(tmp_path):
@@ -395,6 +397,19 @@ def test_unreadable_file_is_invalid(content, words, tmp_path):
     assert result.status == "invalid" and words in result.message
     assert set(_points(result)) == set(test_points(_solution()))
     assert all(c.points == 0 and c.status == "invalid" for c in result.cells)
+
+
+def test_pathological_cells_do_not_break_the_grader(tmp_path):
+    nb = _solution()
+    nb["cells"][1:1] = [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "source": "(" * 100_000 + ")" * 100_000},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "source": "x = 1\0"},
+        {"cell_type": "code", "metadata": {"nbgrader": "not a dict"}, "outputs": [], "source": 5},
+        {"cell_type": "code", "metadata": [], "outputs": [], "source": ["%%time\n", "y = 2"]},
+        "not a cell",
+    ]
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    assert _points(result) == test_points(_solution())
 
 
 def test_unknown_assignment_is_invalid(tmp_path):
