@@ -1061,3 +1061,14 @@ def test_expected_values_agree_with_torch():
         logits, targets = np.asarray(c.args[0], float), np.asarray(c.args[1])
         want = F.cross_entropy(t(logits), torch.tensor(targets))
         assert c.expected() == pytest.approx(float(want), rel=1e-9)
+
+
+def test_compare_never_raises_on_strange_answers():
+    """The grader feeds compare() whatever an isolated run returned."""
+    strange = [None, "abc", {"a": 1}, [1, [2, 3]], (np.zeros(2), "x"), np.array([np.nan]), [],
+               3, True, np.full((4, 4), np.inf), [[1e308, -1e308]], (None, None), object()]
+    for name in NAMES:
+        for c in cases(name)[:1]:
+            for got in strange:
+                problem = compare(name, c, got)
+                assert isinstance(problem, str) and problem.startswith("Case "), (name, got)
