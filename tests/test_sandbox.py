@@ -10,8 +10,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -327,3 +329,70 @@ def test_probe_mode_on_this_machine():
         assert mode == "namespaces"
     else:
         assert mode in ("namespaces", "fallback")
+
+
+NON_ROOT_SCRIPT = r"""
+import json, os, sys
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from autograder import engine, executor
+sol = Path({solution!r})
+nb = json.loads(sol.read_text())
+for c in nb["cells"]:
+    if c["metadata"].get("nbgrader", {{}}).get("grade_id") == "dot":
+        c["source"] = ("import os\ntry:\n    os.kill(-1, 9)\nexcept OSError:\n    pass\n"
+                       "def dot(a, b):\n    return float(sum(x * y for x, y in zip(a, b)))\n")
+sub = Path({sub!r})
+sub.write_text(json.dumps(nb))
+r = engine.grade_notebook(sub, "01_dot_products")
+print(json.dumps({{"uid": os.getuid(), "mode": executor.get_worker().mode, "status": r.status,
+                  "points": {{c.grade_id: c.points for c in r.cells}}}}))
+"""
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not all(os.path.exists(p) for p in (
+    "/usr/bin/unshare", "/usr/bin/setpriv")), reason="needs root to switch to an unprivileged user")
+def test_an_unprivileged_grader_uses_user_namespaces():
+    """Graded as `nobody`: the child enters a user namespace; kill(-1) spares the grader."""
+    tmp_path = Path(tempfile.mkdtemp(prefix="agr-nobody-"))   # pytest's tmp is root-only
+    try:
+        _grade_as_nobody(tmp_path)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _grade_as_nobody(tmp_path: Path) -> None:
+    os.chmod(tmp_path, 0o777)
+    script = tmp_path / "grade_as_nobody.py"
+    sub = tmp_path / "sub" / "01_dot_products" / "01_dot_products.ipynb"
+    sub.parent.mkdir(parents=True)
+    os.chmod(sub.parent, 0o777)
+    os.chmod(sub.parent.parent, 0o777)
+    script.write_text(NON_ROOT_SCRIPT.format(
+        repo=str(REPO_ROOT), sub=str(sub),
+        solution=str(SOLUTIONS_DIR / "01_dot_products" / "01_dot_products.ipynb")))
+    os.chmod(script, 0o644)
+    # The interpreter may live under /root (pyenv), which nobody cannot enter: in a
+    # private mount namespace, show /root as an empty world-readable folder that holds
+    # only the interpreter's tree.
+    prefix = Path(sys.base_prefix).resolve()
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    setup = ""
+    if prefix.is_relative_to("/root"):
+        top = Path("/root") / prefix.relative_to("/root").parts[0]
+        setup = (f"mount --bind {top} {hold} && mount -t tmpfs -o mode=755 tmpfs /root && "
+                 f"mkdir -p {top} && mount --bind {hold} {top} && ")
+    cmd = (setup + f"cd {tmp_path} && setpriv --reuid=65534 --regid=65534 --clear-groups "
+           f"env HOME={tmp_path} {sys.executable} {script}")
+    out = subprocess.run(["unshare", "--mount", "sh", "-c", cmd], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["uid"] == sandbox.NOBODY and seen["mode"] == "namespaces"
+    assert seen["status"] == "ok"
+    solution = json.loads((SOLUTIONS_DIR / "01_dot_products" / "01_dot_products.ipynb").read_text())
+    expected = {c["metadata"]["nbgrader"]["grade_id"]: float(c["metadata"]["nbgrader"].get("points", 0))
+                for c in solution["cells"] if c["metadata"].get("nbgrader", {}).get("grade")
+                and not c["metadata"]["nbgrader"].get("solution")}
+    assert {k: v for k, v in seen["points"].items() if k in expected} == expected
