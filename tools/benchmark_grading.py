@@ -18,6 +18,7 @@ Not a test: it takes minutes and all the machine's cores.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -69,15 +70,16 @@ def time_ours(submissions: Path, out: Path, jobs: int) -> float:
 
 def time_nbgrader(submissions: Path, course_root: Path, n_students: int) -> tuple[float, int]:
     """Plain nbgrader on the first ``n_students``: (seconds for autograde, notebooks)."""
-    names = assignments(SOLUTIONS_DIR)
-    generate(course_root, names)
-    count = 0
+    count, handed_in = 0, set()
     for student in sorted(p for p in submissions.iterdir() if p.is_dir())[:n_students]:
         for notebook in student.rglob("*.ipynb"):
             target = course_root / "submitted" / student.name / notebook.relative_to(student)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(notebook, target)
+            handed_in.add(notebook.parent.name)
             count += 1
+    names = [name for name in assignments(SOLUTIONS_DIR) if name in handed_in]
+    generate(course_root, names)
     start = time.perf_counter()
     for name in names:
         subprocess.run(nbgrader_command(course_root, "autograde", name, "--force", "--log-level=ERROR"),
@@ -95,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     rows = []
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"{cores} cores; load average before: {os.getloadavg()[0]:.1f} (timings are wall"
+          " clock: other work on the machine slows them down)", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         tmp = Path(tmp)
         submissions = tmp / "submissions"
@@ -104,11 +109,13 @@ def main(argv: list[str] | None = None) -> int:
         for jobs in (int(j) for j in args.jobs.split(",")):
             seconds = time_ours(submissions, tmp / f"out-{jobs}", jobs)
             rows.append((f"autograder grade --jobs {jobs}", notebooks, seconds))
-            print(f"  {rows[-1][0]}: {seconds:.1f} s", flush=True)
+            print(f"  {rows[-1][0]}: {seconds:.1f} s (load average {os.getloadavg()[0]:.1f})",
+                  flush=True)
         if args.nbgrader_students:
             seconds, count = time_nbgrader(submissions, tmp / "course", args.nbgrader_students)
             rows.append(("nbgrader autograde (serial)", count, seconds))
-            print(f"  {rows[-1][0]}: {seconds:.1f} s", flush=True)
+            print(f"  {rows[-1][0]}: {seconds:.1f} s (load average {os.getloadavg()[0]:.1f};"
+                  " includes nbgrader's start-up once per assignment)", flush=True)
 
     print()
     print(f"{'method':32} {'notebooks':>9} {'seconds':>9} {'s/notebook':>10} {'2400 notebooks':>15}")
