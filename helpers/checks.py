@@ -998,7 +998,22 @@ def _array_problem(name: str, expected, got, what: str = "the output") -> str | 
     ratio = _constant_ratio(exp, arr) if exp.size > 1 else None
     if ratio is not None:
         msg += f"\n    (every entry is {_num(ratio)} times the expected one)"
+    msg += _precision_hint(got, exp, arr)
     return msg
+
+
+def _precision_hint(got, exp: np.ndarray, arr: np.ndarray) -> str:
+    """A hint when the answer is right up to float32 rounding."""
+    dtype = getattr(got, "dtype", None)
+    if dtype is None and isinstance(got, (tuple, list)) and got:
+        dtype = getattr(got[0], "dtype", None)
+    low = dtype in (np.float32, np.float16) if dtype is not None else False
+    with _quiet():
+        near = bool(np.allclose(arr, exp, rtol=1e-3, atol=1e-5))
+    if low and near:
+        return (f"\n    (your answer is {dtype}, and right up to its rounding: compute in "
+                f"float64, e.g. np.asarray(x, dtype=np.float64))")
+    return ""
 
 
 def _constant_ratio(exp: np.ndarray, arr: np.ndarray):
