@@ -166,8 +166,8 @@ def _gradescope_submitters(root: Path) -> dict[str, list[dict]]:
     return found
 
 
-def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dict[str, dict]
-              ) -> tuple[list[str], str | None, str, str]:
+def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dict[str, dict],
+              assignment_names: set[str]) -> tuple[list[str], str | None, str, str]:
     """``(student ids, assignment folder hint, file name, lms)`` for a path in the download."""
     parts = rel.parts
     for i, part in enumerate(parts):
@@ -194,13 +194,15 @@ def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dic
         roster.setdefault(sid, {"student_id": sid, "name": m.group("name"), "email": "", "sid": "",
                                 "lms": "canvas"})
         return [sid], None, m.group("file"), "canvas"
-    if len(parts) >= 2:
-        hint = parts[-2] if len(parts) >= 3 else None
-        return [safe_id(parts[-3] if len(parts) >= 3 else parts[-2])], hint, parts[-1], "folders"
+    if len(parts) >= 3 and parts[-2] in assignment_names:   # .../<student>/<assignment>/<file>
+        return [safe_id(parts[-3])], parts[-2], parts[-1], "folders"
+    if len(parts) >= 2 and parts[-2] not in assignment_names:  # .../<student>/<file>
+        return [safe_id(parts[-2])], None, parts[-1], "folders"
     return [], None, parts[-1], ""
 
 
-def read_download(download: Path, work: Path, roster: dict[str, dict]) -> list[Candidate]:
+def read_download(download: Path, work: Path, roster: dict[str, dict],
+                  assignment_names: set[str]) -> list[Candidate]:
     """Every file of the download (a zip or a folder), identified, with zips opened."""
     times: dict[Path, float] = {}
     if download.is_file():
@@ -212,7 +214,7 @@ def read_download(download: Path, work: Path, roster: dict[str, dict]) -> list[C
     candidates = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = PurePosixPath(path.relative_to(root).as_posix())
-        ids, hint, filename, lms = _identify(rel, gradescope, roster)
+        ids, hint, filename, lms = _identify(rel, gradescope, roster, assignment_names)
         mtime = times.get(path, path.stat().st_mtime)
         if filename.lower().endswith(".zip") and ids and zipfile.is_zipfile(path):
             inner_root = work / "inner" / str(len(candidates)) / path.name
@@ -239,15 +241,13 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR) -> list[
     roster: dict[str, dict] = {}
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
-        candidates = read_download(download, Path(tmp), roster)
+        candidates = read_download(download, Path(tmp), roster, {a for a, _ in course})
         unmatched: list[tuple[Candidate, str]] = []
         chosen: dict[tuple[str, str, str], Candidate] = {}
         for cand in candidates:
             if cand.filename.lower().endswith(".zip") and cand.student_ids and zipfile.is_zipfile(cand.path):
                 unmatched.append((cand, "a zip file: its notebooks were taken out and matched"))
                 continue
-            if set(cand.student_ids) & {a for a, _ in course}:
-                cand.student_ids = []  # <assignment>/<notebook>.ipynb: whose is it?
             if not cand.student_ids:
                 unmatched.append((cand, "no student in the file's name or folder (expected Canvas,"
                                         " Moodle or Gradescope naming, or <student>/<assignment>/"

@@ -211,3 +211,17 @@ def test_unmatched_files_with_the_same_name_are_all_kept(tmp_path, solutions):
         collect.collect(download, out, solutions)
     kept = sorted(p.read_bytes() for p in (out / collect.UNMATCHED).rglob("notes*.txt"))
     assert kept == [b"first", b"second"]
+
+
+def test_folder_layouts_under_a_top_folder(tmp_path, solutions):
+    download = make_zip(tmp_path / "dl.zip", {
+        "export/jane/01_dot_products/01_dot_products.ipynb": nb("jane-1"),
+        "export/bob/02_softmax.ipynb": nb("bob-2"),
+        "02_softmax/02_softmax.ipynb": nb("whose?"),
+    })
+    out = tmp_path / "subs"
+    outcomes = collect.collect(download, out, solutions)
+    assert sorted(o.where for o in outcomes if o.status == "placed") == [
+        "bob/02_softmax/02_softmax.ipynb", "jane/01_dot_products/01_dot_products.ipynb"]
+    [unmatched] = [o for o in outcomes if o.status == "unmatched"]
+    assert unmatched.origin == "02_softmax/02_softmax.ipynb" and unmatched.reason.startswith("no student")
