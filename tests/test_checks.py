@@ -830,13 +830,12 @@ def test_a_wrong_number_and_a_constant_factor_are_reported_plainly():
 
 
 def test_float32_answers_get_a_precision_hint():
-    def layer_norm_float32(x, gamma, beta, eps=1e-5):
-        x = np.asarray(x, dtype=np.float32)
-        mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
-        return np.float32(gamma) * (x - mu) / np.sqrt(var + np.float32(eps)) + np.float32(beta)
-
-    _, exc = run_check("layer_norm", layer_norm_float32, group="basic")
-    assert "float32, and right up to its rounding: compute in float64" in str(exc)
+    """float32 rounding (relative error ~1e-7 per step) can add up past rtol=1e-6."""
+    c = cases("layer_norm")[0]
+    got = (c.expected() * (1 + 2e-6)).astype(np.float32)
+    assert "float32, and right up to its rounding: compute in float64" in compare(
+        "layer_norm", c, got)
+    assert "float32" not in compare("layer_norm", c, c.expected() * (1 + 2e-6))
 
 
 def test_wrong_values_report_the_first_differing_index():
