@@ -700,6 +700,108 @@ def _feedback(line: dict | None, scrub: _Scrubber, extra: list[str]) -> str:
     return text if len(text) <= FEEDBACK_CHARS else text[:FEEDBACK_CHARS] + "\n[...]"
 
 
+@dataclass
+class _Run:
+    """What the notebook run reported: the first line per cell, and how it ended."""
+
+    by_cell: dict[int, dict]
+    status: str               # ok | timeout | memory | crashed
+    message: str
+
+
+def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout: float,
+                  notebook_timeout: float, limits: sandbox.Limits) -> _Run:
+    """Step 1: the merged notebook (answers, tests and what they need) in a child."""
+    code = slicing.slice_cells([slicing.CellCode(
+        c.index, _kernel_source(c.source_cell) if c.kind == "test" else c.source,
+        c.kind in ("test", "answer")) for c in merged.cells])
+    cells = [{"index": c.index, "kind": c.kind, "grade_id": c.grade_id, "source": code[c.index]}
+             for c in merged.cells if c.index in code]
+    reply = res.worker.run({"kind": "notebook", "cells": cells, "cell_timeout": cell_timeout,
+                            "timeout": notebook_timeout}, res.conf(None, source), limits)
+    lines = executor.parse_lines(reply.get("output", ""))
+    by_cell: dict[int, dict] = {}
+    for line in lines:
+        i = line.get("cell")
+        if isinstance(i, int) and i not in by_cell:
+            by_cell[i] = line
+    timed_out = [i for i, line in by_cell.items() if line.get("timeout")]
+    memory = [i for i, line in by_cell.items() if line.get("memory")]
+    exit_code = reply.get("exit")
+    if exit_code == executor.EXIT_TIMEOUT or timed_out:
+        where = f" (cell {timed_out[0] + 1})" if timed_out else ""
+        return _Run(by_cell, "timeout", f"the notebook ran out of time{where}: cell limit "
+                                        f"{cell_timeout:g} s, notebook limit {notebook_timeout:g} s")
+    if memory:
+        return _Run(by_cell, "memory", f"the notebook exceeded the memory limit of "
+                                       f"{limits.memory_mb} MB (cell {memory[0] + 1})")
+    if not any(line.get("done") is True for line in lines):
+        how = (f"killed by signal {exit_code - 128}" if isinstance(exit_code, int)
+               and exit_code > 128 else f"exit code {exit_code}")
+        return _Run(by_cell, "crashed", f"the notebook's process stopped unexpectedly ({how})")
+    return _Run(by_cell, "ok", "")
+
+
+def _kernel_cell(scell: SourceCell, line: dict | None, run: _Run, note: str,
+                 scrub: _Scrubber) -> CellResult:
+    """A test cell that is not about a contract function: the notebook run decides."""
+    passed, text = _kernel_outcome(line, run.status)
+    status = "ok" if passed else (run.status if line is None and run.status != "ok" else "failed")
+    message = ("passed" if passed else scrub(text)) + (f" ({note})" if note else "")
+    return CellResult(scell.grade_id, "test", scell.points if passed else 0.0, scell.points,
+                      status, _short(message), _feedback(line, scrub, [note]))
+
+
+def _contract_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str, _Verdict],
+                   line: dict | None, run: _Run, note: str, missing: dict[str, str],
+                   scrub: _Scrubber) -> tuple[CellResult, list[str]]:
+    """A test cell about contract functions: the isolated verdicts decide.
+
+    Returns the cell's result and the functions whose verdict contradicts a pass in the
+    notebook run on the same (visible) cases: tampering.
+    """
+    k_pass, k_text = _kernel_outcome(line, run.status)
+    k_text = scrub(k_text)
+    problems, tampered, extra = [], [], []
+    status = "ok"
+    for spec in specs:
+        v = verdicts[spec.function]
+        idx = _select(v, spec)
+        failed = [k for k in idx if v.problems[k] is not None]
+        which = {None: "", True: "hidden ", False: "visible "}[spec.hidden]
+        group = f", group {spec.group!r}" if spec.group in v.groups else ""
+        extra.append(f"isolated check of {spec.function} ({which}cases{group}): "
+                     f"{len(idx) - len(failed)}/{len(idx)} passed")
+        if not failed:
+            continue
+        first = v.problems[failed[0]]
+        extra.append(first)
+        if spec.function in missing:
+            status = "missing"
+            first = f"answer cell {missing[spec.function]!r} not found in the submission"
+        elif v.status != "ok" and status == "ok":
+            status = v.status
+        problems.append(first)
+        if k_pass and spec.in_kernel and any(not v.hidden[k] and not v.inconclusive[k]
+                                             for k in failed):
+            tampered.append(spec.function)
+    if not problems:
+        points = scell.points
+        message = "passed" if k_pass else f"passed the isolated check (notebook run: {k_text})"
+    else:
+        points, status = 0.0, status if status != "ok" else "failed"
+        message = problems[0]
+        if tampered:
+            message = (f"tampering suspected: the test passed in the notebook, but the isolated "
+                       f"re-run of {', '.join(dict.fromkeys(tampered))} failed the same checks "
+                       f"({message})")
+    if note:
+        message += f" ({note})"
+    return (CellResult(scell.grade_id, "test", points, scell.points, status,
+                       _short(scrub(message)), _feedback(line, scrub, extra)),
+            list(dict.fromkeys(tampered)))
+
+
 def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 30,
                    notebook_timeout: float = 120, memory_mb: int = 2048,
                    solutions: Path | None = None) -> NotebookResult:
@@ -734,59 +836,24 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     scrub = _Scrubber(source)
 
     # 1. The notebook run.
-    code = slicing.slice_cells([slicing.CellCode(
-        c.index, _kernel_source(c.source_cell) if c.kind == "test" else c.source,
-        c.kind in ("test", "answer")) for c in merged.cells])
-    kernel_cells = [{"index": c.index, "kind": c.kind, "grade_id": c.grade_id,
-                     "source": code[c.index]} for c in merged.cells if c.index in code]
-    reply = res.worker.run({"kind": "notebook", "cells": kernel_cells,
-                            "cell_timeout": cell_timeout, "timeout": notebook_timeout},
-                           res.conf(None, source), limits)
-    lines = executor.parse_lines(reply.get("output", ""))
-    by_cell: dict[int, dict] = {}
-    for line in lines:
-        i = line.get("cell")
-        if isinstance(i, int) and i not in by_cell:
-            by_cell[i] = line
-    done = any(line.get("done") is True for line in lines)
-    timed_out = [i for i, l in by_cell.items() if l.get("timeout")]
-    memory = [i for i, l in by_cell.items() if l.get("memory")]
-    if reply.get("exit") == executor.EXIT_TIMEOUT or timed_out:
-        result.status = "timeout"
-        where = f" (cell {timed_out[0] + 1})" if timed_out else ""
-        result.message = (f"the notebook ran out of time{where}: cell limit {cell_timeout:g} s, "
-                          f"notebook limit {notebook_timeout:g} s")
-    elif memory:
-        result.status = "memory"
-        result.message = f"the notebook exceeded the memory limit of {memory_mb} MB (cell {memory[0] + 1})"
-    elif not done:
-        result.status = "crashed"
-        exit_code = reply.get("exit")
-        how = (f"killed by signal {exit_code - 128}" if isinstance(exit_code, int)
-               and exit_code > 128 else f"exit code {exit_code}")
-        result.message = f"the notebook's process stopped unexpectedly ({how})"
+    run = _notebook_run(merged, source, res, cell_timeout, notebook_timeout, limits)
+    result.status, result.message = run.status, run.message
 
-    # 2. The authoritative verdicts.
-    local_functions = tuple(fn for names in _answer_functions(source).values() for fn in names)
-    specs: dict[str, list[CaseSpec]] = {}
-    for c in merged.cells:
-        if c.kind == "test":
-            specs[c.grade_id] = case_specs(c.source_cell, _kernel_source(c.source_cell),
-                                           local_functions)
-    verdicts: dict[str, _Verdict] = {}
-    for fn in dict.fromkeys(s.function for ss in specs.values() for s in ss):
-        verdicts[fn] = _verdict(fn, merged, specs, source, res, cell_timeout,
-                                notebook_timeout, limits)
+    # 2. The authoritative verdicts, one isolated run per contract function tested.
+    answer_functions = _answer_functions(source)
+    local_functions = tuple(fn for names in answer_functions.values() for fn in names)
+    specs = {c.grade_id: case_specs(c.source_cell, _kernel_source(c.source_cell), local_functions)
+             for c in merged.cells if c.kind == "test"}
+    verdicts = {fn: _verdict(fn, merged, specs, source, res, cell_timeout, notebook_timeout,
+                             limits)
+                for fn in dict.fromkeys(s.function for ss in specs.values() for s in ss)}
     if res.worker.mode == "fallback":
         res.cleanup_fallback()
-
-    answer_of_function = {}
-    for gid, names in _answer_functions(source).items():
-        for fn in names:
-            answer_of_function.setdefault(fn, gid)
+    missing = {fn: gid for gid, names in answer_functions.items() if gid in merged.missing
+               for fn in names}
 
     # 3. Points per graded cell, in source order.
-    merged_by_id = {c.grade_id: c for c in merged.cells if c.kind == "test"}
+    index_of = {c.grade_id: c.index for c in merged.cells if c.kind == "test"}
     kernel_only: set[str] = set()
     for scell in source.cells:
         if scell.kind == "manual":
@@ -794,67 +861,24 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
             result.cells.append(CellResult(
                 scell.grade_id, "manual", 0.0, scell.points, "needs_manual_grade",
                 "graded by hand" if text.strip() else "graded by hand (the answer is empty)"))
-            continue
-        if scell.kind != "test":
-            continue
-        mcell = merged_by_id[scell.grade_id]
-        line = by_cell.get(mcell.index)
-        k_pass, k_text = _kernel_outcome(line, result.status)
-        k_text = scrub(k_text)
-        note = merged.notes.get(scell.grade_id, "")
-        cell_specs = specs.get(scell.grade_id, [])
-        if not cell_specs:
-            kernel_only.add(scell.grade_id)
-            status = "ok" if k_pass else (
-                result.status if line is None and result.status != "ok" else "failed")
-            result.cells.append(CellResult(
-                scell.grade_id, "test", scell.points if k_pass else 0.0, scell.points, status,
-                _short(("passed" if k_pass else k_text) + (f" ({note})" if note else "")),
-                _feedback(line, scrub, [note])))
-            continue
-        problems, tampered, status, extra = [], [], "ok", []
-        for spec in cell_specs:
-            v = verdicts[spec.function]
-            idx = _select(v, spec)
-            failed = [(k, v.problems[k]) for k in idx if v.problems[k] is not None]
-            which = {None: "", True: "hidden ", False: "visible "}[spec.hidden]
-            group = f", group {spec.group!r}" if spec.group in v.groups else ""
-            extra.append(f"isolated check of {spec.function} ({which}cases{group}): "
-                         f"{len(idx) - len(failed)}/{len(idx)} passed")
-            if failed:
-                problems.append(failed[0][1])
-                extra.append(failed[0][1])
-                if v.status != "ok":
-                    status = v.status
-                answer = answer_of_function.get(spec.function)
-                if answer in merged.missing:
-                    status = "missing"
-                if k_pass and spec.in_kernel and any(not v.hidden[k] and not v.inconclusive[k]
-                                                     for k, _ in failed):
-                    tampered.append(spec.function)
-        if problems:
-            points, status = 0.0, status if status != "ok" else "failed"
-            if status == "missing":
-                answer = next(answer_of_function.get(s.function) for s in cell_specs)
-                message = f"answer cell {answer!r} not found in the submission"
+        elif scell.kind == "test":
+            line = run.by_cell.get(index_of[scell.grade_id])
+            note = merged.notes.get(scell.grade_id, "")
+            if specs[scell.grade_id]:
+                cell, tampered = _contract_cell(scell, specs[scell.grade_id], verdicts, line,
+                                                run, note, missing, scrub)
+                if tampered:
+                    result.flags.append(
+                        f"tampering suspected in {scell.grade_id}: the test passed in the "
+                        f"notebook, but the isolated re-run of {', '.join(tampered)} failed "
+                        f"the same checks")
             else:
-                message = problems[0]
-            if tampered:
-                fns = ", ".join(dict.fromkeys(tampered))
-                flag = (f"tampering suspected in {scell.grade_id}: the test passed in the "
-                        f"notebook, but the isolated re-run of {fns} failed the same checks")
-                result.flags.append(flag)
-                message = "tampering suspected: " + flag.split(": ", 1)[1] + f" ({message})"
-        else:
-            points = scell.points
-            message = "passed" if k_pass else f"passed the isolated check (notebook run: {k_text})"
-        if note:
-            message += f" ({note})"
-        result.cells.append(CellResult(scell.grade_id, "test", points, scell.points, status,
-                                       _short(scrub(message)), _feedback(line, scrub, extra)))
+                kernel_only.add(scell.grade_id)
+                cell = _kernel_cell(scell, line, run, note, scrub)
+            result.cells.append(cell)
     if any(f.startswith("tampering suspected") for f in result.flags):
         for cell in result.cells:
-            if cell.kind == "test" and cell.grade_id in kernel_only and cell.points:
+            if cell.grade_id in kernel_only and cell.points:
                 cell.points, cell.status = 0.0, "failed"
                 cell.message = ("not counted: tampering was suspected in this notebook, so "
                                 "its own test results cannot be trusted")
