@@ -85,7 +85,8 @@ def test_every_function_has_visible_and_more_hidden_cases(name):
 
 SLIDES_FIRST = ["dot", "cosine_similarity", "pairwise_scores", "softmax",
                 "simple_self_attention", "project_qkv", "scaled_dot_product_attention",
-                "causal_mask", "cross_attention", "multi_head_attention", "layer_norm", "embed"]
+                "causal_mask", "cross_attention", "multi_head_attention", "layer_norm", "embed",
+                "lm_head"]
 
 
 @pytest.mark.parametrize("name", SLIDES_FIRST)
