@@ -575,12 +575,18 @@ class _Verdict:
     note: str = ""
 
 
-def _load_cases(function: str):
+@lru_cache(maxsize=None)
+def _load_cases(function: str) -> tuple[tuple, tuple[bool, ...], tuple[str, ...]]:
+    """The visible then hidden cases of ``function``, which are hidden, and their
+    encoded arguments (computed once per grading process; cases are fixed)."""
     from helpers import checks
 
     visible = list(checks.cases(function, hidden=False))
     hidden = list(checks.cases(function, hidden=True))
-    return visible + hidden, [False] * len(visible) + [True] * len(hidden)
+    cases = tuple(visible + hidden)
+    payloads = tuple(sandbox.b64(sandbox.encode((tuple(c.args), dict(c.kwargs))))
+                     for c in cases)
+    return cases, (False,) * len(visible) + (True,) * len(hidden), payloads
 
 
 def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
@@ -588,9 +594,8 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
              limits: sandbox.Limits) -> _Verdict:
     from helpers import checks
 
-    cases, hidden = _load_cases(function)
+    cases, hidden, payloads = _load_cases(function)
     groups = [str(getattr(c, "group", "") or "") for c in cases]
-    payloads = [sandbox.b64(sandbox.encode((tuple(c.args), dict(c.kwargs)))) for c in cases]
     first_test = min((c.index for c in merged.cells if c.kind == "test"
                       and function in {s.function for s in specs_of.get(c.grade_id, [])}),
                      default=len(merged.cells))
@@ -599,7 +604,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
                                 for c in merged.cells if c.kind != "test" and c.index < first_test],
                                {function})
     cells = [{"index": i, "kind": "code", "source": src} for i, src in sorted(code.items())]
-    job = {"kind": "calls", "cells": cells, "function": function, "cases": payloads,
+    job = {"kind": "calls", "cells": cells, "function": function, "cases": list(payloads),
            "cell_timeout": cell_timeout, "case_timeout": cell_timeout,
            "timeout": notebook_timeout}
     reply = res.worker.run(job, res.conf(function, source), limits)
@@ -638,7 +643,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
         except Exception as exc:   # compare() on a strange value: a failed case
             problems.append(f"{function} returned a value that cannot be compared "
                             f"({type(exc).__name__}: {_short(exc, 200)})")
-    return _Verdict(function, problems, hidden, groups, inconclusive, status, note)
+    return _Verdict(function, problems, list(hidden), groups, inconclusive, status, note)
 
 
 def _case_error(function: str, case, err: str) -> str:
