@@ -28,8 +28,10 @@ Two kinds of job:
     output discarded, then call the function on each case (arguments arrive as
     ``sandbox.encode`` bytes) and send back its return value, encoded, one line per case.
 
-Timings (see tests/test_engine.py): forking a warm worker and confining the child takes
-a few milliseconds; a small notebook finishes in well under 0.3 s.
+Cost: forking the warm worker and confining the child take a few milliseconds; the
+course's notebooks need 0.02-0.13 s of CPU each to grade (0.5 s for the language-model
+notebook, whose sampling checks generate ~1000 tokens), all runs included. The ``done``
+line of each job reports the CPU seconds its child used.
 """
 
 from __future__ import annotations
@@ -239,6 +241,13 @@ def _send(fd: int, obj: dict) -> None:
         view = view[n:]
 
 
+def _cpu_seconds() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return round(usage.ru_utime + usage.ru_stime, 4)
+
+
 def _job_notebook(job: dict, fd: int) -> None:
     cells = job["cells"]
     labels = {f"<cell {c['index']}>": f"test cell {c['grade_id']}"
@@ -249,7 +258,7 @@ def _job_notebook(job: dict, fd: int) -> None:
         _send(fd, res)
         if res["timeout"] or res["memory"]:
             break
-    _send(fd, {"done": True})
+    _send(fd, {"done": True, "cpu": _cpu_seconds()})
 
 
 def _job_calls(job: dict, fd: int) -> None:
@@ -300,7 +309,7 @@ def _job_calls(job: dict, fd: int) -> None:
         finally:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         _send(fd, line)
-    _send(fd, {"done": True})
+    _send(fd, {"done": True, "cpu": _cpu_seconds()})
 
 
 def _child_b(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
