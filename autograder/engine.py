@@ -812,7 +812,9 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
                    solutions: Path | None = None) -> NotebookResult:
     """Grade one submitted notebook against ``solutions/<assignment>/`` (see module doc).
 
-    ``solutions`` replaces the repository's ``solutions/`` folder (for tests). Raises
+    Takes at most ``2 * notebook_timeout`` seconds plus a few: the notebook run, then the
+    isolated runs sharing a second budget. ``solutions`` replaces the repository's
+    ``solutions/`` folder (for tests). Raises
     only when the grader itself cannot run (``executor.WorkerError``), never because of
     the submission.
     """
@@ -849,9 +851,14 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     local_functions = tuple(fn for names in answer_functions.values() for fn in names)
     specs = {c.grade_id: case_specs(c.source_cell, _kernel_source(c.source_cell), local_functions)
              for c in merged.cells if c.kind == "test"}
-    verdicts = {fn: _verdict(fn, merged, specs, source, res, cell_timeout, notebook_timeout,
-                             limits)
-                for fn in dict.fromkeys(s.function for ss in specs.values() for s in ss)}
+    # They share one budget of notebook_timeout seconds (so grading a notebook takes at
+    # most twice notebook_timeout, plus a few seconds, whatever it does).
+    verdicts: dict[str, _Verdict] = {}
+    budget_end = time.monotonic() + notebook_timeout
+    for fn in dict.fromkeys(s.function for ss in specs.values() for s in ss):
+        left = max(1.0, budget_end - time.monotonic())
+        verdicts[fn] = _verdict(fn, merged, specs, source, res, min(cell_timeout, left), left,
+                                limits)
     if res.worker.mode == "fallback":
         res.cleanup_fallback()
     missing = {fn: gid for gid, names in answer_functions.items() if gid in merged.missing
