@@ -513,7 +513,7 @@ def residual_stream_figure(x, blocks, n_heads: int, title: str | None = None):
         ffn.append(np.linalg.norm(t5, axis=-1).mean())
         stream.append(np.linalg.norm(h, axis=-1).mean())
     L = len(blocks)
-    fig, ax = new_figure(6.4, 3.4)
+    fig, ax = new_figure(8.0, 3.4)
     ax.plot(range(L + 1), stream, "o-", color=BASE_COLOR, label="stream |x| after block l")
     ax.plot(np.arange(1, L + 1) - 0.1, attn, "s", color=ACCENT_COLOR,
             label="attention writes |t2|")
@@ -524,7 +524,7 @@ def residual_stream_figure(x, blocks, n_heads: int, title: str | None = None):
     ax.set_ylabel("mean vector length")
     ax.set_ylim(0, None)
     ax.spines[["top", "right"]].set_visible(False)
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if title:
         ax.set_title(title)
     return fig
