@@ -646,6 +646,20 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
     return _Verdict(function, problems, list(hidden), groups, inconclusive, status, note)
 
 
+def _summary(text: str) -> str:
+    """One line from a ``checks.compare`` explanation: the known mistake first (the
+    most useful words), then the case and the problem. Other text is returned as is."""
+    lines = [line.strip() for line in text.splitlines()]
+    problem = next((line[len("Problem:"):].strip() for line in lines
+                    if line.startswith("Problem:")), None)
+    if problem is None:
+        return text
+    mistake = next((line for line in lines if line.startswith("Likely mistake:")), "")
+    case = re.match(r"Case ('[^']*')", lines[0])
+    where = f"case {case.group(1)}: " if case else ""
+    return (f"{mistake} ({where}{problem})" if mistake else f"{where}{problem}")
+
+
 def _case_error(function: str, case, err: str) -> str:
     """Words for a case on which the isolated call raised (``err``: "Type: text")."""
     if err.startswith("NotImplementedError"):
@@ -781,6 +795,7 @@ def _contract_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str,
             continue
         first = v.problems[failed[0]]
         extra.append(first)
+        first = _summary(first)
         if spec.function in missing:
             status = "missing"
             first = f"answer cell {missing[spec.function]!r} not found in the submission"

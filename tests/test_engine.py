@@ -160,7 +160,9 @@ def test_wrong_answer_loses_its_cell_and_says_why(tmp_path):
     result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
     cells = _by_id(result)
     assert cells["test_dot"].points == 0 and cells["test_dot"].status == "failed"
-    assert "Case" in cells["test_dot"].message and "Problem" in cells["test_dot"].message
+    message, feedback = cells["test_dot"].message, cells["test_dot"].feedback
+    assert "case '" in message and "expected" in message and "got" in message, message
+    assert "Input:" in feedback and "Problem:" in feedback      # the full explanation
     # (the solution's cosine_similarity calls the learner's dot, so it fails too)
     assert cells["test_pairwise_scores"].points == cells["test_pairwise_scores"].max_points
     assert not result.flags
