@@ -16,6 +16,7 @@ line long: ``widgets.softmax_temperature_explorer()``.
 from __future__ import annotations
 
 import base64
+import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -144,7 +145,7 @@ class Explorer:
         self._status = ipywidgets.HTML("")
         for name, w in self._widgets.items():
             w.observe(self._on_change(name), names="value")
-        header = ipywidgets.HTML(f"<b>{self.title}</b>")
+        header = ipywidgets.HTML(f"<b>{html.escape(self.title)}</b>")
         controls = ipywidgets.HBox(list(self._widgets.values()),
                                    layout=ipywidgets.Layout(flex_flow="row wrap"))
         return ipywidgets.VBox([header, controls, self._image, self._status])
