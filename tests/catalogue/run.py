@@ -1,0 +1,307 @@
+"""One real grading run of every catalogue entry, every attack and two honest students.
+
+``graded()`` writes SUBMISSIONS (one student per catalogue entry and per attack, plus
+the honest students ``honest-first`` and ``honest-last``, who hand in every solution
+notebook), runs ``python -m autograder grade SUBMISSIONS --out OUT --jobs 2`` once, and
+returns what the tests need: the grades per student, the feedback pages, the exit code,
+the time taken, and what changed on disk. It also grades ``honest-first`` alone, so that
+tests can check that sharing a run with attackers changed nothing for an honest student.
+
+The result is cached for the test session: ``tests/test_catalogue.py`` and
+``tests/test_attacks.py`` share the same run.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import html
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from autograder import REPO_ROOT, SOLUTIONS_DIR
+
+from catalogue import Entry, assignments, catalogue_notebook, entries, student_notebook
+
+#: Limits of the run (the command's options): generous for honest notebooks, short
+#: enough that the hanging attacks do not dominate the run.
+TIMEOUT, CELL_TIMEOUT, JOBS = 40, 20, 2
+HONEST = ("0-honest-first", "zz-honest-last")
+
+
+@dataclass
+class Run:
+    submissions: Path
+    out: Path
+    returncode: int
+    seconds: float
+    stdout: str
+    stderr: str
+    rows: dict[tuple[str, str], dict[str, dict]]        # (student, assignment) -> grade_id -> row
+    records: dict[tuple[str, str], dict]                 # (student, assignment) -> results.jsonl record
+    students: dict[str, object]                          # student id -> Entry, [Entry], Attack
+    student_of: dict[str, str]                           # Entry.id or Attack.key -> student id
+    alone_rows: dict[tuple[str, str], dict[str, dict]]   # honest-first graded alone
+    alone_seconds: float
+    submissions_before: dict[str, str]
+    submissions_after: dict[str, str]
+    canary: Path
+    canary_before: str
+    canary_after: str | None
+    canary_dir_after: list[str]
+    marker: str
+    marker_hits: list[str]                                # files outside OUT holding the marker
+    missing_after_run: list[str]                          # protected files gone after the run
+    new_gradebooks: list[str]                             # gradebook.db files that appeared
+    out_unexpected: list[str]                             # files in OUT the grader does not write
+    network_hits: list[bytes] = field(default_factory=list)
+    mode: str = ""
+
+    def feedback(self, student: str, assignment: str) -> str:
+        """The student's feedback page for an assignment, as plain text (unescaped)."""
+        path = self.out / "feedback" / student / assignment / f"{assignment}.html"
+        return html.unescape(path.read_text(encoding="utf-8")) if path.is_file() else ""
+
+    def feedback_html(self, student: str, assignment: str) -> str:
+        path = self.out / "feedback" / student / assignment / f"{assignment}.html"
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+def student_id(prefix: str, n: int, key: str) -> str:
+    return f"{prefix}{n:03d}-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", key)
+
+
+def _hash_tree(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _protected() -> list[Path]:
+    """Files an attack tries to change or delete: solutions, the reference, the grader."""
+    return sorted(SOLUTIONS_DIR.glob("*/*.ipynb")) + [
+        REPO_ROOT / "helpers" / "reference.py", REPO_ROOT / "helpers" / "checks.py",
+        REPO_ROOT / "autograder" / "engine.py"]
+
+
+def _gradebooks(roots: list[Path]) -> set[str]:
+    found = set()
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if d not in (".git", ".venv", "node_modules")]
+            found |= {os.path.join(dirpath, f) for f in filenames if f.startswith("gradebook")}
+    return found
+
+
+def _unexpected_outputs(out: Path) -> list[str]:
+    """Files in OUT that the grading command does not write (its layout: docs/grading.md)."""
+    allowed = {"results.jsonl", "grades.csv", "summary.csv"}
+    bad = []
+    for path in sorted(out.rglob("*")):
+        rel = path.relative_to(out).parts
+        if path.is_dir():
+            continue
+        if len(rel) == 1 and rel[0] in allowed:
+            continue
+        if len(rel) == 4 and rel[0] == "feedback" and rel[3] == f"{rel[2]}.html":
+            continue
+        bad.append("/".join(rel))
+    return bad
+
+
+def _scan_for_marker(roots: list[Path], marker: str, skip: list[Path],
+                     max_depth: int = 100) -> list[str]:
+    """Files under ``roots`` (not under ``skip``, at most ``max_depth`` folders down)
+    whose name or first MB holds ``marker``."""
+    hits = []
+    needle = marker.encode()
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            here = Path(dirpath)
+            hits += [str(here / d) for d in dirnames if marker in d]
+            depth = len(here.relative_to(root).parts)
+            dirnames[:] = [d for d in dirnames if d not in (".git", ".venv", "node_modules")
+                           and not any((here / d) == s for s in skip) and depth < max_depth]
+            for name in filenames:
+                path = here / name
+                try:
+                    if marker in name:
+                        hits.append(str(path))
+                    elif path.is_file() and path.stat().st_size < 50_000_000:
+                        with open(path, "rb") as f:
+                            if needle in f.read(1_000_000):
+                                hits.append(str(path))
+                except OSError:
+                    continue
+    return hits
+
+
+class _Listener:
+    """A TCP server on 127.0.0.1 that records what connects (network-isolation check)."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.5)
+        self.port = self.sock.getsockname()[1]
+        self.hits: list[bytes] = []
+        self.stop = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                try:
+                    self.hits.append(conn.recv(1000) or b"<connected>")
+                except OSError:
+                    self.hits.append(b"<connected>")
+
+    def close(self):
+        self.stop = True
+        self.thread.join(3)
+        self.sock.close()
+
+
+def _read_rows(out: Path) -> dict[tuple[str, str], dict[str, dict]]:
+    rows: dict[tuple[str, str], dict[str, dict]] = {}
+    with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            rows.setdefault((row["student_id"], row["assignment"]), {})[row["grade_id"]] = row
+    return rows
+
+
+def _read_records(out: Path) -> dict[tuple[str, str], dict]:
+    records = {}
+    for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = json.loads(line)
+            records[(r["student_id"], r["assignment"])] = r
+    return records
+
+
+def _write(nb: dict, root: Path, student: str, assignment: str) -> None:
+    path = root / student / assignment / f"{assignment}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+
+
+def _grade(submissions: Path, out: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop("AUTOGRADER_ISOLATION", None) if env.get("AUTOGRADER_ISOLATION") == "" else None
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
+         "--jobs", str(JOBS), "--timeout", str(TIMEOUT), "--cell-timeout", str(CELL_TIMEOUT)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=900, env=env)
+
+
+def correct_packs() -> list[list[Entry]]:
+    """The correct entries, packed: the k-th correct answer of every function of an
+    assignment share one notebook (every test cell of it must earn full marks), which
+    keeps the run short."""
+    by_slot: dict[tuple[str, int], list[Entry]] = {}
+    counts: dict[str, int] = {}
+    for entry in entries():
+        if entry.kind != "correct":
+            continue
+        k = counts[entry.function] = counts.get(entry.function, -1) + 1
+        by_slot.setdefault((assignments()[entry.function], k), []).append(entry)
+    return [by_slot[key] for key in sorted(by_slot)]
+
+
+@lru_cache(maxsize=1)
+def graded() -> Run:
+    """Build SUBMISSIONS, grade it once with the real command, collect the evidence."""
+    from attacks import attacks, fill
+
+    from autograder import sandbox
+
+    tmp = Path(tempfile.mkdtemp(prefix="grading-truth-"))
+    submissions, out = tmp / "SUBMISSIONS", tmp / "OUT"
+    canary_dir = tmp / "canary"
+    canary_dir.mkdir()
+    canary = canary_dir / "canary.txt"
+    canary.write_text("the grader must not touch this file\n")
+    marker = "PWNED" + hashlib.sha256(str(tmp).encode()).hexdigest()[:12]
+    listener = _Listener()
+    places = {"REPO": str(REPO_ROOT), "OUT": str(out), "SUBMISSIONS": str(submissions),
+              "CANARY": str(canary), "MARK": marker, "PORT": str(listener.port),
+              "SOLUTIONS": str(SOLUTIONS_DIR)}
+
+    students: dict[str, object] = {}
+    student_of: dict[str, str] = {}
+    for n, entry in enumerate(e for e in entries() if e.kind == "wrong"):
+        sid = student_id("cat", n, entry.id)
+        students[sid], student_of[entry.id] = entry, sid
+        _write(catalogue_notebook(entry), submissions, sid, assignments()[entry.function])
+    for n, pack in enumerate(correct_packs()):
+        assignment = assignments()[pack[0].function]
+        sid = student_id("cok", n, assignment)
+        students[sid] = pack
+        student_of.update((e.id, sid) for e in pack)
+        _write(student_notebook(assignment, {e.function: e.source for e in pack}),
+               submissions, sid, assignment)
+    for n, attack in enumerate(attacks()):
+        sid = student_id("atk", n, attack.key)
+        students[sid], student_of[attack.key] = attack, sid
+        for assignment, nb in attack.notebooks(places).items():
+            _write(nb, submissions, sid, assignment)
+    honest = {a: student_notebook(a) for a in sorted({p.parent.name for p in
+                                                      SOLUTIONS_DIR.glob("*/*.ipynb")})}
+    for sid in HONEST:
+        for assignment, nb in honest.items():
+            _write(nb, submissions, sid, assignment)
+    alone = tmp / "ALONE"
+    for assignment, nb in honest.items():
+        _write(nb, alone, HONEST[0], assignment)
+
+    before = _hash_tree(submissions)
+    protected = [p for p in _protected() if p.is_file()]
+    gradebooks_before = _gradebooks([REPO_ROOT, tmp])
+    t0 = time.monotonic()
+    proc = _grade(submissions, out)
+    seconds = time.monotonic() - t0
+    listener.close()
+    after = _hash_tree(submissions)
+    missing_after_run = [str(p) for p in protected if not p.is_file()]
+    new_gradebooks = sorted(_gradebooks([REPO_ROOT, tmp]) - gradebooks_before)
+    canary_after = canary.read_text() if canary.is_file() else None
+    canary_dir_after = sorted(p.name for p in canary_dir.iterdir())
+    marker_hits = _scan_for_marker([REPO_ROOT, tmp], marker, skip=[out, submissions])
+    shared = [Path(tempfile.gettempdir()), Path("/tmp"), Path("/dev/shm"), Path.home()]
+    marker_hits += _scan_for_marker([p for p in dict.fromkeys(shared) if p.is_dir()], marker,
+                                    skip=[tmp], max_depth=1)
+
+    t1 = time.monotonic()
+    alone_proc = _grade(alone, tmp / "ALONE_OUT")
+    alone_seconds = time.monotonic() - t1
+    alone_rows = _read_rows(tmp / "ALONE_OUT") if alone_proc.returncode == 0 else {}
+
+    rows = _read_rows(out) if (out / "grades.csv").is_file() else {}
+    records = _read_records(out) if (out / "results.jsonl").is_file() else {}
+    return Run(submissions, out, proc.returncode, seconds, proc.stdout, proc.stderr, rows,
+               records, students, student_of, alone_rows, alone_seconds, before, after, canary,
+               "the grader must not touch this file\n", canary_after, canary_dir_after,
+               marker, marker_hits, missing_after_run, new_gradebooks,
+               _unexpected_outputs(out) if out.is_dir() else ["OUT missing"], listener.hits,
+               sandbox.probe_mode())
+
+
+def cleanup(run: Run) -> None:
+    shutil.rmtree(run.submissions.parent, ignore_errors=True)

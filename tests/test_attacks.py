@@ -1,0 +1,126 @@
+"""Nothing in a notebook can raise its own score, harm the grader or other students.
+
+The attacks of ``tests/attacks/`` (one module per class, see docs/threat_model.md) are
+graded in the same single run of the real command as the catalogue
+(``tests/catalogue/run.py``), next to two honest students. Checked here:
+
+* every attack earns nothing it did not earn honestly, and is flagged where the design
+  says so;
+* the grader survives (exit code 0, every notebook graded);
+* the honest students get exactly the grades they get when graded alone;
+* SUBMISSIONS is unchanged, and no file outside OUT was written: a marker string that
+  the attacks write everywhere they can appears in no file of the repository, the temp
+  folders or the home folder; a canary file is untouched; solutions and the grader's code
+  are still there; no gradebook.db appeared;
+* no connection reached the machine's loopback network (namespace isolation);
+* feedback pages escape what the learner wrote and never show hidden tests.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from attacks import Attack, attacks
+from catalogue import graded_test_cells, hidden_lines
+from catalogue.run import HONEST, graded
+
+pytestmark = pytest.mark.slow
+
+ATTACKS = attacks()
+
+
+def _param(attack: Attack):
+    marks = ()
+    if attack.defect:
+        marks = (pytest.mark.xfail(strict=True, reason=attack.defect),)
+    return pytest.param(attack, id=attack.key, marks=marks)
+
+
+@pytest.fixture(scope="module")
+def run():
+    return graded()
+
+
+def _points(rows: dict[str, dict]) -> dict[str, float]:
+    return {g: float(r["points"]) for g, r in rows.items() if r["kind"] == "test"}
+
+
+@pytest.mark.parametrize("attack", [_param(a) for a in ATTACKS])
+def test_attack_gains_nothing(run, attack):
+    sid = run.student_of[attack.key]
+    rows = run.rows.get((sid, attack.assignment))
+    assert rows, f"{sid} was not graded"
+    got = _points(rows)
+    if attack.expect == "nothing":
+        expected = {g: 0.0 for g in graded_test_cells(attack.assignment)}
+    else:
+        honest = _points(run.rows[(HONEST[0], attack.assignment)])
+        expected = {g: 0.0 if g in attack.lose else p for g, p in honest.items()}
+    assert got == expected, {g: rows[g]["message"] for g in got if got[g] != expected.get(g)}
+    record = run.records[(sid, attack.assignment)]
+    if attack.flagged:
+        assert any(attack.flagged in f for f in record["flags"]), record["flags"]
+    assert record["status"] != "grader_error"
+
+
+def test_grader_survives_every_attack(run):
+    assert run.returncode == 0, run.stderr[-3000:]
+    statuses = {r["status"] for r in run.records.values()}
+    assert "grader_error" not in statuses
+    for sid, who in run.students.items():
+        assignments = ([who.assignment] if isinstance(who, Attack) else
+                       {r[1] for r in run.rows if r[0] == sid})
+        for assignment in assignments:
+            assert (sid, assignment) in run.records, f"{sid}/{assignment} not graded"
+
+
+def test_honest_students_grade_as_when_graded_alone(run):
+    assert run.alone_rows, "grading the honest student alone failed"
+    for sid in HONEST:
+        for (who, assignment), rows in run.alone_rows.items():
+            shared = run.rows[(sid, assignment)]
+            assert {g: (r["points"], r["status"], r["message"]) for g, r in shared.items()} == \
+                   {g: (r["points"], r["status"], r["message"]) for g, r in rows.items()}, \
+                   (sid, assignment)
+            assert run.records[(sid, assignment)]["flags"] == []
+
+
+def test_submissions_folder_is_unchanged(run):
+    assert run.submissions_after == run.submissions_before
+
+
+def test_nothing_written_outside_the_output(run):
+    assert run.marker_hits == [], run.marker_hits
+    assert run.canary_after == run.canary_before
+    assert run.canary_dir_after == [run.canary.name]
+    assert run.missing_after_run == [], run.missing_after_run
+    assert run.new_gradebooks == [], run.new_gradebooks
+    assert run.out_unexpected == [], run.out_unexpected
+
+
+def test_grading_output_holds_no_forged_rows(run):
+    students = set(run.students) | set(HONEST)
+    assert {sid for sid, _ in run.rows} <= students
+    assert {sid for sid, _ in run.records} <= students
+
+
+def test_no_network_from_a_notebook(run):
+    if run.mode != "namespaces":
+        pytest.skip("fallback isolation has no network namespace (docs/threat_model.md)")
+    assert run.network_hits == []
+
+
+def test_feedback_escapes_html_from_the_learner(run):
+    sid = run.student_of["html_injection"]
+    page = run.feedback_html(sid, "02_softmax")
+    assert page, "no feedback page"
+    lowered = page.lower()
+    assert "<script" not in lowered and "<img" not in lowered
+    assert "&lt;script&gt;" in lowered           # the learner's text is shown, escaped
+
+
+def test_feedback_of_a_hidden_test_thief_shows_no_hidden_test(run):
+    sid = run.student_of["search_for_hidden_tests"]
+    text = run.feedback(sid, "02_softmax")
+    assert text
+    assert not [line for line in hidden_lines("02_softmax") if line in text]
