@@ -96,6 +96,14 @@ class _Capped:
     def isatty(self) -> bool:
         return False
 
+    def fileno(self) -> int:
+        import io
+
+        raise io.UnsupportedOperation("captured output has no file descriptor")
+
+    def writable(self) -> bool:
+        return True
+
     encoding = "utf-8"
 
     def getvalue(self) -> str:

@@ -179,6 +179,20 @@ def test_unstable_softmax_is_diagnosed(tmp_path):
     assert "stable" in cell.message or "maximum" in cell.message, cell.message
 
 
+@pytest.mark.skipif(not (SOLUTIONS_DIR / "08_language_model").is_dir(), reason="notebook 08 not written yet")
+def test_known_mistake_is_named_first(tmp_path):
+    nb = _with_answer("08_language_model", "cross_entropy",
+                      "def cross_entropy(logits, targets):\n"
+                      "    z = np.asarray(logits, dtype=float)\n"
+                      "    m = z.max(axis=-1, keepdims=True)\n"
+                      "    logp = z - m - np.log(np.exp(z - m).sum(axis=-1, keepdims=True))\n"
+                      "    return float(-logp[np.arange(len(targets)), targets].sum())\n")
+    result = _grade(_write(nb, tmp_path, "08_language_model"), "08_language_model")
+    cell = _by_id(result)["test_cross_entropy"]
+    assert cell.points == 0
+    assert cell.message.startswith("Likely mistake:") and "mean" in cell.message, cell.message
+
+
 def test_correct_answer_written_differently_earns_full_marks(tmp_path):
     nb = _with_answer("02_softmax", "softmax",
                       "def softmax(z, axis=-1):\n"
