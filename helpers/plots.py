@@ -541,9 +541,9 @@ def layer_norm_figure(x, scale: float, shift: float, gamma: float, beta: float):
     fig, axes = new_figure(9.0, 3.2, ncols=2)
     limit = max(3.0, float(np.abs(z).max()) * 1.15)
     bars(axes[0], z, labels, ylim=(-limit, limit), fmt="{:.1f}",
-         title=f"input: mean {z.mean():.2f}, std {z.std():.2f}")
+         title=f"input: mean {z.mean():.2f}, std {z.std():.2f}".replace("-0.00", "0.00"))
     bars(axes[1], y, labels, ylim=(-4, 4), fmt="{:.2f}", color=ACCENT_COLOR,
-         title=f"layer norm: mean {y.mean():.2f}, std {y.std():.2f}")
+         title=f"layer norm: mean {y.mean():.2f}, std {y.std():.2f}".replace("-0.00", "0.00"))
     for ax in axes:
         ax.set_xlabel("feature")
     return fig
