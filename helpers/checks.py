@@ -34,7 +34,8 @@ length is right, every id is possible, and the sampled ids are as likely under
 cropped to ``n_ctx``) as a real sample would be (a z-test of their total negative
 log-likelihood over a few hundred steps, threshold ``|z| <= 5``). :func:`check` also
 calls the first sampling case twice with the same seed and requires the same ids (the rng
-argument must be used); the grader, which calls each case once, does not judge that.
+argument must be used); :func:`repeat_problem` judges such a pair of outputs for a grader
+that calls a case twice.
 
 Groups of cases (``group=``): ``slides`` the slides' worked example; ``basic`` small
 friendly inputs, lists; ``shapes`` N != d, N_q != N_k, d_k != d_v, a single row;
@@ -93,7 +94,7 @@ from helpers import reference
 from helpers.mistakes import MISTAKES, Mistake
 
 __all__ = ["check", "assert_close", "CheckFailed", "Case", "cases", "compare", "diagnose",
-           "groups", "RTOL", "ATOL"]
+           "repeat_problem", "groups", "RTOL", "ATOL"]
 
 RTOL = 1e-6
 ATOL = 1e-8
@@ -1288,6 +1289,18 @@ def _error_text(name: str, case: Case, exc: BaseException) -> str:
 # ---------------------------------------------------------------------------------------
 
 
+def repeat_problem(name: str, case: Case, first, second) -> str | None:
+    """For a sampling case: None when two calls (each with ``case.fresh_args()``, so the
+    same seeded rng) gave the same ids; otherwise what is wrong. A grader that can afford
+    a second call per sampling case may use it; :func:`check` does, on the first one.
+    """
+    if not case.is_sampling or (not isinstance(second, BaseException)
+                                and _same_output(name, first, second)):
+        return None
+    return (f"{_case_header(case)}\n  Problem: two calls with the same seeded rng gave "
+            f"different ids.\n  Likely mistake: {_rng_message()}.")
+
+
 def _rng_message() -> str:
     for m in MISTAKES.get("generate", []):
         if m.key == "rng_ignored":
@@ -1323,9 +1336,8 @@ def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None
         if problem is None and case.is_sampling and not determinism_checked:
             determinism_checked = True
             again = _run(name, fn, case)
-            if again.error is not None or not _same_output(name, outcome.got, again.got):
-                problem = (f"{_case_header(case)}\n  Problem: two calls with the same seeded "
-                           f"rng gave different ids.\n  Likely mistake: {_rng_message()}.")
+            problem = repeat_problem(name, case, outcome.got,
+                                     again.error if again.error is not None else again.got)
         if problem is not None:
             failures.append((case, problem))
     n = len(selected)

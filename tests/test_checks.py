@@ -729,6 +729,12 @@ def test_ignoring_the_rng_fails_the_determinism_check():
 
     _, exc = run_check("generate", generate, group="sampling")
     assert exc is not None and "same seeded rng gave different ids" in str(exc)
+    c = cases("generate", group="sampling")[0]
+    first, second = (generate(*c.fresh_args()[0], **c.fresh_args()[1]) for _ in range(2))
+    assert "rng argument was not used" in checks.repeat_problem("generate", c, first, second)
+    right = _gen_with(_choice)
+    assert checks.repeat_problem("generate", c, *(right(*c.fresh_args()[0], **c.fresh_args()[1])
+                                                  for _ in range(2))) is None
 
 
 # ---------------------------------------------------------------------------------------
