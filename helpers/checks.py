@@ -138,7 +138,7 @@ _EXPECTED_CACHE: dict = {}
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)        # eq on arrays would be ambiguous: identity instead
 class Case:
     """One input of a contract function. Plain, picklable values only.
 
