@@ -540,19 +540,35 @@ def _short(text: str, n: int = MESSAGE_CHARS) -> str:
 
 
 class _Scrubber:
-    """Removes every hidden-test line from text shown to students."""
+    """Blanks out hidden-test source in text shown to students.
+
+    Every line of a hidden block, and every string literal in one (an assertion message
+    is source too), becomes ``[hidden]`` wherever it appears, as do the block markers.
+    """
 
     def __init__(self, source: Source):
-        self.lines = {line.strip() for c in source.cells if c.kind == "test"
-                      for line in hidden_block(c.source).splitlines()
-                      if len(line.strip()) >= 6}
+        secrets: set[str] = {BEGIN_HIDDEN, END_HIDDEN}
+        for cell in source.cells:
+            if cell.kind != "test":
+                continue
+            block = hidden_block(cell.source)
+            secrets |= {line.strip() for line in block.splitlines() if len(line.strip()) >= 6}
+            try:
+                tree = ast.parse(block)
+            except (SyntaxError, ValueError, RecursionError):
+                continue
+            secrets |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                        and isinstance(n.value, str) and len(n.value) >= 6}
+        self.secrets = sorted(secrets, key=len, reverse=True)   # longest first
+        self.has_hidden = len(secrets) > 2
 
     def __call__(self, text: str) -> str:
-        if not self.lines or not text:
+        if not self.has_hidden or not text:
             return text
-        kept = [line for line in text.splitlines()
-                if not any(h in line for h in self.lines)]
-        return "\n".join(kept)
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, "[hidden]")
+        return text
 
 
 def _kernel_source(cell: SourceCell) -> str:
@@ -763,12 +779,22 @@ def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout:
 
 def _kernel_cell(scell: SourceCell, line: dict | None, run: _Run, note: str,
                  scrub: _Scrubber) -> CellResult:
-    """A test cell that is not about a contract function: the notebook run decides."""
+    """A test cell that is not about a contract function: the notebook run decides.
+
+    As in nbgrader, a cell that passes and whose last expression is a number earns that
+    many points (partial credit, clipped to ``[0, points]``).
+    """
     passed, text = _kernel_outcome(line, run.status)
     status = "ok" if passed else (run.status if line is None and run.status != "ok" else "failed")
-    message = ("passed" if passed else scrub(text)) + (f" ({note})" if note else "")
-    return CellResult(scell.grade_id, "test", scell.points if passed else 0.0, scell.points,
-                      status, _short(message), _feedback(line, scrub, [note]))
+    points = scell.points if passed else 0.0
+    message = "passed" if passed else scrub(text)
+    value = line.get("value") if passed and line else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        points = min(max(float(value), 0.0), scell.points)
+        message = f"partial credit: {points:g} of {scell.points:g}"
+    message += f" ({note})" if note else ""
+    return CellResult(scell.grade_id, "test", points, scell.points, status, _short(message),
+                      _feedback(line, scrub, [note]))
 
 
 def _contract_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str, _Verdict],

@@ -176,13 +176,15 @@ class _Runner:
         out, err = _Capped(cap), _Capped(cap)
         sys.stdout, sys.stderr = out, err
         memory = False
+        value = None
         t0 = time.perf_counter()
         try:
             self.timer.start(timeout)
             try:
-                self.shell.run_cell(source, store_history=True)
+                outcome = self.shell.run_cell(source, store_history=True)
             finally:
                 self.timer.stop()
+            value = _number(outcome.result)
         except CellTimeout:
             self.timer.fired = True
         except MemoryError:
@@ -205,7 +207,7 @@ class _Runner:
             error = {"ename": "MemoryError", "evalue": "the memory limit was exceeded",
                      "traceback": ""}
         return {"cell": index, "stdout": out.getvalue(), "stderr": err.getvalue(),
-                "error": error, "timeout": self.timer.fired, "memory": memory,
+                "error": error, "timeout": self.timer.fired, "memory": memory, "value": value,
                 "seconds": round(time.perf_counter() - t0, 4)}
 
     def _format_error(self, etype, value, tb) -> dict:
@@ -239,6 +241,19 @@ class _Runner:
                 evalue = f"invalid syntax in {self.labels[value.filename]}"
         return {"ename": getattr(etype, "__name__", "Error"), "evalue": evalue[:4000],
                 "traceback": "\n".join(lines[-30:])}
+
+
+def _number(value) -> float | None:
+    """The cell's result as nbgrader's partial credit reads it: a plain number, or None."""
+    import numbers
+
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        return number if number == number and abs(number) != float("inf") else None
+    return None
 
 
 def _send(fd: int, obj: dict) -> None:

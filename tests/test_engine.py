@@ -517,3 +517,96 @@ def test_warm_worker_speed(tmp_path):
     median = statistics.median(times)
     print(f"\n01_dot_products (4 test cells, 3 contract functions): {median:.3f} s per notebook")
     assert median < 3.0
+
+
+# ---------------------------------------------------------------------------------------
+# A small synthetic assignment: partial credit, hidden custom tests, group by grade_id.
+# ---------------------------------------------------------------------------------------
+
+
+def _nb_cell(source, grade_id=None, kind="code", **nbgrader):
+    cell = {"cell_type": kind, "metadata": {}, "source": source}
+    if kind == "code":
+        cell.update(outputs=[], execution_count=None)
+    if grade_id:
+        cell["metadata"]["nbgrader"] = {"grade_id": grade_id, "locked": False,
+                                        "schema_version": 3, "task": False, **nbgrader}
+    return cell
+
+
+STABLE_SOFTMAX = ("def softmax(z, axis=-1):\n"
+                  "    z = np.asarray(z, dtype=float)\n"
+                  "    e = np.exp(z - z.max(axis=axis, keepdims=True))\n"
+                  "    return e / e.sum(axis=axis, keepdims=True)\n")
+HIDDEN_MARKER = "assert half(10) == 5, 'hidden-marker-line'"
+
+
+@pytest.fixture()
+def tiny_course(tmp_path):
+    cells = [
+        _nb_cell("import numpy as np\nfrom helpers.checks import check"),
+        _nb_cell(STABLE_SOFTMAX, "softmax", grade=False, solution=True),
+        _nb_cell('check("softmax", softmax)\n### BEGIN HIDDEN TESTS\n'
+                 'check("softmax", softmax, hidden=True)\n### END HIDDEN TESTS',
+                 "test_softmax", grade=True, solution=False, points=2),
+        _nb_cell("z = np.array([[1000.0, 0.0], [0.0, -1000.0]])\n"
+                 "assert np.isfinite(softmax(z)).all()", "test_softmax_stability",
+                 grade=True, solution=False, points=1),
+        _nb_cell("def half(x):\n    return x / 2\n", "half", grade=False, solution=True),
+        _nb_cell("score = 0.0\nif half(4) == 2:\n    score += 1\nif half(1) == 0.5:\n"
+                 "    score += 1\nscore", "test_half", grade=True, solution=False, points=2),
+        _nb_cell(f"assert half(2) == 1\n### BEGIN HIDDEN TESTS\n{HIDDEN_MARKER}\n"
+                 "### END HIDDEN TESTS", "test_half_hidden", grade=True, solution=False,
+                 points=1),
+        _nb_cell("Why?", "why", kind="markdown", grade=True, solution=True, points=3),
+    ]
+    solutions = tmp_path / "solutions"
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (solutions / "09_tiny").mkdir(parents=True)
+    (solutions / "09_tiny" / "09_tiny.ipynb").write_text(json.dumps(nb))
+    return solutions, nb
+
+
+def _tiny(tiny_course, tmp_path, edit=None):
+    solutions, nb = tiny_course
+    nb = copy.deepcopy(nb)
+    if edit:
+        edit(nb)
+    path = _write(nb, tmp_path, "09_tiny")
+    return _by_id(engine.grade_notebook(path, "09_tiny", solutions=solutions))
+
+
+def test_tiny_solution(tiny_course, tmp_path):
+    cells = _tiny(tiny_course, tmp_path)
+    assert {g: c.points for g, c in cells.items()} == {
+        "test_softmax": 2, "test_softmax_stability": 1, "test_half": 2, "test_half_hidden": 1,
+        "why": 0}
+    assert cells["why"].status == "needs_manual_grade" and cells["why"].max_points == 3
+
+
+def test_partial_credit_from_the_cell_value(tiny_course, tmp_path):
+    cells = _tiny(tiny_course, tmp_path, lambda nb: nb["cells"][4].update(
+        source="def half(x):\n    return x // 2\n"))
+    assert cells["test_half"].points == 1 and "partial credit" in cells["test_half"].message
+    assert cells["test_half_hidden"].points == 1      # half(2) and half(10) are still right
+
+
+def test_group_named_by_the_grade_id(tiny_course, tmp_path):
+    # right along the last axis and stable, but ignores `axis`: the 'axis' cases fail,
+    # the 'stability' group (test_softmax_stability has no check() call) passes
+    cells = _tiny(tiny_course, tmp_path, lambda nb: nb["cells"][1].update(
+        source=STABLE_SOFTMAX.replace("axis=axis", "axis=-1")))
+    assert cells["test_softmax"].points == 0
+    assert cells["test_softmax_stability"].points == 1
+    assert "group 'stability'" in cells["test_softmax_stability"].feedback
+
+
+def test_hidden_custom_tests_run_but_never_show(tiny_course, tmp_path):
+    spy = ("def _spy(lines):\n    print(''.join(lines))\n    return lines\n"
+           "get_ipython().input_transformers_post.append(_spy)\n"
+           "def half(x):\n    return 1\n")
+    cells = _tiny(tiny_course, tmp_path, lambda nb: nb["cells"][4].update(source=spy))
+    assert cells["test_half_hidden"].points == 0
+    shown = "\n".join(c.message + c.feedback for c in cells.values())
+    assert "hidden-marker-line" not in shown
+    assert "assert half(2) == 1" in cells["test_half_hidden"].feedback   # visible part shown
