@@ -685,8 +685,8 @@ def _cases_generate():
          (np.array([2, 2, 1, 4]), m["m4"], 1, 3), {}, "cropping", True),
         ("zero_new", "n_new = 0 (returns the prompt)", (np.array([4, 0, 1]), m["m8"], 2, 0), {},
          "greedy", True),
-        ("greedy_long", "greedy, prompt [7], 10 new tokens, n_ctx = 5",
-         (np.array([7]), m["m8"], 4, 10), {}, "greedy", True),
+        ("greedy_long", "greedy, prompt [3], 10 new tokens, n_ctx = 5, n_heads = 1",
+         (np.array([3]), m["ms"], 1, 10), {}, "greedy", True),
         ("sampling_hot", "sampling at temperature 2.0 with rng = np.random.default_rng(11), "
          "prompt [0, 1], 200 new tokens, n_ctx = 5",
          (np.array([0, 1]), m["ms"], 2, 200), {"temperature": 2.0, "rng": _rng(11)}, "sampling",
