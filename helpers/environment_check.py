@@ -3,7 +3,8 @@
 Run it from a notebook (``%run ../../helpers/environment_check.py``) or a terminal
 (``python helpers/environment_check.py``, exit status 1 when something must be fixed).
 It uses only the standard library at import time, so it also works, and explains why,
-when ``import helpers`` or a package is broken.
+when ``import helpers`` or a package is broken; it even runs on Python 3.7 to 3.10, to say
+that they are too old.
 
 Checks, in order:
 
@@ -182,11 +183,28 @@ def check_matplotlib() -> Finding:
                    f"{backend!r}; the course's pictures do not depend on it)")
 
 
+def _minimum_python(requires: str) -> tuple[int, int]:
+    """``(3, 11)`` from a ``requires-python`` such as ``">=3.11"``."""
+    match = re.search(r">=\s*(\d+)\.(\d+)", requires)
+    return (int(match.group(1)), int(match.group(2))) if match else (3, 11)
+
+
+def _requires_python_text(pyproject: Path) -> str:
+    """``requires-python`` read without tomllib (which older Pythons lack)."""
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except OSError:
+        return ">=3.11"
+    match = re.search(r'^requires-python\s*=\s*"([^"]*)"', text, flags=re.M)
+    return match.group(1) if match else ">=3.11"
+
+
 def run_checks(pyproject: Path = PYPROJECT) -> list[Finding]:
     """Run every check; never raises (a failing check becomes a PROBLEM finding)."""
-    findings = [check_python()]
-    if sys.version_info[:2] < (3, 11):
-        return findings                  # tomllib and the course need 3.11: stop here
+    minimum = _minimum_python(_requires_python_text(pyproject))
+    findings = [check_python(minimum)]
+    if sys.version_info[:2] < minimum:
+        return findings                  # tomllib and the course need it: stop here
     try:
         _, pins = read_pins(pyproject)
     except (OSError, KeyError, ValueError) as exc:
