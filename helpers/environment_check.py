@@ -20,7 +20,6 @@ Checks, in order:
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import re
 import sys
 from dataclasses import dataclass
@@ -77,6 +76,8 @@ def check_python(minimum: tuple[int, int] = (3, 11)) -> Finding:
 
 def check_packages(pins: dict[str, str]) -> list[Finding]:
     """One PROBLEM per missing or differently pinned package, or one ``ok`` for all."""
+    import importlib.metadata  # Python >= 3.8 (run_checks stops earlier on older ones)
+
     fix = INSTALL_FIX.format(python=sys.executable)
     findings, good = [], []
     for name, pinned in pins.items():
@@ -120,6 +121,8 @@ def check_helpers() -> Finding:
 
 
 def check_widgets() -> Finding:
+    import importlib.metadata
+
     name = "widgets"
     try:
         ipywidgets = importlib.import_module("ipywidgets")
