@@ -246,7 +246,15 @@ def _grade_one(student_id: str, assignment: str, notebook: str, source: str, tmp
                               f"the grader failed on this notebook: {last}")
 
 
-def _slot_main(conn, limits: Limits, course: dict, grade_fn: GradeFunction, workdir: str) -> None:
+def _close_engine_worker() -> None:
+    """Stop this process's engine worker and remove its files (a grading process's last act)."""
+    from autograder import executor
+
+    executor.get_worker().close()
+
+
+def _slot_main(conn, limits: Limits, course: dict, grade_fn: GradeFunction, workdir: str,
+               at_exit: Callable[[], None] | None) -> None:
     """Body of a grading process: grade the students it is sent, one at a time.
 
     The process lives for many students so that the engine's pre-warmed worker (a second
@@ -254,6 +262,7 @@ def _slot_main(conn, limits: Limits, course: dict, grade_fn: GradeFunction, work
     itself runs in a fresh child of that worker for every notebook. Protocol (JSON over
     ``conn``): receives ``{"student_id", "jobs": [[assignment, notebook, path], ...]}``
     or ``null`` (stop); sends one record per notebook, then ``{"done": student_id}``.
+    ``at_exit`` runs when told to stop (it closes the engine's worker).
     """
     os.setpgid(0, 0)  # its own process group: a timeout kills the whole tree
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
@@ -263,6 +272,8 @@ def _slot_main(conn, limits: Limits, course: dict, grade_fn: GradeFunction, work
         except EOFError:
             return
         if task is None:
+            if at_exit:
+                at_exit()
             return
         with tempfile.TemporaryDirectory(prefix="student-", dir=workdir) as tmp:
             os.chdir(tmp)
@@ -287,7 +298,8 @@ class _Slot:
 
 def grade_class(students: list[Student], course: dict[tuple[str, str], list[GradedCell]],
                 limits: Limits, jobs: int, grade_fn: GradeFunction, progress=None,
-                budget_margin: float = 30.0) -> list[dict]:
+                budget_margin: float = 30.0, at_exit: Callable[[], None] | None = None
+                ) -> list[dict]:
     """Grade every course notebook of every student with ``grade_fn`` (the engine's
     ``grade_notebook`` or a stand-in with its signature); return one record per notebook.
 
@@ -320,7 +332,8 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Grad
     def start_slot() -> _Slot:
         parent_end, child_end = ctx.Pipe(duplex=True)
         process = ctx.Process(target=_slot_main, name="grader",
-                              args=(child_end, limits, course, grade_fn, workdir), daemon=False)
+                              args=(child_end, limits, course, grade_fn, workdir, at_exit),
+                              daemon=False)
         process.start()
         child_end.close()
         slot = _Slot(process, parent_end)
@@ -546,8 +559,11 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     inside SUBMISSIONS). ``grade_fn`` defaults to :func:`autograder.engine.grade_notebook`."""
     from autograder.progress import Progress
 
+    at_exit = None
     if grade_fn is None:
         from autograder.engine import grade_notebook  # imported once here, shared by the forks
+
+        at_exit = _close_engine_worker
 
         grade_fn = grade_notebook
         if Path(solutions).resolve() != SOLUTIONS_DIR.resolve():
@@ -569,7 +585,7 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     total = len(students) * len(course)
     progress = Progress(total, stream=stream, unit="notebooks")
     records = grade_class(students, course, limits or Limits(), jobs or default_jobs(),
-                          grade_fn, progress)
+                          grade_fn, progress, at_exit=at_exit)
     progress.close()
     write_outputs(records, out)
     return records
