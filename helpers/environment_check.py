@@ -30,9 +30,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = REPO_ROOT / "pyproject.toml"
 #: What fixes a missing or wrongly pinned package, run in a terminal at the repository root.
 INSTALL_FIX = (
-    "in a terminal, in the course folder, run `make install` (it installs the pinned "
-    "versions into .venv), then restart the kernel; if you use conda or another "
-    "environment, run `{python} -m pip install -c constraints.txt -e \".[test]\"` instead"
+    "in a terminal, in the course folder, run `{python} -m pip install -c constraints.txt "
+    "-e \".[test]\"` (this installs the pinned versions into the Python that runs this "
+    "check), then restart the kernel"
 )
 
 OK, NOTE, PROBLEM = "ok", "note", "PROBLEM"
