@@ -392,7 +392,7 @@ def soft_lookup(key_scale: float, query=(0.0, 1.0)):
     axes[0].set_title(f"query {q.tolist()}, keys = {key_scale:g} x embeddings")
     scales = np.linspace(0, 20, 201)
     best = int(np.argmax(raw))
-    curve = [ref.softmax(s * raw)[best] for s in scales]
+    curve = ref.softmax(scales[:, None] * raw, axis=-1)[:, best]  # [201]
     axes[1].plot(scales, curve, color=BASE_COLOR)
     axes[1].plot([key_scale], [weights[best]], "o", color=ACCENT_COLOR)
     axes[1].set_ylim(0, 1.05)

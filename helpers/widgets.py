@@ -61,7 +61,12 @@ def frontend_can_interact() -> bool:
 
 @dataclass(frozen=True)
 class Slider:
-    """A numeric control: a slider from ``min`` to ``max`` in steps of ``step``."""
+    """A numeric control: a slider from ``min`` to ``max`` in steps of ``step``.
+
+    The picture is redrawn when the slider is released (or moved with the arrow keys),
+    not while it is dragged: a drawing takes a few tenths of a second, and redrawing on
+    every intermediate value would queue up frames and lag behind the hand.
+    """
 
     label: str
     min: float
@@ -74,7 +79,7 @@ class Slider:
         return ipywidgets.FloatSlider(
             value=self.value, min=self.min, max=self.max, step=self.step,
             description=self.label, readout_format=self.readout_format,
-            continuous_update=True, style={"description_width": "initial"},
+            continuous_update=False, style={"description_width": "initial"},
             layout=ipywidgets.Layout(width="360px"),
         )
 
