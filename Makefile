@@ -14,6 +14,10 @@ BIN := $(VENV)/bin/
 STAMP := $(VENV)/.installed
 endif
 PORT ?= 8888
+# The course's matrices are small: BLAS worker threads cost more than they save, and on a
+# busy machine they can make each product many times slower. Override with
+# `make lab OPENBLAS_NUM_THREADS=4`.
+export OPENBLAS_NUM_THREADS ?= 1
 PYTEST_ARGS ?=
 LAB_ARGS ?=
 
