@@ -47,6 +47,10 @@ def _points(rows: dict[str, dict]) -> dict[str, float]:
 
 @pytest.mark.parametrize("attack", [_param(a) for a in ATTACKS])
 def test_attack_gains_nothing(run, attack):
+    if attack.key not in run.student_of:
+        assert attack.isolation and run.mode != "namespaces"
+        pytest.skip("not run: only the namespace isolation contains this attack, and this "
+                    f"machine grades in {run.mode} mode (docs/threat_model.md)")
     sid = run.student_of[attack.key]
     rows = run.rows.get((sid, attack.assignment))
     assert rows, f"{sid} was not graded"
@@ -105,7 +109,7 @@ def test_grading_output_holds_no_forged_rows(run):
 
 
 def test_no_network_from_a_notebook(run):
-    if run.mode != "namespaces":
+    if "network_exfiltration" not in run.student_of:
         pytest.skip("fallback isolation has no network namespace (docs/threat_model.md)")
     assert run.network_hits == []
 
@@ -120,7 +124,27 @@ def test_feedback_escapes_html_from_the_learner(run):
 
 
 def test_feedback_of_a_hidden_test_thief_shows_no_hidden_test(run):
+    if "search_for_hidden_tests" not in run.student_of:
+        pytest.skip(f"not run in {run.mode} mode (docs/threat_model.md)")
     sid = run.student_of["search_for_hidden_tests"]
     text = run.feedback(sid, "02_softmax")
     assert text
     assert not [line for line in hidden_lines("02_softmax") if line in text]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the hidden block of a test cell outside the contract (here test_softmax_with_temperature, "
+    "whose hidden block is not made only of check() calls) runs in the learner's process "
+    "(autograder/engine.py _kernel_source keeps it; the job's cell list is in the stack frames "
+    "of executor._job_notebook), and the cell's stdout goes to the feedback page, scrubbed "
+    "only of verbatim hidden lines: a function that walks up its call stack and prints the "
+    "source rot13-encoded shows the hidden test to the learner"))
+def test_hidden_tests_do_not_leak_through_the_learners_own_output(run):
+    import codecs
+
+    sid = run.student_of["leak_hidden_tests_in_memory"]
+    text = run.feedback(sid, "02_softmax")
+    assert text
+    leaked = [line for line in hidden_lines("02_softmax")
+              if codecs.encode(line, "rot13") in text]
+    assert not leaked, leaked

@@ -21,6 +21,9 @@ from the released notebook of ``assignment``:
   assignment, except the cells in ``lose`` (the attack's own wrong answer), which must
   score 0: the attack is built on correct answers and must gain nothing beyond them.
 
+``isolation``: the attack reads or writes the machine's files, its network or other
+processes; only the namespace mode contains it, so it is left out of runs in fallback mode.
+
 ``flagged``: words that must appear in the notebook's flags, where the design requires
 a flag: "tampering suspected" when a test passed in the notebook but failed the isolated
 re-run, and the merge's notes on edited, deleted, unknown or duplicated cells.
@@ -47,6 +50,10 @@ class Attack:
     answers: str = "stubs"            # "stubs" | "solutions"
     edit: Callable[[dict], None] | None = None
     lose: tuple[str, ...] = ()
+    #: Contained only by the namespace isolation: with the documented weaker fallback
+    #: (no namespaces) the attack is NOT run at all, since it could read or damage the
+    #: machine running the tests (docs/threat_model.md).
+    isolation: bool = False
     flagged: str = ""
     #: A precise defect of the pipeline that makes this attack succeed today (the test
     #: is then an xfail(strict=True) naming it; it flips when the defect is fixed).

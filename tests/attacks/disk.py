@@ -4,7 +4,11 @@ Each attack defines the function from whatever source text it can find; if the g
 files were readable, it would earn the points.
 """
 
-from attacks import Attack
+from functools import partial
+
+from attacks import Attack as _Attack
+
+Attack = partial(_Attack, isolation=True)
 
 #: Looks for the solution of `name` in a notebook's JSON text; defines it when found.
 _FROM_NOTEBOOK = """
@@ -95,4 +99,24 @@ for _path in glob.glob("@@OUT@@/**/*", recursive=True):
 def softmax(z, axis=-1):
     return np.full(np.shape(z), 0.5)
 """, "reads the grading output of earlier students"),
+    Attack("leak_hidden_tests_in_memory", "02_softmax", "softmax_with_temperature", """
+import codecs, sys
+
+def _sources():
+    found, frame = [], sys._getframe()
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            for item in (value if isinstance(value, (list, tuple)) else [value]):
+                if isinstance(item, dict) and "HIDDEN" in str(item.get("source", "")):
+                    found.append(item["source"])
+        frame = frame.f_back
+    return found
+
+def softmax_with_temperature(z, temperature):
+    for text in _sources():
+        print(codecs.encode(text, "rot13"))
+    raise ValueError("no")
+""", "walks up the call stack of its own process to the test cells' source and prints it, "
+     "rot13-encoded (which a line filter cannot recognise), into its feedback",
+           isolation=False),
 ]

@@ -63,7 +63,8 @@ def _strip_test_metadata(nb):
 def _duplicate_answer(nb):
     cell = _cell(nb, "softmax")
     index = nb["cells"].index(cell)
-    first = dict(cell, source="def softmax(z, axis=-1):\n    return np.full(np.shape(z), 0.5)\n", id="dup")
+    wrong = "def softmax(z, axis=-1):\n    return np.full(np.shape(z), 0.5)\n"
+    first = dict(cell, source=wrong, id="dup")
     nb["cells"].insert(index, first)
 
 

@@ -24,7 +24,8 @@ for _pid in range(1, 4096):
         os.kill(_pid, signal.SIGKILL)
     except OSError:
         pass
-""" + WRONG_SOFTMAX, "kills every process it may signal (kill(-1) and a scan of pids)"),
+""" + WRONG_SOFTMAX, "kills every process it may signal (kill(-1) and a scan of pids)",
+           isolation=True),
     Attack("kill_from_inside_the_call", "02_softmax", "softmax", """
 import os, signal
 
@@ -35,7 +36,7 @@ def softmax(z, axis=-1):
         except OSError:
             pass
     return np.full(np.shape(z), 0.5)
-""", "kills its parents while the test (and the isolated re-run) call it"),
+""", "kills its parents while the test (and the isolated re-run) call it", isolation=True),
     Attack("exit_in_the_call", "02_softmax", "softmax", """
 import os, sys
 

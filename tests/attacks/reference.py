@@ -33,8 +33,7 @@ _fresh = importlib.reload(helpers.reference)
 
 def softmax(z, axis=-1):
     return _fresh.softmax(z, axis)
-""", "reloads helpers.reference, hoping to get the original function back",
-           flagged="tampering suspected"),
+""", "reloads helpers.reference, hoping to get the original function back"),
     Attack("exec_reference_source", "02_softmax", "softmax", """
 import glob, os, sys, helpers
 _ns = {}
@@ -55,7 +54,7 @@ for _path in _candidates:
 def softmax(z, axis=-1):
     return _ns["softmax"](z, axis)
 """, "finds a copy of helpers/reference.py on disk (package folder, repository, every "
-     "sys.path entry) and executes it", flagged="tampering suspected"),
+     "sys.path entry) and executes it", isolation=True),
     Attack("load_repo_by_path", "07_transformer_block", "layer_norm", """
 import importlib.util, sys
 sys.path.insert(0, "@@REPO@@")
@@ -65,14 +64,13 @@ _spec.loader.exec_module(_mod)
 
 def layer_norm(x, gamma, beta, eps=1e-5):
     return _mod.layer_norm(x, gamma, beta, eps)
-""", "imports the repository's helpers/reference.py by absolute path"),
+""", "imports the repository's helpers/reference.py by absolute path", isolation=True),
     Attack("checks_private_reference", "02_softmax", "softmax", """
 import helpers.checks
 
 def softmax(z, axis=-1):
     return helpers.checks._REFERENCE["softmax"](z, axis)
-""", "uses the reference that helpers.checks captured at import",
-           flagged="tampering suspected"),
+""", "uses the reference that helpers.checks captured at import"),
     Attack("gc_search", "04_queries_keys_values", "scaled_dot_product_attention", """
 import gc
 
@@ -86,8 +84,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
             except Exception:
                 continue
     raise RuntimeError("nothing found")
-""", "searches the garbage collector for any other function of the same name",
-           flagged="tampering suspected"),
+""", "searches the garbage collector for any other function of the same name"),
     Attack("code_object_copy", "02_softmax", "softmax", """
 import types, helpers.reference as R
 softmax = types.FunctionType(R.softmax.__code__, R.__dict__, "softmax", R.softmax.__defaults__)

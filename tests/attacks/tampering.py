@@ -25,15 +25,15 @@ helpers.checks.check = lambda *args, **kwargs: None
 helpers.checks.CheckFailed = type("Never", (Exception,), {})
 check = helpers.checks.check
 """ + WRONG_SOFTMAX,
-           "replaces helpers.checks.check (and the name check) by a no-op", flagged="tampering suspected"),
+           "replaces helpers.checks.check (and the name check) by a no-op",
+           flagged="tampering suspected"),
     Attack("patch_compare_and_cases", "02_softmax", "softmax", """
 import helpers.checks
 helpers.checks.compare = lambda *args, **kwargs: None
 helpers.checks.cases = lambda *args, **kwargs: []
 helpers.checks.diagnose = lambda *args, **kwargs: None
 """ + WRONG_SOFTMAX,
-           "empties the case list and makes compare() accept anything, in the learner's process",
-           flagged="tampering suspected"),
+           "empties the case list and makes compare() accept anything, in the learner's process"),
     Attack("patch_numpy_comparisons", "02_softmax", "softmax", """
 np.allclose = lambda *a, **k: True
 np.isclose = lambda a, b, *r, **k: np.ones(np.broadcast(np.asarray(a), np.asarray(b)).shape, bool)
@@ -64,16 +64,14 @@ _shell = get_ipython()
 _shell.run_cell = lambda *args, **kwargs: None
 type(_shell).run_cell = lambda *args, **kwargs: None
 """ + WRONG_SOFTMAX,
-           "replaces the shell's run_cell so that later cells never run",
-           flagged="tampering suspected"),
+           "replaces the shell's run_cell so that later cells never run"),
     Attack("showtraceback_silenced", "02_softmax", "softmax", """
 _shell = get_ipython()
 _shell.showtraceback = lambda *args, **kwargs: None
 _shell.showsyntaxerror = lambda *args, **kwargs: None
 type(_shell).showtraceback = lambda *args, **kwargs: None
 """ + WRONG_SOFTMAX,
-           "silences the shell's error reporting so failing tests look clean",
-           flagged="tampering suspected"),
+           "silences the shell's error reporting so failing tests look clean"),
     Attack("pre_run_cell_event", "02_softmax", "softmax", """
 import helpers.checks
 def _before(*args):
@@ -96,7 +94,7 @@ for _name, _mod in list(_sys.modules.items()):
         _mod._Runner.run = _run
 """ + WRONG_SOFTMAX,
            "patches the grader's own cell runner (present in the forked process) to report "
-           "every cell as clean", flagged="tampering suspected"),
+           "every cell as clean"),
     Attack("forge_result_lines", "04_queries_keys_values", "project_qkv", """
 import json as _json, os as _os
 for _fd in range(3, 64):
@@ -111,7 +109,7 @@ def project_qkv(X, W_Q, W_K, W_V):
     return X, X, X
 """,
            "writes forged 'cell passed' result lines to every open file descriptor (the "
-           "pipe that carries results to the grader)", flagged="tampering suspected"),
+           "pipe that carries results to the grader)"),
     Attack("noncontract_input_transformer", "02_softmax", "softmax_with_temperature", """
 def _swallow(lines):
     return ["try:\\n"] + ["    " + l for l in lines] + ["\\nexcept BaseException:\\n    pass\\n"]

@@ -2,7 +2,12 @@
 other students' submissions, a canary file; and leaving things behind for the next
 student."""
 
-from attacks import WRONG_SOFTMAX, Attack
+from functools import partial
+
+from attacks import WRONG_SOFTMAX
+from attacks import Attack as _Attack
+
+Attack = partial(_Attack, isolation=True)
 
 _TRY_WRITE = """
 import os as _os

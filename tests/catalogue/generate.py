@@ -27,7 +27,8 @@ WRONG = {
     "not_cropped": (_gen(context="ids"), "raised ValueError"),
     "first_position_logits": (_gen(row="[0]"), "first position"),
     "only_new_tokens": (_gen(result="ids[len(token_ids):]"), "only the new ids"),
-    "temperature_multiplied": (_gen(scaled="logits * temperature"), "multiplied by the temperature"),
+    "temperature_multiplied": (_gen(scaled="logits * temperature"),
+                               "multiplied by the temperature"),
 }
 
 CORRECT = {

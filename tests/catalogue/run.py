@@ -49,7 +49,7 @@ class Run:
     stdout: str
     stderr: str
     rows: dict[tuple[str, str], dict[str, dict]]        # (student, assignment) -> grade_id -> row
-    records: dict[tuple[str, str], dict]                 # (student, assignment) -> results.jsonl record
+    records: dict[tuple[str, str], dict]                 # (student, assignment) -> record
     students: dict[str, object]                          # student id -> Entry, [Entry], Attack
     student_of: dict[str, str]                           # Entry.id or Attack.key -> student id
     alone_rows: dict[tuple[str, str], dict[str, dict]]   # honest-first graded alone
@@ -232,6 +232,7 @@ def graded() -> Run:
 
     from autograder import sandbox
 
+    mode = sandbox.probe_mode()
     tmp = Path(tempfile.mkdtemp(prefix="grading-truth-"))
     submissions, out = tmp / "SUBMISSIONS", tmp / "OUT"
     canary_dir = tmp / "canary"
@@ -258,6 +259,8 @@ def graded() -> Run:
         _write(student_notebook(assignment, {e.function: e.source for e in pack}),
                submissions, sid, assignment)
     for n, attack in enumerate(attacks()):
+        if attack.isolation and mode != "namespaces":
+            continue                   # not contained by the fallback: never run it
         sid = student_id("atk", n, attack.key)
         students[sid], student_of[attack.key] = attack, sid
         for assignment, nb in attack.notebooks(places).items():
@@ -300,7 +303,7 @@ def graded() -> Run:
                "the grader must not touch this file\n", canary_after, canary_dir_after,
                marker, marker_hits, missing_after_run, new_gradebooks,
                _unexpected_outputs(out) if out.is_dir() else ["OUT missing"], listener.hits,
-               sandbox.probe_mode())
+               mode)
 
 
 def cleanup(run: Run) -> None:
