@@ -19,16 +19,21 @@ from the grader's own tables.
 from __future__ import annotations
 
 import ast
+import contextlib
+import copy
 import importlib
+import io
+import warnings
 
+import numpy as np
 import pytest
 
 import helpers
+from helpers import checks, reference
 from catalogue import (Entry, assignments, cells_testing, entries, graded_test_cells,
-                       hidden_lines)
+                       hidden_lines, nbgrader, student_notebook, text)
 from catalogue.run import HONEST, graded
 
-pytestmark = pytest.mark.slow
 
 ENTRIES = entries()
 WRONG = [e for e in ENTRIES if e.kind == "wrong"]
@@ -102,6 +107,32 @@ def run():
     return graded()
 
 
+def _same(got, want) -> bool:
+    """Whether ``got`` equals the reference's ``want`` (tuples element-wise, rtol 1e-6)."""
+    if isinstance(want, tuple):
+        return (isinstance(got, (tuple, list)) and len(got) == len(want)
+                and all(_same(g, w) for g, w in zip(got, want)))
+    try:
+        g, w = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return g.shape == w.shape and bool(np.allclose(g, w, rtol=1e-6, atol=1e-8))
+
+
+def _learner_function(entry: Entry):
+    """The entry's function, defined as in its notebook: the imports of the first code
+    cell and the solutions of the other answer cells, then the entry's source."""
+    nb = student_notebook(assignments()[entry.function], {entry.function: entry.source})
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    namespace: dict = {}
+    exec(text(code[0]), namespace)
+    for cell in code[1:]:
+        meta = nbgrader(cell)
+        if meta.get("solution") and not meta.get("grade"):
+            exec(text(cell), namespace)
+    return namespace[entry.function]
+
+
 # ---------------------------------------------------------------------------------------
 # The catalogue itself (no grading needed).
 # ---------------------------------------------------------------------------------------
@@ -135,6 +166,36 @@ def test_catalogue_sources_define_their_function(entry):
         assert entry.words.strip(), "a wrong answer needs the words its feedback must contain"
 
 
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_catalogue_entry_is_what_it_claims(entry):
+    """Without the grader: a correct entry matches helpers.reference on every check case
+    (sampling cases of generate aside: a correct sampler may consume the rng differently),
+    a wrong one differs (or raises) on at least one (sampling cases included)."""
+    agree = []
+    with warnings.catch_warnings(), np.errstate(all="ignore"), \
+            contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        fn = _learner_function(entry)
+        for case in checks.cases(entry.function, hidden=False) + checks.cases(entry.function,
+                                                                              hidden=True):
+            if (entry.kind == "correct" and entry.function == "generate"
+                    and case.kwargs.get("temperature", 0) > 0):
+                continue
+            want = getattr(reference, entry.function)(*copy.deepcopy(case.args),
+                                                      **copy.deepcopy(case.kwargs))
+            try:
+                got = fn(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+            except Exception:
+                agree.append(False)
+                continue
+            agree.append(_same(got, want))
+    assert agree
+    if entry.kind == "correct":
+        assert all(agree), f"differs from the reference on {agree.count(False)} case(s)"
+    else:
+        assert not all(agree), "a wrong answer that agrees with the reference on every case"
+
+
 # ---------------------------------------------------------------------------------------
 # Graded through the real command.
 # ---------------------------------------------------------------------------------------
@@ -148,6 +209,7 @@ def _rows(run, entry: Entry) -> tuple[str, str, dict[str, dict]]:
     return sid, assignment, rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", [_param(e) for e in WRONG])
 def test_wrong_answer_loses_points_and_feedback_says_why(run, entry):
     sid, assignment, rows = _rows(run, entry)
@@ -164,6 +226,18 @@ def test_wrong_answer_loses_points_and_feedback_says_why(run, entry):
         f"feedback of {gid} does not say {entry.words!r}; message: {rows[tests[0]]['message']}")
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", [e for e in WRONG if e.key.startswith("unknown_")],
+                         ids=lambda e: e.id)
+def test_unknown_mistake_feedback_shows_input_expected_and_got(run, entry):
+    sid, assignment, rows = _rows(run, entry)
+    feedback = run.feedback(sid, assignment)
+    for words in ("Input:", "expected", "got", "first difference"):
+        assert words in feedback, words
+    assert "Likely mistake" not in feedback       # no diagnosis invented
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", [_param(e) for e in CORRECT])
 def test_correct_answer_earns_every_point(run, entry):
     sid, assignment, rows = _rows(run, entry)
@@ -174,6 +248,7 @@ def test_correct_answer_earns_every_point(run, entry):
     assert not run.records[(sid, assignment)]["flags"]
 
 
+@pytest.mark.slow
 def test_honest_students_earn_every_autograded_point(run):
     for sid in HONEST:
         for assignment in {a for (s, a) in run.rows if s == sid}:
@@ -182,6 +257,7 @@ def test_honest_students_earn_every_autograded_point(run):
             assert {g: float(rows[g]["points"]) for g in expected} == expected, (sid, assignment)
 
 
+@pytest.mark.slow
 def test_no_feedback_page_shows_a_hidden_test(run):
     pages = sorted((run.out / "feedback").rglob("*.html"))
     assert len(pages) >= len(run.students)

@@ -75,4 +75,10 @@ sys.stderr.write("e" * 5_000_000)
 import os
 os.closerange(0, 1024)
 """ + WRONG_SOFTMAX, "closes every file descriptor, the result pipe included"),
+    Attack("segfault", "02_softmax", "softmax", """
+import ctypes
+
+def softmax(z, axis=-1):
+    ctypes.string_at(0)          # reads address 0: SIGSEGV
+""", "crashes the process with a segmentation fault when called"),
 ]

@@ -16,9 +16,9 @@ WRONG = {
     "mean_not_sum": ("""def dot(a, b):
     return float(np.mean(np.asarray(a) * np.asarray(b)))
 """, "averaged the products"),
-    "rounded": ("""def dot(a, b):
+    "unknown_rounded": ("""def dot(a, b):
     return round(float(np.dot(a, b)), 2)
-""", "expected"),
+""", "first difference"),
 }
 
 CORRECT = {

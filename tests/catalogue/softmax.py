@@ -34,6 +34,11 @@ WRONG = {
     m = z.max(axis=axis, keepdims=True)
     return z - m - np.log(np.exp(z - m).sum(axis=axis, keepdims=True))
 """, "log-probabilities"),
+    "unknown_halved_scores": ("""def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float) / 2
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+""", "first difference"),
 }
 
 CORRECT = {
