@@ -40,7 +40,7 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from autograder import SOLUTIONS_DIR
+from autograder import SOLUTIONS_DIR, grade
 
 UNMATCHED = "_unmatched"
 REPORT = "_collect_report.csv"
@@ -96,9 +96,8 @@ def resubmission_number(name: str) -> int:
 
 
 def course_notebooks(solutions: Path = SOLUTIONS_DIR) -> list[tuple[str, str]]:
-    return sorted((folder.name, path.name)
-                  for folder in solutions.iterdir() if folder.is_dir() and not folder.name.startswith(".")
-                  for path in folder.glob("*.ipynb"))
+    """``(assignment, notebook file name)`` of every solution notebook."""
+    return sorted(grade.course_notebooks(solutions))
 
 
 def match_notebook(filename: str, course: list[tuple[str, str]],

@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from autograder.grade import points_text as _points
 from autograder.grade import read_records, summary_rows
 
 FORMATS = ("canvas", "gradescope")
@@ -37,11 +38,6 @@ def read_roster(path: Path | None) -> dict[str, dict[str, str]]:
     if rows and "student_id" not in rows[0]:
         raise ValueError(f"{path}: a roster needs a student_id column")
     return {row["student_id"]: {k: (v or "") for k, v in row.items()} for row in rows}
-
-
-def _points(x) -> str:
-    x = float(x)
-    return str(int(x)) if x.is_integer() else f"{x:.2f}"
 
 
 def score_table(records: list[dict]) -> tuple[list[str], dict[str, float], dict[str, dict[str, float]]]:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from autograder.grade import points_text as _points
+
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;
        color: #1b1b1b; }
@@ -25,10 +27,6 @@ pre { background: #f5f5f5; padding: .6rem; overflow-x: auto; white-space: pre-wr
 """
 
 _e = html.escape
-
-
-def _points(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:.2f}"
 
 
 def tests_of(grade_id: str, answer_ids: list[str]) -> str | None:

@@ -84,7 +84,7 @@ def course_notebooks(solutions: Path = SOLUTIONS_DIR) -> dict[tuple[str, str], l
     for folder in sorted(p for p in solutions.iterdir() if p.is_dir() and not p.name.startswith(".")):
         for path in sorted(folder.glob("*.ipynb")):
             cells = []
-            for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            for cell in json.loads(path.read_text(encoding="utf-8")).get("cells", []):
                 meta = cell.get("metadata", {}).get("nbgrader", {})
                 if meta.get("grade"):
                     kind = "test" if cell["cell_type"] == "code" and not meta.get("solution") else "manual"
@@ -454,8 +454,8 @@ def summary_rows(records: list[dict]) -> list[dict]:
         messages = [f"{r['notebook']}: {r['message']}" for r in group if r["status"] != "ok" and r["message"]]
         rows.append({
             "student_id": student_id, "assignment": assignment,
-            "points": _num(sum(r["points"] for r in group)),
-            "max_points": _num(sum(r["max_points"] for r in group)),
+            "points": csv_number(sum(r["points"] for r in group)),
+            "max_points": csv_number(sum(r["max_points"] for r in group)),
             "status": worst_status([r["status"] for r in group]
                                    + [c["status"] for r in group for c in r["cells"]]),
             "notebooks": len(group),
@@ -465,8 +465,15 @@ def summary_rows(records: list[dict]) -> list[dict]:
     return rows
 
 
-def _num(x: float) -> float | int:
+def csv_number(x: float) -> float | int:
+    """Points as written in the CSV files: ``2`` rather than ``2.0``, at most 4 decimals."""
     return int(x) if float(x).is_integer() else round(float(x), 4)
+
+
+def points_text(x) -> str:
+    """Points for people: ``2``, ``1.5``, ``0.33``."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() else f"{x:.2f}".rstrip("0")
 
 
 def write_outputs(records: list[dict], out: Path) -> None:
@@ -487,7 +494,7 @@ def write_outputs(records: list[dict], out: Path) -> None:
             for row in record["cells"]:
                 writer.writerow({**row, "student_id": record["student_id"],
                                  "assignment": record["assignment"], "notebook": record["notebook"],
-                                 "points": _num(row["points"]), "max_points": _num(row["max_points"])})
+                                 "points": csv_number(row["points"]), "max_points": csv_number(row["max_points"])})
     with open(out / "summary.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, SUMMARY_COLUMNS)
         writer.writeheader()
@@ -520,7 +527,7 @@ def summary_table(records: list[dict]) -> str:
         counts = Counter(r["status"] for r in rows)
         statuses = ", ".join(f"{s} {counts[s]}" for s in sorted(counts, key=_rank))
         mean = sum(float(r["points"]) for r in rows) / len(rows)
-        lines.append((assignment, str(len(rows)), f"{mean:.2f}", f"{_num(float(rows[0]['max_points']))}",
+        lines.append((assignment, str(len(rows)), f"{mean:.2f}", f"{csv_number(float(rows[0]['max_points']))}",
                       statuses))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines]
@@ -532,7 +539,7 @@ def summary_table(records: list[dict]) -> str:
         text.append(f"{len(problems)} notebook(s) did not run cleanly:")
         for r in problems[:25]:
             text.append(f"  {r['student_id']}/{r['assignment']}/{r['notebook']}: {r['status']}"
-                        f" ({_num(r['points'])}/{_num(r['max_points'])}) {r['message']}")
+                        f" ({csv_number(r['points'])}/{csv_number(r['max_points'])}) {r['message']}")
         if len(problems) > 25:
             text.append(f"  ... and {len(problems) - 25} more (see summary.csv)")
     if flagged:

@@ -15,7 +15,7 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from autograder.grade import read_records
+from autograder.grade import csv_number, read_records
 
 REPORT_COLUMNS = ["assignment", "grade_id", "kind", "students", "max_points", "mean_points",
                   "mean_fraction", "full_marks_share", "not_handed_in", "common_failures"]
@@ -53,7 +53,7 @@ def item_analysis(records: list[dict]) -> list[dict]:
         report.append({
             "assignment": key[0], "grade_id": key[1], "students": n,
             "kind": rows[0].get("kind", "test") if rows else "test",
-            "max_points": _num(max_points), "mean_points": round(mean, 3),
+            "max_points": csv_number(max_points), "mean_points": round(mean, 3),
             "mean_fraction": round(mean / max_points, 3) if max_points else "",
             "full_marks_share": round(full / n, 3) if n else "",
             "not_handed_in": missing[key],
@@ -78,10 +78,6 @@ def failure_reason(row: dict) -> str:
         message = re.split(r"[;:] (?:first difference|expected|got)\b", message)[0]
     message = re.sub(r"\b\d+ of \d+\b", "some", message)
     return (message[:120].rstrip() or row["status"])
-
-
-def _num(x: float):
-    return int(x) if float(x).is_integer() else round(x, 3)
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
