@@ -170,25 +170,27 @@ def defined_functions(source: str) -> set[str]:
     return {n.name for n in parse(source).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
-def explorer_calls(source: str) -> list[str]:
+def explorer_calls(source: str, imported: dict[str, str] | None = None) -> list[str]:
     """The calls in a cell to functions of :mod:`helpers.widgets` (the explorers).
 
     Recognised forms: ``from helpers import widgets`` / ``import helpers.widgets as w``
     then ``widgets.f(...)``; ``helpers.widgets.f(...)``; ``from helpers.widgets import f``
-    then ``f(...)``. The imports may be in an earlier cell: aliases are resolved from the
-    names the cell uses, and the common spellings (``widgets``, ``helpers.widgets``) are
-    assumed to mean the module.
+    then ``f(...)``. ``widgets`` and ``helpers.widgets`` are taken to mean the module even
+    when imported in an earlier cell; ``imported`` maps names imported from it by earlier
+    cells to the functions' names (``"*"`` for an alias of the module), and is updated
+    with this cell's imports.
     """
     tree = parse(source)
-    module_aliases = {"widgets"}
-    function_aliases: dict[str, str] = {}
+    function_aliases: dict[str, str] = {} if imported is None else imported
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "helpers":
-            module_aliases.update(a.asname or a.name for a in node.names if a.name == "widgets")
+            function_aliases.update({a.asname or a.name: "*" for a in node.names if a.name == "widgets"})
         elif isinstance(node, ast.ImportFrom) and node.module == "helpers.widgets":
             function_aliases.update({a.asname or a.name: a.name for a in node.names})
         elif isinstance(node, ast.Import):
-            module_aliases.update(a.asname for a in node.names if a.name == "helpers.widgets" and a.asname)
+            function_aliases.update({a.asname: "*" for a in node.names
+                                     if a.name == "helpers.widgets" and a.asname})
+    module_aliases = {"widgets"} | {k for k, v in function_aliases.items() if v == "*"}
     calls = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -201,7 +203,7 @@ def explorer_calls(source: str) -> list[str]:
             elif (isinstance(owner, ast.Attribute) and owner.attr == "widgets"
                   and isinstance(owner.value, ast.Name) and owner.value.id == "helpers"):
                 calls.append(f.attr)
-        elif isinstance(f, ast.Name) and f.id in function_aliases:
+        elif isinstance(f, ast.Name) and function_aliases.get(f.id, "*") != "*":
             calls.append(function_aliases[f.id])
     return calls
 
@@ -242,22 +244,14 @@ def explorer_cells(nb) -> list[tuple[int, object, list[str]]]:
     """
     known = explorer_functions()
     found = []
+    imported: dict[str, str] = {}
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        calls = [c for c in explorer_calls(cell.source) if c in known]
+        calls = [c for c in explorer_calls(cell.source, imported) if c in known]
         if calls:
             found.append((index, cell, calls))
     return found
-
-
-def uses_widgets(path: Path) -> bool:
-    """Does the notebook use widgets (helpers.widgets explorers or ipywidgets)?"""
-    nb = read(path)
-    return any(
-        cell.cell_type == "code" and re.search(r"\bwidgets\b|\binteract\b", cell.source)
-        for cell in nb.cells
-    )
 
 
 # ---------------------------------------------------------------------------------------

@@ -23,11 +23,10 @@ import pytest
 import helpers
 from autograder import REPO_ROOT
 from notebook_helpers import (
-    SEEDS_DIR, bound_names, cell_label, errors, executed_solution, execute, explorer_cells,
-    grade_id, has_hidden_tests, has_toplevel_stub, is_answer, is_manual, is_test,
-    loaded_names, nb_id, probe_report, read, short, slide_runs, solution_notebooks,
-    stderr_text, stub_functions, student_notebooks, with_stub_probes, word_runs, words,
-    defined_functions,
+    SEEDS_DIR, bound_names, cell_label, defined_functions, errors, execute, executed_solution,
+    explorer_cells, grade_id, has_hidden_tests, has_toplevel_stub, is_answer, is_manual, is_test,
+    loaded_names, nb_id, probe_report, read, short, slide_runs, solution_notebooks, stderr_text,
+    stub_functions, student_notebooks, with_stub_probes, word_runs, words,
 )
 
 SOLUTIONS = solution_notebooks()
@@ -431,3 +430,21 @@ def test_html_check_reports_an_explorer_without_picture(tmp_path: Path):
     assert not [errors(c) for c in run.nb.cells if errors(c)], "the synthetic notebook failed"
     problems = html_problems(path, run.nb)
     assert len(problems) == 1 and problems[0].startswith("cell 2 ") and "0 PNG picture" in problems[0], problems
+
+
+def test_explorer_calls_are_recognised_in_every_import_style():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in [
+        "from helpers.widgets import softmax_temperature_explorer as ste",
+        "ste()",
+        "import helpers.widgets as hw\nhw.masking_explorer()",
+        "import helpers\nhelpers.widgets.heads_explorer()\nwidgets.frontend_can_interact()",
+        "hw.dot_product_explorer(); hw.dot_product_explorer()",
+        "from helpers import widgets\nwidgets.Slider('a', 0, 1, 0.1, 0.5)",   # a control, not shown
+    ]]
+    assert [(i, calls) for i, _, calls in explorer_cells(nb)] == [
+        (1, ["softmax_temperature_explorer"]), (2, ["masking_explorer"]), (3, ["heads_explorer"]),
+        (4, ["dot_product_explorer", "dot_product_explorer"]),
+    ]
