@@ -595,3 +595,107 @@ def surprise_figure(text: str, nll, title: str | None = None):
     if title:
         ax.set_title(title)
     return fig
+
+
+# ---------------------------------------------------------------------------------------
+# Notebook 09: a real sentence encoder (all-MiniLM-L6-v2)
+# ---------------------------------------------------------------------------------------
+
+
+def gelu_figure(gelu_fn, x_min: float = -4.0, x_max: float = 3.0):
+    """Notebook 09: ``gelu_fn`` (exact GELU) next to ReLU, and its gap to the tanh
+    approximation of GELU (:func:`helpers.bert.gelu_tanh`)."""
+    from helpers.bert import gelu_tanh
+
+    x = np.linspace(x_min, x_max, 401)                           # [401]
+    y = np.asarray(gelu_fn(x), dtype=float)                      # [401]
+    fig, axes = new_figure(9.0, 3.2, ncols=2)
+    axes[0].plot(x, np.maximum(0.0, x), color="0.6", linestyle="--", label="ReLU(x)")
+    axes[0].plot(x, y, color=BASE_COLOR, linewidth=2, label=r"GELU(x) = x $\Phi$(x)")
+    lowest = int(np.argmin(y))
+    axes[0].plot(x[lowest], y[lowest], "o", color=ACCENT_COLOR,
+                 label=f"minimum {y[lowest]:.3f} at x = {x[lowest]:.2f}")
+    axes[0].axhline(0, color="0.85", linewidth=0.8, zorder=0)
+    axes[0].set_xlabel("x")
+    axes[0].legend(frameon=False, fontsize=8)
+    axes[0].set_title("GELU lets small negative values through")
+    axes[1].plot(x, y - gelu_tanh(x), color=ACCENT_COLOR)
+    axes[1].axhline(0, color="0.85", linewidth=0.8, zorder=0)
+    axes[1].set_xlabel("x")
+    axes[1].ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
+    axes[1].set_title("exact GELU minus its tanh approximation")
+    for ax in axes:
+        ax.spines[["top", "right"]].set_visible(False)
+    return fig
+
+
+def it_context_figure(margins: dict, title: str | None = None):
+    """Notebook 09: does "it" lean towards "chicken" or "road"?
+
+    margins: ``{label: [L + 1]}``, for each sentence ``cos(it, chicken) - cos(it, road)``
+    of the token vectors after the embeddings (0) and after each layer (1..L).
+    """
+    fig, ax = new_figure(6.4, 3.4)
+    colors = [ACCENT_COLOR, BASE_COLOR, "0.5", "0.3"]
+    for (label, values), color in zip(margins.items(), colors):
+        values = np.asarray(values, dtype=float)
+        ax.plot(range(len(values)), values, "o-", color=color, label=label)
+    n = max(len(v) for v in margins.values())
+    ax.set_xticks(range(n), ["emb."] + [str(i) for i in range(1, n)])
+    ax.axhline(0, color="0.8", linewidth=0.8, zorder=0)
+    ax.set_xlabel("after layer")
+    ax.set_ylabel("cos(it, chicken) - cos(it, road)")
+    ax.text(0.01, 0.97, "closer to chicken ^", transform=ax.transAxes, fontsize=8,
+            color="0.4", va="top")
+    ax.text(0.01, 0.03, "closer to road v", transform=ax.transAxes, fontsize=8, color="0.4")
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.legend(frameon=False, fontsize=8, loc="center right")
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def encoder_heads_figure(weights, tokens: Sequence[str], layer: int, head: int | None = None,
+                         query: int | None = None):
+    """Notebook 09: the attention of one layer of the sentence encoder.
+
+    weights: ``[n_heads, N, N]`` (rows = queries, columns = keys); layer: 0-based, for
+    the title. ``head=None`` draws every head small (a grid of 4 columns); a head
+    number draws that head large, with the row of ``query`` outlined.
+    """
+    weights = np.asarray(weights, dtype=float)                   # [h, N, N]
+    n_heads, n = weights.shape[0], weights.shape[1]
+    tokens = [str(t) for t in tokens]
+    if head is not None:
+        fig, ax = new_figure(max(5.0, 0.38 * n + 2.0), max(4.0, 0.34 * n + 1.2))
+        heatmap(ax, weights[head], tokens, tokens, vmin=0, vmax=1, annotate=False,
+                xlabel="key (attended to)", ylabel="query", highlight_row=query,
+                title=f"layer {layer + 1}, head {head + 1}")
+        ax.tick_params(axis="x", labelrotation=90)
+        return fig
+    ncols = 4
+    nrows = -(-n_heads // ncols)
+    # a plain grid (no constrained layout, labels on the outer panels only): 12 panels
+    # of tick labels would take seconds to lay out
+    fig = Figure(figsize=(2.3 * ncols + 1.2, 2.3 * nrows + 0.9))
+    fig.subplots_adjust(left=0.09, right=0.88, bottom=0.12, top=0.92, wspace=0.08,
+                        hspace=0.18)
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    image = None
+    for c, ax in enumerate(axes):
+        if c >= n_heads:
+            ax.axis("off")
+            continue
+        image = ax.imshow(weights[c], cmap=WEIGHTS_CMAP, vmin=0, vmax=1, aspect="auto")
+        ax.set_title(f"head {c + 1}", fontsize=8, pad=2)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if c % ncols == 0:
+            ax.set_yticks(range(n), tokens, fontsize=5)
+        if c >= n_heads - ncols:
+            ax.set_xticks(range(n), tokens, fontsize=5, rotation=90)
+        ax.tick_params(length=0)
+    fig.colorbar(image, cax=fig.add_axes((0.9, 0.25, 0.015, 0.5)), label="attention weight")
+    fig.suptitle(f"layer {layer + 1}: all {n_heads} heads (rows = queries, columns = keys)",
+                 fontsize=10)
+    return fig

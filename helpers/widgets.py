@@ -426,3 +426,67 @@ def next_token_temperature_explorer() -> Explorer:
         "prompt": Choice("prompt", list(NEXT_TOKEN_PROMPTS), NEXT_TOKEN_PROMPTS[0]),
         "temperature": Slider("temperature T", 0.05, 3.0, 0.05, 1.0, ".2f"),
     }, title="The next-character distribution under temperature")
+
+
+# ---------------------------------------------------------------------------------------
+# Notebook 09: a real sentence encoder (all-MiniLM-L6-v2)
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextBox:
+    """A free-text control; the picture is redrawn when Enter is pressed or the box
+    loses focus."""
+
+    label: str
+    value: str
+
+    def widget(self):
+        return ipywidgets.Text(
+            value=self.value, description=self.label, continuous_update=False,
+            style={"description_width": "initial"}, layout=ipywidgets.Layout(width="560px"),
+        )
+
+
+#: The first sentence shown by :func:`encoder_heads_explorer`.
+ENCODER_EXPLORER_SENTENCE = "The cat sat on the mat because it was warm."
+#: Longest sentence (in tokens, [CLS] and [SEP] included) the explorer draws.
+ENCODER_EXPLORER_MAX_TOKENS = 32
+
+
+def encoder_heads_explorer(sentence: str = ENCODER_EXPLORER_SENTENCE, layer: int = 0,
+                           head: int | None = None) -> Explorer:
+    """Notebook 09: the attention heads of all-MiniLM-L6-v2 (:mod:`helpers.bert`), in
+    the manner of BertViz: type a sentence, choose a layer and one head or all of them.
+
+    ``layer`` and ``head`` are 0-based; ``head=None`` shows all heads.
+    """
+    from helpers import bert, demos_model
+
+    demos_model.use_one_blas_thread()
+    params, tokenizer = bert.load_encoder()
+    n_layers, n_heads = len(params["layers"]), params["n_heads"]
+    cache: dict[str, tuple] = {}
+
+    def attention(text):
+        if text not in cache:
+            tokens, _, weights = bert.token_vectors(text, params, tokenizer,
+                                                    return_attention=True)
+            if len(tokens) > ENCODER_EXPLORER_MAX_TOKENS:
+                raise ValueError(f"the sentence has {len(tokens)} tokens; this picture "
+                                 f"draws at most {ENCODER_EXPLORER_MAX_TOKENS}")
+            cache.clear()
+            cache[text] = (tokens, weights)
+        return cache[text]
+
+    def draw(sentence, layer, head):
+        tokens, weights = attention(sentence)
+        return plots.encoder_heads_figure(weights[layer], tokens, layer,
+                                          None if head < 0 else head)
+
+    return Explorer(draw, {
+        "sentence": TextBox("sentence (press Enter)", sentence),
+        "layer": Choice("layer", [(str(i + 1), i) for i in range(n_layers)], layer),
+        "head": Choice("head", [("all", -1)] + [(str(c + 1), c) for c in range(n_heads)],
+                       -1 if head is None else head),
+    }, title="The attention heads of all-MiniLM-L6-v2")
