@@ -543,7 +543,8 @@ class _Scrubber:
     """Blanks out hidden-test source in text shown to students.
 
     Every line of a hidden block, and every string literal in one (an assertion message
-    is source too), becomes ``[hidden]`` wherever it appears, as do the block markers.
+    is source too), becomes ``[hidden]`` wherever it appears, as do the block markers;
+    text that also appears outside the hidden blocks (a function's name) is left alone.
     """
 
     def __init__(self, source: Source):
@@ -559,6 +560,9 @@ class _Scrubber:
                 continue
             secrets |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
                         and isinstance(n.value, str) and len(n.value) >= 6}
+        # what students were given anyway (a function name in a hidden check call) is no secret
+        visible = "\n".join(strip_hidden(c.source) for c in source.cells)
+        secrets = {x for x in secrets if x in (BEGIN_HIDDEN, END_HIDDEN) or x not in visible}
         self.secrets = sorted(secrets, key=len, reverse=True)   # longest first
         self.has_hidden = len(secrets) > 2
 
@@ -735,6 +739,47 @@ def _feedback(line: dict | None, scrub: _Scrubber, extra: list[str]) -> str:
     return text if len(text) <= FEEDBACK_CHARS else text[:FEEDBACK_CHARS] + "\n[...]"
 
 
+def _isolated_tests(grade_ids: list[str], merged: Merged, source: Source, res: _Resources,
+                    cell_timeout: float, timeout: float, limits: sandbox.Limits) -> _Run:
+    """The authoritative run of test cells outside the contract (see module doc).
+
+    The test cells and the source notebook's own set-up run in one child; the learner's
+    answers run in another and only answer calls (values in, values out). So nothing the
+    learner wrote runs where the tests decide.
+    """
+    answers = source.by_id("answer")
+    names = sorted({n for cell in answers.values() for n in slicing.bound_names(cell.source)})
+    student = slicing.slice_cells(
+        [slicing.CellCode(c.index, c.source, c.kind == "answer")
+         for c in merged.cells if c.kind != "test"], set(names))
+    wanted = set(grade_ids)
+    setup = [(i, c) for i, c in enumerate(source.cells) if c.cell_type == "code"
+             and (c.kind == "other" or (c.kind == "test" and c.grade_id in wanted))]
+    code = slicing.slice_cells([slicing.CellCode(i, c.source, c.kind == "test")
+                                for i, c in setup])
+    cells = [{"index": i, "kind": c.kind, "grade_id": c.grade_id, "source": code[i]}
+             for i, c in setup if i in code]
+    job = {"kind": "tests", "cells": cells, "names": names, "cell_timeout": cell_timeout,
+           "timeout": timeout,
+           "serve": {"cells": [{"index": i, "kind": "code", "source": src}
+                               for i, src in sorted(student.items())],
+                     "cell_timeout": cell_timeout}}
+    reply = res.worker.run(job, res.conf(None, source), limits)
+    lines = executor.parse_lines(reply.get("output", ""))
+    position = {c["index"]: c["grade_id"] for c in cells if c["kind"] == "test"}
+    by_id: dict[str, dict] = {}
+    for line in lines:
+        gid = position.get(line.get("cell"))
+        if gid is not None and gid not in by_id:
+            by_id[gid] = line
+    done = any(line.get("done") is True for line in lines)
+    if reply.get("exit") == executor.EXIT_TIMEOUT or any(l.get("timeout") for l in by_id.values()):
+        return _Run(by_id, "timeout", "the isolated test run ran out of time")
+    if not done:
+        return _Run(by_id, "crashed", "the isolated test run stopped unexpectedly")
+    return _Run(by_id, "ok", "")
+
+
 @dataclass
 class _Run:
     """What the notebook run reported: the first line per cell, and how it ended."""
@@ -777,24 +822,39 @@ def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout:
     return _Run(by_cell, "ok", "")
 
 
-def _kernel_cell(scell: SourceCell, line: dict | None, run: _Run, note: str,
-                 scrub: _Scrubber) -> CellResult:
-    """A test cell that is not about a contract function: the notebook run decides.
+def _plain_cell(scell: SourceCell, line: dict | None, run: _Run, iline: dict | None,
+                irun: _Run, note: str, scrub: _Scrubber) -> tuple[CellResult, bool]:
+    """A test cell outside the contract: the isolated test run (``iline``) decides,
+    by nbgrader's rule; the notebook run (``line``) is the learner's feedback.
 
     As in nbgrader, a cell that passes and whose last expression is a number earns that
-    many points (partial credit, clipped to ``[0, points]``).
+    many points (partial credit, clipped to ``[0, points]``). Returns the result and
+    whether it contradicts a pass in the notebook run (tampering).
     """
-    passed, text = _kernel_outcome(line, run.status)
-    status = "ok" if passed else (run.status if line is None and run.status != "ok" else "failed")
-    points = scell.points if passed else 0.0
-    message = "passed" if passed else scrub(text)
-    value = line.get("value") if passed and line else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        points = min(max(float(value), 0.0), scell.points)
-        message = f"partial credit: {points:g} of {scell.points:g}"
+    passed, text = _kernel_outcome(iline, irun.status)
+    k_pass, k_text = _kernel_outcome(line, run.status)
+    if passed:
+        status, points, message = "ok", scell.points, "passed"
+        value = iline.get("value")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            points = min(max(float(value), 0.0), scell.points)
+            message = f"partial credit: {points:g} of {scell.points:g}"
+        if not k_pass:
+            message += f" (in the isolated run; notebook run: {scrub(k_text)})"
+    else:
+        points = 0.0
+        status = irun.status if iline is None and irun.status != "ok" else "failed"
+        message = scrub(text)
+    inconclusive = iline is None or bool(iline.get("timeout") or iline.get("memory"))
+    tampered = k_pass and not passed and not inconclusive
+    if tampered:
+        message = ("tampering suspected: the test passed in the notebook but failed when run "
+                   f"apart from your code ({message})")
     message += f" ({note})" if note else ""
-    return CellResult(scell.grade_id, "test", points, scell.points, status, _short(message),
-                      _feedback(line, scrub, [note]))
+    extra = [] if passed or iline is None else [
+        "isolated test run: " + scrub(_kernel_outcome(iline, irun.status)[1])]
+    return (CellResult(scell.grade_id, "test", points, scell.points, status, _short(message),
+                       _feedback(line, scrub, [note] + extra)), tampered)
 
 
 def _contract_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str, _Verdict],
@@ -900,14 +960,18 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
         left = max(1.0, budget_end - time.monotonic())
         verdicts[fn] = _verdict(fn, merged, specs, source, res, min(cell_timeout, left), left,
                                 limits)
-    if res.worker.mode == "fallback":
-        res.cleanup_fallback()
     missing = {fn: gid for gid, names in answer_functions.items() if gid in merged.missing
                for fn in names}
+    plain = [c.grade_id for c in merged.cells if c.kind == "test" and not specs[c.grade_id]]
+    irun = _Run({}, "ok", "")
+    if plain:
+        left = max(1.0, budget_end - time.monotonic())
+        irun = _isolated_tests(plain, merged, source, res, min(cell_timeout, left), left, limits)
+    if res.worker.mode == "fallback":
+        res.cleanup_fallback()
 
     # 3. Points per graded cell, in source order.
     index_of = {c.grade_id: c.index for c in merged.cells if c.kind == "test"}
-    kernel_only: set[str] = set()
     for scell in source.cells:
         if scell.kind == "manual":
             text = merged.answers.get(scell.grade_id, "")
@@ -926,14 +990,12 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
                         f"notebook, but the isolated re-run of {', '.join(tampered)} failed "
                         f"the same checks")
             else:
-                kernel_only.add(scell.grade_id)
-                cell = _kernel_cell(scell, line, run, note, scrub)
+                cell, tampered = _plain_cell(scell, line, run, irun.by_cell.get(scell.grade_id),
+                                             irun, note, scrub)
+                if tampered:
+                    result.flags.append(
+                        f"tampering suspected in {scell.grade_id}: the test passed in the "
+                        f"notebook but failed when run apart from the learner's code")
             result.cells.append(cell)
-    if any(f.startswith("tampering suspected") for f in result.flags):
-        for cell in result.cells:
-            if cell.grade_id in kernel_only and cell.points:
-                cell.points, cell.status = 0.0, "failed"
-                cell.message = ("not counted: tampering was suspected in this notebook, so "
-                                "its own test results cannot be trusted")
     result.seconds = time.perf_counter() - t0
     return result

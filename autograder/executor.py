@@ -335,7 +335,198 @@ def _job_calls(job: dict, fd: int) -> None:
     _send(fd, {"done": True, "cpu": _cpu_seconds()})
 
 
-def _child_b(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
+def _frame_send(sock, obj: dict) -> None:
+    data = json.dumps(obj).encode()
+    sock.sendall(len(data).to_bytes(4, "big") + data)
+
+
+def _frame_recv(sock, cap: int = RESULT_CAP) -> dict | None:
+    """One length-prefixed JSON frame, or None at EOF (or on a malformed frame)."""
+    def exactly(n: int) -> bytes | None:
+        parts, got = [], 0
+        while got < n:
+            chunk = sock.recv(min(n - got, 1 << 20))
+            if not chunk:
+                return None
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts)
+
+    head = exactly(4)
+    if head is None:
+        return None
+    size = int.from_bytes(head, "big")
+    if size > cap:
+        return None
+    body = exactly(size)
+    try:
+        obj = json.loads(body) if body is not None else None
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _job_serve(job: dict, chan: int) -> None:
+    """The learner's side of a ``tests`` job: run their code, then answer calls.
+
+    Requests: ``{"op": "describe", "names": [...]}`` and ``{"op": "call", "name": ...,
+    "args": <encoded (args, kwargs)>}``. Replies carry encoded values or the exception's
+    type name and text. Output and warnings of the learner's code go nowhere.
+    """
+    import socket
+    import warnings
+
+    import numpy as np
+
+    sock = socket.socket(fileno=chan)
+    runner = _Runner(job["cells"], {})
+    for c in job["cells"]:
+        runner.run(c["index"], c["source"], job["cell_timeout"], 1000)
+    ns = runner.shell.user_ns
+    sink = _Capped(1000)
+    while True:
+        try:
+            req = _frame_recv(sock)
+        except OSError:
+            return
+        if req is None:
+            return
+        reply: dict
+        sys.stdout, sys.stderr = sink, sink
+        try:
+            if req.get("op") == "describe":
+                reply = {}
+                for name in req.get("names", []):
+                    value = ns.get(name, _MISSING)
+                    if value is _MISSING:
+                        reply[name] = {"kind": "missing"}
+                    elif callable(value):
+                        reply[name] = {"kind": "function"}
+                    else:
+                        reply[name] = {"kind": "value", "value": sandbox.b64(sandbox.encode(value))}
+            else:
+                fn = ns.get(req.get("name"))
+                args, kwargs = sandbox.decode(sandbox.unb64(req.get("args")))
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")
+                    value = fn(*args, **kwargs)
+                reply = {"ok": True, "value": sandbox.b64(sandbox.encode(value))}
+        except BaseException as exc:  # the learner's function may raise anything
+            try:
+                reply = {"ok": False, "etype": type(exc).__name__, "message": str(exc)[:2000]}
+            except BaseException:
+                reply = {"ok": False, "etype": "Exception", "message": "unprintable exception"}
+        finally:
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        try:
+            _frame_send(sock, reply)
+        except OSError:
+            return
+
+
+_MISSING = object()
+
+
+class LearnerError(Exception):
+    """The learner's function raised an exception that is not a built-in one."""
+
+
+class _Channel:
+    """The tests' side of a ``tests`` job: calls forwarded to the learner's process."""
+
+    def __init__(self, chan: int):
+        import socket
+
+        self.sock = socket.socket(fileno=chan)
+
+    def request(self, req: dict) -> dict:
+        try:
+            _frame_send(self.sock, req)
+            reply = _frame_recv(self.sock)
+        except OSError:
+            reply = None
+        if reply is None:
+            raise LearnerError("the process running your code stopped (it crashed, ran out of "
+                               "time or memory, or exited)")
+        return reply
+
+    def call(self, name: str, args: tuple, kwargs: dict):
+        reply = self.request({"op": "call", "name": name,
+                              "args": sandbox.b64(sandbox.encode((args, kwargs)))})
+        if reply.get("ok") is True:
+            try:
+                return sandbox.decode(sandbox.unb64(reply.get("value")))
+            except sandbox.DecodeError as exc:
+                raise LearnerError(f"{name} returned something that cannot be checked "
+                                   f"({exc})") from None
+        etype = str(reply.get("etype", "Exception"))
+        message = str(reply.get("message", ""))[:2000]
+        import builtins
+
+        cls = getattr(builtins, etype, None)
+        if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == "builtins":
+            try:
+                raise cls(message)
+            except TypeError:
+                pass
+        raise LearnerError(f"{etype}: {message}")
+
+
+class _LearnerFunction:
+    """Stands for one of the learner's functions in the tests' process."""
+
+    def __init__(self, name: str, channel: _Channel):
+        self.__name__ = self.__qualname__ = name
+        self._channel = channel
+
+    def __call__(self, *args, **kwargs):
+        return self._channel.call(self.__name__, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<your function {self.__name__}>"
+
+
+def _job_tests(job: dict, wfd: int, chan: int) -> None:
+    """The tests' side of a ``tests`` job: no learner code runs in this process.
+
+    The learner's names (``job["names"]``) are bound to stand-ins that forward calls to
+    the learner's process, or to copies of their values; then the source notebook's own
+    set-up cells and the test cells run here, reported like a notebook run.
+    """
+    channel = _Channel(chan)
+    cells = job["cells"]
+    labels = {f"<cell {c['index']}>": f"test cell {c['grade_id']}"
+              for c in cells if c.get("kind") == "test"}
+    runner = _Runner(cells, labels)
+    ns = runner.shell.user_ns
+    runner.timer.start(job["cell_timeout"])
+    try:
+        described = channel.request({"op": "describe", "names": job["names"]})
+    except (LearnerError, CellTimeout):
+        described = {}
+    finally:
+        runner.timer.stop()
+    for name in job["names"]:
+        info = described.get(name) if isinstance(described, dict) else None
+        kind = info.get("kind") if isinstance(info, dict) else "function"
+        if kind == "value":
+            try:
+                ns[name] = sandbox.decode(sandbox.unb64(info.get("value")))
+                continue
+            except sandbox.DecodeError:
+                pass
+        if kind != "missing":
+            ns[name] = _LearnerFunction(name, channel)
+    for c in cells:
+        res = runner.run(c["index"], c["source"], job["cell_timeout"], job.get("cap", OUTPUT_CAP))
+        if c.get("kind") == "test":
+            _send(wfd, res)
+        if res["timeout"] or res["memory"]:
+            break
+    _send(wfd, {"done": True, "cpu": _cpu_seconds()})
+
+
+def _child_b(job: dict, conf: sandbox.Confinement, wfd: int | None, chan: int | None) -> None:
     """Process B: confine, silence fds 0-2, run the job, exit."""
     code = 0
     try:
@@ -345,7 +536,8 @@ def _child_b(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
             ctypes.CDLL(None).prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             sandbox.confine_inner(conf)
         except BaseException as exc:
-            _send(wfd, {"isolation_error": f"{type(exc).__name__}: {exc}"})
+            if wfd is not None:
+                _send(wfd, {"isolation_error": f"{type(exc).__name__}: {exc}"})
             os._exit(3)
         devnull = os.open("/dev/null", os.O_RDWR)
         for fd in (0, 1, 2):
@@ -353,14 +545,19 @@ def _child_b(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
         sys.stdin = open(os.devnull)
         if job["kind"] == "notebook":
             _job_notebook(job, wfd)
-        else:
+        elif job["kind"] == "calls":
             _job_calls(job, wfd)
+        elif job["kind"] == "serve":
+            _job_serve(job, chan)
+        else:
+            _job_tests(job, wfd, chan)
     except BaseException:
         code = 1
     os._exit(code)
 
 
-def _child_a(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
+def _child_a(job: dict, conf: sandbox.Confinement, wfd: int | None,
+             chan: int | None = None) -> None:
     """Process A: enter namespaces, fork B, enforce the deadline, exit with B's fate."""
     code = 1
     try:
@@ -368,8 +565,18 @@ def _child_a(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
             sandbox.unshare_outer()
         pid = os.fork()
         if pid == 0:
-            _child_b(job, conf, wfd)
-        os.close(wfd)
+            _child_b(job, conf, wfd, chan)
+
+        def stop(signum, frame):      # the worker is done with us: take B's world down
+            sandbox.kill_quietly(pid)
+            if conf.mode == "fallback":
+                sandbox.kill_quietly(-pid)
+            os._exit(EXIT_TIMEOUT)
+
+        signal.signal(signal.SIGTERM, stop)
+        for fd in (wfd, chan):
+            if fd is not None:
+                os.close(fd)
         deadline = time.monotonic() + job["timeout"]
         pidfd = os.pidfd_open(pid)
         status = None
@@ -422,17 +629,39 @@ def _prewarm() -> None:
     _SHELL = _make_shell()
 
 
+def _fork_a(job: dict, conf: sandbox.Confinement, wfd: int | None, chan: int | None) -> int:
+    """Fork an A for ``job`` that keeps only ``wfd`` and ``chan`` open (besides 0-2)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            keep = sorted(fd for fd in (wfd, chan) if fd is not None)
+            low = 3
+            for fd in keep:
+                os.closerange(low, fd)
+                low = fd + 1
+            os.closerange(low, 1 << 16)
+        finally:
+            _child_a(job, conf, wfd, chan)
+    return pid
+
+
 def _run_job(job: dict, conf: sandbox.Confinement) -> dict:
+    import socket
+
     r, w = os.pipe()
     t0 = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:   # A
-        try:
-            os.close(r)
-            os.closerange(3, w)
-            os.closerange(w + 1, 1 << 16)
-        finally:
-            _child_a(job, conf, w)
+    helper_pid = None
+    if job["kind"] == "tests":
+        # The learner's code serves calls in one child; the tests run in another, which
+        # alone can write results. They share only a socket.
+        runner_end, student_end = socket.socketpair()
+        serve = dict(job["serve"], kind="serve", timeout=job["timeout"])
+        helper_pid = _fork_a(serve, conf, None, student_end.fileno())
+        student_end.close()
+        pid = _fork_a(job, conf, w, runner_end.fileno())
+        runner_end.close()
+    else:
+        pid = _fork_a(job, conf, w, None)
     os.close(w)
     chunks, size, truncated = [], 0, False
     deadline = time.monotonic() + job["timeout"] + 10
@@ -463,6 +692,9 @@ def _run_job(job: dict, conf: sandbox.Confinement) -> dict:
     os.close(r)
     if status is None:
         _, status = os.waitpid(pid, 0)
+    if helper_pid is not None:
+        sandbox.kill_quietly(helper_pid, signal.SIGTERM)
+        os.waitpid(helper_pid, 0)
     code = os.waitstatus_to_exitcode(status)
     return {"output": b"".join(chunks).decode("utf-8", "replace"), "truncated": truncated,
             "exit": code, "seconds": round(time.perf_counter() - t0, 4)}

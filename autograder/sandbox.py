@@ -397,7 +397,7 @@ class DecodeError(ValueError):
 
 
 def encode(obj) -> bytes:
-    """Encode numbers, strings, arrays, lists/tuples/dicts and NumPy generators as .npz."""
+    """Encode numbers, strings, arrays, lists/tuples/sets/dicts, NumPy generators as .npz."""
     arrays: dict[str, np.ndarray] = {}
 
     def enc(x, depth=0):
@@ -417,9 +417,11 @@ def encode(obj) -> bytes:
             key = f"a{len(arrays)}"
             arrays[key] = a
             return {"__nd__": key, "scalar": isinstance(x, np.generic)}
-        if isinstance(x, (list, tuple)):
-            return {"__seq__": "tuple" if isinstance(x, tuple) else "list",
-                    "items": [enc(v, depth + 1) for v in x]}
+        if isinstance(x, (list, tuple, set, frozenset)):
+            kind = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}.get(
+                type(x), "tuple" if isinstance(x, tuple) else "list")
+            items = x if isinstance(x, (list, tuple)) else _sorted_items(x)
+            return {"__seq__": kind, "items": [enc(v, depth + 1) for v in items]}
         if isinstance(x, dict):
             return {"__dict__": [[str(k), enc(v, depth + 1)] for k, v in x.items()]}
         if isinstance(x, np.random.Generator):
@@ -431,6 +433,13 @@ def encode(obj) -> bytes:
     buf = io.BytesIO()
     np.savez(buf, __structure__=np.frombuffer(structure.encode(), dtype=np.uint8), **arrays)
     return buf.getvalue()
+
+
+def _sorted_items(items) -> list:
+    try:
+        return sorted(items)
+    except TypeError:
+        return list(items)
 
 
 def _jsonable(x):
@@ -480,7 +489,13 @@ def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES):
             return int(x["__int__"])
         if "__seq__" in x:
             items = [dec(v, depth + 1) for v in x["items"]]
-            return tuple(items) if x["__seq__"] == "tuple" else items
+            kind = x["__seq__"]
+            if kind in ("set", "frozenset"):
+                try:
+                    return set(items) if kind == "set" else frozenset(items)
+                except TypeError:
+                    raise DecodeError("unhashable item in a set") from None
+            return tuple(items) if kind == "tuple" else items
         if "__dict__" in x:
             return {str(k): dec(v, depth + 1) for k, v in x["__dict__"]}
         if "__rng__" in x:

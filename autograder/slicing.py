@@ -75,13 +75,38 @@ def _global_uses(code: str) -> set[str] | None:
     return names
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+           ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _top_level_nodes(stmt: ast.stmt):
+    """The nodes of ``stmt`` that run in the notebook's namespace: nested function,
+    class, lambda and comprehension scopes are entered only for their decorators,
+    defaults and bases (what is evaluated at definition time), not their bodies."""
+    todo = [stmt]
+    while todo:
+        node = todo.pop()
+        yield node
+        if node is not stmt and isinstance(node, _SCOPES):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                todo.extend(node.args.defaults + [d for d in node.args.kw_defaults if d])
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                todo.extend(node.decorator_list)
+            if isinstance(node, ast.ClassDef):
+                todo.extend(node.bases)
+            continue
+        if node is stmt and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue   # a definition binds only its name
+        todo.extend(ast.iter_child_nodes(node))
+
+
 def _analyse(stmt: ast.stmt) -> tuple[set[str], set[str], bool]:
     binds: set[str] = set()
     uses: set[str] = set()
     star = False
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         binds.add(stmt.name)
-    for node in ast.walk(stmt):
+    for node in _top_level_nodes(stmt):
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, (ast.Store, ast.Del)):
                 binds.add(node.id)
@@ -202,3 +227,15 @@ def slice_cells(cells: list[CellCode], extra_names: set[str] = frozenset()) -> d
 
 def _words(text: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_]\w*", text))
+
+
+def bound_names(code: str) -> set[str]:
+    """The names the top-level statements of ``code`` bind (empty if it does not parse)."""
+    try:
+        tree = ast.parse(_python(code)[0])
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names: set[str] = set()
+    for st in tree.body:
+        names |= _analyse(st)[0]
+    return names

@@ -240,9 +240,31 @@ def test_tampering_scores_nothing_and_is_flagged(attack, tmp_path):
     assert cell.points == 0
     assert cell.message.startswith("tampering suspected"), cell.message
     assert any("tampering suspected in test_dot" in f for f in result.flags)
-    # the notebook's own verdicts are void: test_most_similar is judged in the notebook only
-    assert _by_id(result)["test_most_similar"].points == 0
-    assert "tampering" in _by_id(result)["test_most_similar"].message
+    # most_similar (right, and independent of dot) is judged apart from the tampering
+    most = _by_id(result)["test_most_similar"]
+    assert most.points == most.max_points
+
+
+NON_CONTRACT_TAMPERING = {
+    "input transformer": TAMPERING["input transformer"],
+    "rebound assert_close": "assert_close = lambda *args, **kwargs: None\n",
+    "patched numpy": ("np.testing.assert_allclose = lambda *a, **k: None\n"
+                      "np.allclose = lambda *a, **k: True\n"),
+}
+
+
+@pytest.mark.parametrize("attack", NON_CONTRACT_TAMPERING)
+def test_tampering_with_a_test_outside_the_contract(attack, tmp_path):
+    # every contract answer right; most_similar (judged by its own test cell) wrong
+    nb = _with_answer("01_dot_products", "most_similar", NON_CONTRACT_TAMPERING[attack]
+                      + "def most_similar(X, i):\n    return 0\n")
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    cells = _by_id(result)
+    assert cells["test_most_similar"].points == 0
+    for gid in ("test_dot", "test_cosine_similarity", "test_pairwise_scores"):
+        assert cells[gid].points == cells[gid].max_points
+    if cells["test_most_similar"].message.startswith("tampering suspected"):
+        assert any("tampering suspected in test_most_similar" in f for f in result.flags)
 
 
 def test_patching_numpy_comparisons_scores_nothing(tmp_path):

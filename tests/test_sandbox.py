@@ -35,7 +35,8 @@ def test_codec_round_trip_keeps_values_types_and_structure():
     rng = np.random.default_rng(5)
     value = (np.arange(6.0).reshape(2, 3), [1, 2.5, None, True, "s"],
              {"E": np.eye(2), "blocks": [{"W": np.ones((2, 2), dtype=np.float32)}]},
-             np.float64(3.5), np.int64(7), 2**70, np.array([True, False]), rng)
+             np.float64(3.5), np.int64(7), 2**70, np.array([True, False]), rng,
+             {("K", 1), ("V", 2)}, frozenset({3}))
     back = sandbox.decode(sandbox.encode(value))
     assert isinstance(back, tuple) and len(back) == len(value)
     np.testing.assert_array_equal(back[0], value[0])
@@ -46,6 +47,7 @@ def test_codec_round_trip_keeps_values_types_and_structure():
     assert back[6].dtype == bool
     # the generator continues exactly where the original is
     assert np.array_equal(back[7].integers(0, 1000, 20), rng.integers(0, 1000, 20))
+    assert back[8] == {("K", 1), ("V", 2)} and back[9] == frozenset({3})
 
 
 def test_codec_marks_objects_that_cannot_cross():
