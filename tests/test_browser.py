@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -254,8 +255,8 @@ def run_all_cells(page, lab: LabServer, notebook: str, n_code_cells: int) -> Non
     page.goto(f"{lab.base}/lab/tree/{notebook}?reset&token={lab.token}")
     page.wait_for_selector(f"{PANEL} .jp-Notebook .jp-Cell", timeout=60_000)
     wait_until(lambda: lab.kernel_state(notebook) == "idle", 60, f"the kernel of {notebook} to start")
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
 
     def all_done() -> bool:
         prompts = page.locator(f"{PANEL} .jp-Notebook .jp-CodeCell .jp-InputPrompt").all_inner_texts()
