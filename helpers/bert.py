@@ -384,3 +384,276 @@ def token_vectors(sentence: str, params: dict | None = None, tokenizer=None,
         h, attention = out
         return batch.tokens[0], h[0], [w[0] for w in attention]
     return batch.tokens[0], out[0]
+
+
+# ---------------------------------------------------------------------------------------
+# Checking notebook 09's exercises (gelu, bert_layer, mean_pool, sentence_embeddings)
+# ---------------------------------------------------------------------------------------
+# The exercises of notebook 09 are not contract functions (helpers.checks), so their
+# test cells call check_exercise(name, fn): the same style of verdict, built here.
+
+def _relu(x):
+    return np.maximum(0.0, x)
+
+
+def _layer_variant(x, p, n_heads, key_mask, *, pre_norm=False, causal=False, padding=True,
+                   eps=LN_EPS, act=gelu, biases=True, residual=True):
+    """:func:`bert_layer` with one thing changed: the outputs of known mistakes."""
+    zero = np.zeros(p["b_Q"].shape)
+    b = (lambda name: p[name]) if biases else (lambda name: zero)
+    n = x.shape[-2]
+    mask = _key_mask(key_mask, x) if padding else None
+    if causal:
+        mask = ref.causal_mask(n) if mask is None else mask & ref.causal_mask(n)
+
+    def mha(v):
+        Qh = ref.split_heads(v @ p["W_Q"] + b("b_Q"), n_heads)
+        Kh = ref.split_heads(v @ p["W_K"] + b("b_K"), n_heads)
+        Vh = ref.split_heads(v @ p["W_V"] + b("b_V"), n_heads)
+        heads, _ = ref.scaled_dot_product_attention(Qh, Kh, Vh, mask)
+        return ref.merge_heads(heads) @ p["W_O"] + b("b_O")
+
+    def ffn(v):
+        return act(v @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"]
+
+    def ln1(v):
+        return ref.layer_norm(v, p["ln1_gamma"], p["ln1_beta"], eps=eps)
+
+    def ln2(v):
+        return ref.layer_norm(v, p["ln2_gamma"], p["ln2_beta"], eps=eps)
+
+    if pre_norm:
+        t = x + mha(ln1(x))
+        return t + ffn(ln2(t))
+    keep = 1.0 if residual else 0.0
+    h = ln1(keep * x + mha(x))
+    return ln2(keep * h + ffn(h))
+
+
+def _sentence_mistakes(ids, key_mask, params):
+    h = bert_forward(ids, key_mask, params)                            # [B, N, d]
+    return {
+        "the embeddings are not unit vectors: divide each by its length (L2 norm)":
+            mean_pool(h, key_mask),
+        "this is the [CLS] token's vector; the model's sentence embedding is the mean "
+        "over the real tokens": l2_normalize(h[:, 0]),
+        "the mean includes the padding positions: average only where key_mask is True":
+            l2_normalize(h.mean(axis=-2)),
+    }
+
+
+def _exercise_mistakes(name: str, args: tuple) -> dict:
+    """``{message: wrong output}`` for the known mistakes of an exercise on ``args``."""
+    if name == "gelu":
+        x = np.asarray(args[0], dtype=np.float64)
+        return {
+            "this is the tanh approximation of GELU (GPT-2's); BERT uses the exact "
+            "x * (1 + erf(x / sqrt(2))) / 2": gelu_tanh(x),
+            "erf(x) instead of erf(x / sqrt(2))": 0.5 * x * (1 + erf(x)),
+            "this is ReLU, not GELU": _relu(x),
+            "Phi(x) without the factor x: GELU(x) = x * Phi(x)":
+                0.5 * (1 + erf(x / np.sqrt(2))),
+            "the sigmoid approximation x * sigmoid(1.702 x), not the exact GELU":
+                x / (1 + np.exp(-1.702 * x)),
+        }
+    if name == "bert_layer":
+        x, p, n_heads, key_mask = args
+        x = np.asarray(x, dtype=np.float64)
+        return {
+            "pre-norm order (layer norm before attention and feed-forward); BERT is "
+            "post-norm: h = LN1(x + MHA(x)), out = LN2(h + FFN(h))":
+                _layer_variant(x, p, n_heads, key_mask, pre_norm=True),
+            "a causal mask: BERT's tokens also see the tokens after them; only padding "
+            "keys are masked": _layer_variant(x, p, n_heads, key_mask, causal=True),
+            "the padding mask is ignored: keys where key_mask is False must get weight 0":
+                _layer_variant(x, p, n_heads, key_mask, padding=False),
+            "layer norm with eps=1e-5; BERT uses eps=1e-12":
+                _layer_variant(x, p, n_heads, key_mask, eps=1e-5),
+            "the tanh approximation of GELU; BERT uses the exact (erf) GELU":
+                _layer_variant(x, p, n_heads, key_mask, act=gelu_tanh),
+            "ReLU in the feed-forward network; BERT uses GELU":
+                _layer_variant(x, p, n_heads, key_mask, act=_relu),
+            "the attention biases b_Q, b_K, b_V, b_O are missing":
+                _layer_variant(x, p, n_heads, key_mask, biases=False),
+            "no residual connections (x + MHA(x), h + FFN(h))":
+                _layer_variant(x, p, n_heads, key_mask, residual=False),
+        }
+    if name == "mean_pool":
+        h = np.asarray(args[0], dtype=np.float64)
+        m = np.asarray(args[1], dtype=np.float64)[..., None]
+        return {
+            "the mean includes the padding positions: average only where key_mask is True":
+                h.mean(axis=-2),
+            "a sum, not a mean: divide by the number of real tokens": (h * m).sum(axis=-2),
+            "the real tokens were summed but divided by N (all positions, padding "
+            "included)": (h * m).sum(axis=-2) / h.shape[-2],
+            "this is the first token's vector, not the mean": h[..., 0, :],
+        }
+    if name == "sentence_embeddings":
+        return _sentence_mistakes(*args)
+    raise ValueError(f"no checks for {name!r}")
+
+
+def _exercise_cases(name: str, hidden: bool) -> list[tuple[str, tuple]]:
+    """``[(description, args)]`` for an exercise of notebook 09 (fixed seeds)."""
+    rng = np.random.default_rng(909 + hidden)
+    if name == "gelu":
+        if not hidden:
+            return [("x = linspace(-5, 5, 21)", (np.linspace(-5, 5, 21),)),
+                    ("a [3, 4] array", (rng.normal(size=(3, 4)) * 2,))]
+        return [("large and tiny values", (np.array([-40.0, -8.0, -1e-8, 0.0, 1e-8, 8.0, 40.0]),)),
+                ("a [2, 3, 5] array", (rng.normal(size=(2, 3, 5)) * 3,)),
+                ("a Python list", ([-1.5, -0.5, 0.5, 1.5],))]
+    if name == "bert_layer":
+        def small(d, d_ff, scale):
+            w = lambda *s: scale * rng.normal(size=s) / np.sqrt(s[0])  # noqa: E731
+            v = lambda n: 0.3 * rng.normal(size=n)  # noqa: E731
+            return {"W_Q": w(d, d), "b_Q": v(d), "W_K": w(d, d), "b_K": v(d),
+                    "W_V": w(d, d), "b_V": v(d), "W_O": w(d, d), "b_O": v(d),
+                    "ln1_gamma": 1 + v(d), "ln1_beta": v(d), "W1": w(d, d_ff),
+                    "b1": v(d_ff), "W2": w(d_ff, d), "b2": v(d),
+                    "ln2_gamma": 1 + v(d), "ln2_beta": v(d)}
+        if not hidden:
+            mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
+            return [("one sentence x [5, 8], 2 heads, no padding (key_mask=None)",
+                     (rng.normal(size=(5, 8)), small(8, 12, 1.5), 2, None)),
+                    ("a batch x [2, 5, 8], 2 heads, the 2nd sentence padded after 3 tokens",
+                     (rng.normal(size=(2, 5, 8)), small(8, 12, 1.5), 2, mask))]
+        params, tokenizer = load_encoder()
+        batch = tokenize(["Padding hides these tokens.", "Hi"], tokenizer)
+        x = bert_embeddings(batch.ids, params)
+        mask = np.array([[True] * 6, [True] * 2 + [False] * 4])
+        return [("layer 1 of all-MiniLM-L6-v2 on a padded batch of two sentences",
+                 (x, params["layers"][0], params["n_heads"], batch.mask)),
+                ("a batch x [2, 6, 16] with large values, 4 heads, padding",
+                 (20 * rng.normal(size=(2, 6, 16)), small(16, 24, 3.0), 4, mask))]
+    if name == "mean_pool":
+        if not hidden:
+            mask = np.array([[True] * 4, [True] * 2 + [False] * 2])
+            return [("one sentence h [4, 3], all tokens real",
+                     (rng.normal(size=(4, 3)), np.ones(4, dtype=bool))),
+                    ("a batch h [2, 4, 3], the 2nd sentence padded after 2 tokens",
+                     (rng.normal(size=(2, 4, 3)), mask))]
+        mask = np.array([[1, 1, 1, 1, 0], [1, 0, 0, 0, 0], [1, 1, 1, 0, 0]])
+        return [("a batch h [3, 5, 6] with large padding values, key_mask as 0/1",
+                 (np.where(mask[..., None] > 0, 1.0, 1e6) * rng.normal(size=(3, 5, 6)),
+                  mask))]
+    if name == "sentence_embeddings":
+        from helpers.examples import IT_SENTENCES
+
+        params, tokenizer = load_encoder()
+        sentences = ([IT_SENTENCES["tired"], IT_SENTENCES["wide"], "A short one."]
+                     if not hidden else ["Mean pooling averages the token vectors.",
+                                         "Hello world", "Encoders read the whole sentence."])
+        batch = tokenize(sentences, tokenizer)
+        return [(f"the sentences {sentences}", (batch.ids, batch.mask, params))]
+    raise ValueError(f"no checks for {name!r}")
+
+
+def _expected(name: str, args: tuple):
+    if name == "gelu":
+        return gelu(args[0])
+    if name == "bert_layer":
+        x, layer, n_heads, key_mask = args
+        return bert_layer(x, layer, n_heads, key_mask)
+    if name == "mean_pool":
+        return mean_pool(*args)
+    ids, key_mask, params = args
+    return l2_normalize(mean_pool(bert_forward(ids, key_mask, params), key_mask))
+
+
+#: What each exercise must not call: the reference functions that would do its work.
+_REFERENCES = {"gelu": ("gelu",), "bert_layer": ("bert_layer", "bert_attention", "_layer_variant"),
+               "mean_pool": ("mean_pool",),
+               "sentence_embeddings": ("encode", "bert_forward", "token_vectors")}
+
+
+def check_exercise(name: str, fn, hidden: bool = False, rtol: float = 1e-6,
+                   atol: float = 1e-8) -> None:
+    """Check the learner's ``fn`` for exercise ``name`` of notebook 09 (``gelu``,
+    ``bert_layer``, ``mean_pool``, ``sentence_embeddings``), as ``helpers.checks.check``
+    does for the course's contract functions: prints one line when every case passes,
+    else raises ``CheckFailed`` saying which case, expected vs got, and the mistake when
+    it is a known one. Warnings are silenced; while ``fn`` runs, the reference functions
+    that would do its work (``helpers.bert.<name>``) raise instead.
+    """
+    import warnings
+
+    from helpers.checks import CheckFailed, assert_close
+
+    cases = _exercise_cases(name, hidden)
+    module = sys.modules[__name__]
+    if any(fn is getattr(module, attr) for attr in _REFERENCES[name]):
+        raise CheckFailed(f"{name} must be your own implementation; this is "
+                          f"helpers.bert.{fn.__name__}")
+    for description, args in cases:
+        expected = _expected(name, args)
+        with warnings.catch_warnings(), np.errstate(all="ignore"), _poisoned(name, fn):
+            warnings.simplefilter("ignore")
+            try:
+                got = fn(*args)
+            except NotImplementedError:
+                raise CheckFailed(f"{name} is not implemented yet") from None
+            except CheckFailed:
+                raise
+            except Exception as exc:
+                raise CheckFailed(f"{name} on {description} raised {type(exc).__name__}: "
+                                  f"{exc}") from None
+        try:
+            got = np.asarray(got, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise CheckFailed(f"{name} on {description} returned {type(got).__name__}, "
+                              f"not an array of numbers") from None
+        if got.shape == expected.shape and np.allclose(got, expected, rtol=rtol, atol=atol):
+            continue
+        if got.shape == expected.shape:
+            with np.errstate(all="ignore"):
+                for message, wrong in _exercise_mistakes(name, args).items():
+                    if np.allclose(got, wrong, rtol=rtol, atol=atol):
+                        raise CheckFailed(f"{name} on {description}: {message}")
+        assert_close(got, expected, what=f"{name} on {description}", rtol=rtol, atol=atol,
+                     quiet=True)
+        raise CheckFailed(f"{name} on {description}: wrong result")
+    print(f"{name}: {len(cases)}/{len(cases)} checks passed")
+
+
+class _poisoned:
+    """While active, ``helpers.bert``'s references for exercise ``name`` (and notebook
+    globals bound to them) raise ``CheckFailed``."""
+
+    def __init__(self, name: str, fn):
+        self.names = _REFERENCES[name]
+        self.exercise = name
+        self.namespace = getattr(fn, "__globals__", {})
+        self.saved: list[tuple[object, str, object]] = []
+
+    def __enter__(self):
+        from helpers.checks import CheckFailed
+
+        module = sys.modules[__name__]
+        for attr in self.names:
+            original = getattr(module, attr)
+
+            def poison(*args, _attr=attr, **kwargs):
+                raise CheckFailed(f"{self.exercise} must be your own implementation; "
+                                  f"it called helpers.bert.{_attr}")
+
+            targets = [(module, attr)] + [(self.namespace, key) for key, value
+                                          in list(self.namespace.items())
+                                          if value is original]
+            for owner, key in targets:
+                if isinstance(owner, dict):
+                    self.saved.append((owner, key, owner[key]))
+                    owner[key] = poison
+                else:
+                    self.saved.append((owner, key, getattr(owner, key)))
+                    setattr(owner, key, poison)
+        return self
+
+    def __exit__(self, *exc):
+        for owner, key, value in reversed(self.saved):
+            if isinstance(owner, dict):
+                owner[key] = value
+            else:
+                setattr(owner, key, value)
+        return False

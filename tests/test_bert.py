@@ -296,3 +296,109 @@ def test_one_real_layer_in_float64_equals_transformers(model):
     out = (out[0] if isinstance(out, tuple) else out).numpy()
     got = bert.bert_layer(x, params["layers"][layer_index], 12, mask)
     np.testing.assert_allclose(got, out, rtol=1e-10, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------
+# check_exercise: the verdicts of notebook 09's test cells
+# ---------------------------------------------------------------------------------------
+
+
+def _own_gelu(x):
+    x = np.asarray(x, dtype=float)
+    return 0.5 * x * (1 + np.vectorize(math.erf, otypes=[float])(x / math.sqrt(2)))
+
+
+def _own_layer(x, p, n_heads, key_mask=None):
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 2:
+        real = np.ones(x.shape[0], bool) if key_mask is None else np.asarray(key_mask, bool)
+        return _layer_by_hand(x, p, n_heads, real)
+    mask = np.ones(x.shape[:2], bool) if key_mask is None else np.asarray(key_mask, bool)
+    return np.stack([_layer_by_hand(x[b], p, n_heads, mask[b]) for b in range(len(x))])
+
+
+def _own_pool(h, key_mask):
+    h, m = np.asarray(h, dtype=float), np.asarray(key_mask, dtype=float)
+    return np.einsum("...nd,...n->...d", h, m) / m.sum(-1)[..., None]
+
+
+def _own_sentences(ids, key_mask, params):
+    p = params
+    x = p["E"][ids] + p["P"][:ids.shape[1]] + p["T"][0]
+    mu = x.mean(-1, keepdims=True)
+    x = p["ln_e_gamma"] * (x - mu) / np.sqrt(x.var(-1, keepdims=True) + 1e-12) + p["ln_e_beta"]
+    for layer in p["layers"]:
+        x = _own_layer(x, layer, p["n_heads"], key_mask)
+    s = _own_pool(x, key_mask)
+    return s / np.linalg.norm(s, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("name, fn", [("gelu", _own_gelu), ("bert_layer", _own_layer),
+                                      ("mean_pool", _own_pool),
+                                      ("sentence_embeddings", _own_sentences)])
+def test_check_exercise_passes_independent_answers(name, fn, model, capsys):
+    bert.check_exercise(name, fn)
+    bert.check_exercise(name, fn, hidden=True)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and all(line.startswith(f"{name}: ") and "passed" in line
+                                 for line in out)
+
+
+def _variant(**change):
+    variant = bert._layer_variant          # bound now: the checker hides it later
+
+    def wrong(x, p, n_heads, key_mask=None):
+        return variant(np.asarray(x, dtype=float), p, n_heads, key_mask, **change)
+    return wrong
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"pre_norm": True}, "pre-norm"), ({"causal": True}, "causal mask"),
+    ({"padding": False}, "padding mask is ignored"), ({"eps": 1e-5}, "eps=1e-5"),
+    ({"act": bert.gelu_tanh}, "tanh approximation"), ({"act": lambda z: np.maximum(z, 0)}, "ReLU"),
+    ({"biases": False}, "biases"), ({"residual": False}, "no residual"),
+])
+def test_check_exercise_names_bert_layer_mistakes(change, words):
+    from helpers.checks import CheckFailed
+
+    with pytest.raises(CheckFailed, match=words):
+        bert.check_exercise("bert_layer", _variant(**change))
+
+
+def test_check_exercise_names_other_mistakes(model):
+    from helpers.checks import CheckFailed
+
+    tanh = bert.gelu_tanh
+    cases = [("gelu", lambda x: tanh(x), "tanh approximation"),
+             ("gelu", lambda x: np.maximum(np.asarray(x, float), 0), "ReLU"),
+             ("mean_pool", lambda h, m: np.asarray(h).mean(-2), "includes the padding"),
+             ("mean_pool", lambda h, m: (np.asarray(h) * np.asarray(m)[..., None]).sum(-2),
+              "a sum, not a mean"),
+             ("sentence_embeddings", lambda i, m, p: _own_pool(_forward(i, m, p), m),
+              "not unit vectors")]
+    for name, fn, words in cases:
+        with pytest.raises(CheckFailed, match=words):
+            bert.check_exercise(name, fn)
+
+
+def _forward(ids, key_mask, params):
+    p = params
+    x = bert.bert_embeddings(ids, p)
+    for layer in p["layers"]:
+        x = _own_layer(x, layer, p["n_heads"], key_mask)
+    return x
+
+
+def test_check_exercise_refuses_the_reference(model):
+    from helpers.checks import CheckFailed
+
+    with pytest.raises(CheckFailed, match="own implementation"):
+        bert.check_exercise("gelu", bert.gelu)
+    with pytest.raises(CheckFailed, match="own implementation"):
+        bert.check_exercise("bert_layer", lambda *a: bert.bert_layer(*a))
+    with pytest.raises(CheckFailed, match="own implementation"):
+        bert.check_exercise("sentence_embeddings",
+                            lambda i, m, p: bert.l2_normalize(bert.mean_pool(
+                                bert.bert_forward(i, m, p), m)))
+    with pytest.raises(CheckFailed, match="not implemented yet"):
+        bert.check_exercise("mean_pool", lambda h, m: (_ for _ in ()).throw(NotImplementedError()))
