@@ -15,8 +15,9 @@ own solution and student notebooks:
 * broken files, each handing in only one notebook (the first with two answers or
   more): ``invalid_json`` (the file is
   cut off half way), ``infinite_loop`` (the last answer cell never ends),
-  ``memory_hog``, ``output_flood`` and ``kills_parent`` (the last answer cell allocates
-  without end, prints 300 000 lines, or sends SIGKILL to its parent),
+  ``memory_hog``, ``output_flood``, ``kills_kernel`` and ``kills_parent`` (the last
+  answer cell allocates without end, prints 300 000 lines, ends its own process, or
+  sends SIGKILL to its parent),
   ``deleted_test`` (the first test cell deleted, otherwise perfect),
   ``duplicated_answer`` (the first answer cell pasted twice, otherwise perfect),
   ``stripped_metadata`` (no nbgrader metadata left) and ``edited_tests`` (every test
@@ -298,6 +299,7 @@ def cross_entropy(logits, targets):
 INFINITE_LOOP = "\nwhile True:  # waits for something that never happens\n    pass\n"
 MEMORY_HOG = "\n_cache = []\nwhile True:  # keeps everything, forever\n    _cache.append(bytearray(50_000_000))\n"
 OUTPUT_FLOOD = "\nfor step in range(300_000):  # debugging output left in\n    print('step', step, 'x' * 80)\n"
+KILL_KERNEL = "\nimport os\n\nos._exit(1)  # ends the process running the notebook\n"
 KILL_PARENT = "\nimport os, signal\n\nos.kill(os.getppid(), signal.SIGKILL)  # tries to kill the grader\n"
 WRITTEN_ANSWER = "An example written answer (graded by hand)."
 
@@ -456,16 +458,22 @@ def build(solutions: Path = SOLUTIONS_DIR, released: Path = NOTEBOOKS_DIR
     last = answer_ids(solution_nb)[-1]
     last_source = _without_markers(
         next(c.source for c in solution_nb.cells if _grading(c).get("grade_id") == last))
-    before, of_last = _tests_before(solution_nb, last), _tests_of_answers(solution_nb, [last])
+    # The function is defined before the cell goes wrong: whether its own tests still
+    # score is the engine's call (its isolated re-run may judge the function alone), so
+    # only the answers before it are pinned.
+    before = _tests_before(solution_nb, last)
     add("infinite_loop", rel, with_answer(perfect, last, last_source + INFINITE_LOOP),
-        _expect(solution_nb, status=["timeout"], full=before, zero=of_last),
+        _expect(solution_nb, status=["timeout"], full=before),
         f"the answer cell of {last} never ends (the answers before it are right)")
     add("memory_hog", rel, with_answer(perfect, last, last_source + MEMORY_HOG),
-        _expect(solution_nb, status=["crashed", "memory"], full=before, zero=of_last),
+        _expect(solution_nb, status=["crashed", "memory"], full=before),
         f"the answer cell of {last} allocates memory until the cap stops it")
     add("output_flood", rel, with_answer(perfect, last, last_source + OUTPUT_FLOOD),
         _expect(solution_nb, status=["ok", "timeout"], full=before),
         f"the answer cell of {last} prints 300 000 long lines (the output is capped)")
+    add("kills_kernel", rel, with_answer(perfect, last, last_source + KILL_KERNEL),
+        _expect(solution_nb, status=["crashed"], full=before),
+        f"the answer cell of {last} ends the notebook's process with os._exit")
     add("kills_parent", rel, with_answer(perfect, last, last_source + KILL_PARENT),
         _expect(solution_nb, status=["ok", "crashed"], full=before),
         f"the answer cell of {last} sends SIGKILL to its parent process (the grader survives)")

@@ -33,7 +33,8 @@ def test_examples_are_up_to_date(tmp_path):
 
 def test_examples_cover_the_issue_list():
     assert {"perfect", "unanswered", "typical_mistakes_1", "typical_mistakes_2", "invalid_json",
-            "infinite_loop", "deleted_test", "duplicated_answer"} <= set(EXPECTED)
+            "infinite_loop", "deleted_test", "duplicated_answer", "memory_hog", "output_flood",
+            "kills_kernel", "kills_parent", "stripped_metadata", "edited_tests"} <= set(EXPECTED)
     text = (EXAMPLES_DIR / "submissions" / "invalid_json").rglob("*.ipynb")
     with pytest.raises(ValueError):
         json.loads(next(text).read_text())
