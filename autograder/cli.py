@@ -215,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, NotADirectoryError, ValueError) as exc:
         print(f"{args.command}: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
+    except ImportError as exc:  # e.g. the grading engine or a dependency is broken
+        print(f"{args.command}: error: cannot load the grader ({exc})", file=sys.stderr)
+        return CANNOT_RUN
 
 
 if __name__ == "__main__":
