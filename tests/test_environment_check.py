@@ -1,0 +1,74 @@
+"""helpers/environment_check.py tells a learner what is wrong with their setup."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import environment_check as ec
+from autograder import REPO_ROOT
+
+
+def statuses(findings):
+    return {f.check: f.status for f in findings}
+
+
+def test_this_environment_passes_every_check():
+    findings = ec.run_checks()
+    problems = [f for f in findings if f.status == ec.PROBLEM]
+    assert not problems, ec.report(findings)
+    assert "You are ready" in ec.report(findings) or "note(s)" in ec.report(findings)
+
+
+def test_pins_are_read_from_pyproject():
+    requires, pins = ec.read_pins()
+    assert requires == ">=3.11"
+    assert pins["numpy"] and pins["nbgrader"] == "0.9.6"
+
+
+def test_wrong_and_missing_packages_are_named_with_a_fix():
+    import numpy
+    findings = ec.check_packages({"numpy": "0.0.1", "surely-not-installed-pkg": "1.0"})
+    by_name = {f.check: f for f in findings}
+    assert by_name["numpy"].status == ec.PROBLEM
+    assert f"numpy {numpy.__version__} is installed" in by_name["numpy"].detail
+    assert "0.0.1" in by_name["numpy"].detail
+    assert by_name["surely-not-installed-pkg"].status == ec.PROBLEM
+    assert "is not installed" in by_name["surely-not-installed-pkg"].detail
+    assert sys.executable in by_name["numpy"].fix and "pip install" in by_name["numpy"].fix
+
+
+def test_too_old_python_is_reported_and_stops_the_checks():
+    finding = ec.check_python(minimum=(99, 0))
+    assert finding.status == ec.PROBLEM and "too old" in finding.detail and "99.0" in finding.detail
+
+
+def test_unreadable_pyproject_is_a_problem_not_a_crash(tmp_path: Path):
+    findings = ec.run_checks(tmp_path / "missing-pyproject.toml")
+    assert statuses(findings)["pinned versions"] == ec.PROBLEM
+    assert "1 problem(s)" in ec.report(findings)
+
+
+def test_a_foreign_helpers_package_is_detected(tmp_path: Path):
+    fake = tmp_path / "helpers"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    code = ("import sys; sys.path.insert(0, %r); sys.modules.pop('helpers', None)\n"
+            "from helpers_check import check_helpers\n"
+            "f = check_helpers(); print(f.status); print(f.detail)") % str(tmp_path)
+    # load environment_check under another name so that `helpers` is the fake one
+    (tmp_path / "helpers_check.py").write_text(
+        (REPO_ROOT / "helpers" / "environment_check.py").read_text())
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=60)
+    assert out.returncode == 0, out.stderr
+    status, detail = out.stdout.splitlines()[:2]
+    assert status == ec.PROBLEM and "another package" in detail
+
+
+def test_script_exit_status(tmp_path: Path):
+    ok = subprocess.run([sys.executable, str(REPO_ROOT / "helpers" / "environment_check.py")],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "[     ok] Python" in ok.stdout
