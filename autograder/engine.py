@@ -38,13 +38,19 @@ Execution (:mod:`autograder.executor`, :mod:`autograder.sandbox`, :mod:`autograd
        its first test), then calls the function on the cases of ``helpers.checks``
        (visible and hidden) and returns only the outputs. This process (trusted)
        compares them with ``helpers.checks.compare``.
-    The points of a test cell about a contract function come from step 2 alone: a
-    correct answer keeps its points even if the notebook run failed (a warning on
-    stderr, a crash in an unrelated cell), and a test that passed in the notebook but
-    fails the verdict on the same cases scores 0 and is flagged "tampering suspected".
-    Other test cells are scored by step 1, which is only as trustworthy as plain
-    nbgrader (code in a notebook can subvert its own process). When tampering is
-    suspected anywhere in a notebook, none of that notebook's step-1 passes count.
+    3. The *isolated test run* for the other test cells (exercises outside the
+       contract): the test cells and the source notebook's own set-up cells run in one
+       confined child in which no learner code ever runs; the learner's answer cells
+       run in a second child that only answers calls. The learner's names are bound to
+       stand-ins that forward each call (values in, values out, exceptions by type
+       name) to that second child. A test cell passes iff it raised nothing and wrote
+       nothing to stderr; a numeric last value is partial credit, as in nbgrader.
+    The points of every test cell come from step 2 or 3, never from step 1: a correct
+    answer keeps its points even if the notebook run failed (a warning on stderr, a
+    crash in an unrelated cell), and a test that passed in the notebook but fails its
+    authoritative run on the same checks scores 0 and is flagged "tampering suspected".
+    Step 1 is the learner's feedback (what their notebook does) and the witness for
+    those flags.
 
 Feedback never contains the source of hidden tests: tracebacks name test cells without
 quoting them, and captured output is scrubbed of every hidden-test line.

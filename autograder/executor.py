@@ -15,7 +15,7 @@ killing it tears down everything it started. B runs in its own session, so
 nor the grader. The worker caps what it reads (a flood cannot exhaust memory), and the
 grader parses every line defensively: nothing from B is trusted.
 
-Two kinds of job:
+Three kinds of job:
 
 ``notebook``
     Run the merged notebook cell by cell with ``InteractiveShell.run_cell``, capturing
@@ -27,6 +27,12 @@ Two kinds of job:
     The authoritative run of one contract function: run the (non-test) cells with
     output discarded, then call the function on each case (arguments arrive as
     ``sandbox.encode`` bytes) and send back its return value, encoded, one line per case.
+``tests``
+    The authoritative run of test cells outside the contract, in two confined children
+    joined by a socket: a *server* runs the learner's cells and answers calls (values
+    in, values out); the *tests* child binds the learner's names to stand-ins that
+    forward calls, runs the source's set-up and the test cells, and alone holds the
+    result pipe. No learner code runs in the process that reports the results.
 
 Cost: forking the warm worker and confining the child take a few milliseconds; the
 course's notebooks need 0.02-0.13 s of CPU each to grade (0.5 s for the language-model
