@@ -58,6 +58,8 @@ from pathlib import Path
 
 from autograder import sandbox
 
+#: Frames from files under this folder (the grader's own code) are left out of tracebacks.
+_OWN_CODE = str(Path(__file__).resolve().parent) + os.sep
 #: Characters of stdout/stderr kept per cell (the rest is dropped and counted).
 OUTPUT_CAP = 20_000
 #: Bytes of result lines the worker accepts from one child.
@@ -229,8 +231,8 @@ class _Runner:
                     lines.append(f"  {name[1:-1]}, line {fs.lineno}, in {fs.name}")
                     if fs.line:
                         lines.append(f"    {fs.line.strip()}")
-                elif "/IPython/" in name:
-                    continue
+                elif "/IPython/" in name or name.startswith(_OWN_CODE):
+                    continue      # the shell's and the grader's own frames
                 else:
                     short = name.split("/site-packages/")[-1]
                     lines.append(f"  File \"{short}\", line {fs.lineno}, in {fs.name}")

@@ -398,3 +398,51 @@ def _grade_as_nobody(tmp_path: Path) -> None:
                 for c in solution["cells"] if c["metadata"].get("nbgrader", {}).get("grade")
                 and not c["metadata"]["nbgrader"].get("solution")}
     assert {k: v for k, v in seen["points"].items() if k in expected} == expected
+
+
+def test_tests_job_keeps_learner_code_out_of_the_reporting_process(helper_copies):
+    """The learner's side answers calls; forged result lines from it never reach us."""
+    worker = executor.get_worker()
+    conf = {"root_mount": str(worker.home / "root"), "helpers_parent": helper_copies[None],
+            "data_dir": None, "fallback_work": str(worker.home / "fw-tests")}
+    forge = (
+        "import json, os\n"
+        "for fd in range(3, 64):\n"
+        "    try:\n"
+        "        os.write(fd, (json.dumps({'cell': 1, 'stdout': '', 'stderr': '', 'error': None,"
+        " 'timeout': False, 'memory': False, 'value': 99}) + '\\n').encode())\n"
+        "    except OSError:\n"
+        "        pass\n")
+    learner = (
+        "LIMIT = 3\n"
+        "def half(x):\n"
+        "    if x < 0:\n"
+        "        raise ValueError('negative')\n"
+        "    return {'value': x / 2, 'pair': (x, [x])}\n")
+    tests = [
+        {"index": 0, "kind": "other", "source": "import numpy as np"},
+        {"index": 1, "kind": "test", "grade_id": "test_half",
+         "source": "r = half(4)\nassert r == {'value': 2.0, 'pair': (4, [4])}, r\n"
+                   "try:\n    half(-1)\nexcept ValueError as e:\n    assert str(e) == 'negative'\n"
+                   "else:\n    raise AssertionError('no error')\nLIMIT + 0.5"},
+        {"index": 2, "kind": "test", "grade_id": "test_missing", "source": "missing_fn(1)"},
+    ]
+
+    def run(code):
+        job = {"kind": "tests", "cells": tests, "names": ["half", "LIMIT", "missing_fn"],
+               "cell_timeout": 5, "timeout": 20,
+               "serve": {"cells": [{"index": 0, "kind": "code", "source": code}],
+                         "cell_timeout": 5}}
+        lines = executor.parse_lines(worker.run(job, conf, sandbox.Limits())["output"])
+        assert any(line.get("done") for line in lines)
+        return {line["cell"]: line for line in lines if "cell" in line}
+
+    cells = run(learner)
+    assert set(cells) == {1, 2}                        # set-up cells are not reported
+    assert cells[1]["error"] is None and cells[1]["value"] == 3.5
+    assert cells[2]["error"]["ename"] == "NameError"
+    # forged result lines written to every descriptor reach no one (they only break the
+    # learner's own channel): the test fails instead of reporting 99
+    cells = run(forge + learner)
+    assert cells[1]["error"] is not None and cells[1]["value"] is None
+    assert "autograder" not in cells[1]["error"]["traceback"]
