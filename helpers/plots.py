@@ -699,3 +699,71 @@ def encoder_heads_figure(weights, tokens: Sequence[str], layer: int, head: int |
     fig.suptitle(f"layer {layer + 1}: all {n_heads} heads (rows = queries, columns = keys)",
                  fontsize=10)
     return fig
+
+
+# ---------------------------------------------------------------------------------------
+# Notebook 10 (a modern LLM: SmolLM2)
+# ---------------------------------------------------------------------------------------
+
+
+def rope_figure(theta: float = 10000.0, pair: int = 0, d_head: int = 64,
+                max_offset: int = 256):
+    """Notebook 10: what rotary position embeddings do.
+
+    Left: one pair of features ``(x[m], x[m + d_h/2])`` of a key, ``m = pair``, drawn as a
+    2-D point at positions 0..15: it turns by ``theta^(-2m/d_h)`` radians per position.
+    Right: the score ``q . k`` of a query and a key that are the SAME vector of ones
+    before rotation, for the query ``offset`` positions after the key: 64 at offset 0,
+    then an oscillation that shrinks with distance, the same for any absolute position.
+    """
+    from helpers.llama import apply_rope, rope_angles
+
+    fig, (ax_pair, ax_score) = new_figure(9.6, 3.8, ncols=2)
+    step = float(rope_angles([1], d_head, theta)[0, pair])       # radians per position
+    angles = step * np.arange(16)
+    circle = np.linspace(0, 2 * np.pi, 200)
+    ax_pair.plot(np.cos(circle), np.sin(circle), color="0.85", linewidth=0.8)
+    ax_pair.scatter(np.cos(angles), np.sin(angles), c=np.arange(16), cmap=WEIGHTS_CMAP,
+                    vmin=-4, vmax=15, zorder=3)
+    for p in (0, 1, 2, 15):
+        ax_pair.annotate(f"pos {p}", (np.cos(angles[p]), np.sin(angles[p])), fontsize=7,
+                         xytext=(4, 4), textcoords="offset points")
+    ax_pair.set_aspect("equal")
+    ax_pair.set_xlim(-1.4, 1.4)
+    ax_pair.set_ylim(-1.4, 1.4)
+    ax_pair.set_title(f"pair m = {pair}: {step:.3g} rad per position", fontsize=10)
+    ax_pair.set_xlabel(f"feature {pair}")
+    ax_pair.set_ylabel(f"feature {pair + d_head // 2}")
+
+    offsets = np.arange(max_offset + 1)
+    ones = np.ones((1, d_head))
+    k = apply_rope(ones, [0], theta)[0]                          # the key at position 0
+    q = apply_rope(np.repeat(ones, len(offsets), axis=0), offsets, theta)   # [n, d_h]
+    ax_score.plot(offsets, q @ k, color=BASE_COLOR, linewidth=1.2)
+    ax_score.axhline(0, color="0.8", linewidth=0.8, zorder=0)
+    ax_score.set_xlabel("offset i - j (query after key)")
+    ax_score.set_ylabel("q . k")
+    ax_score.set_title(f"score of two equal vectors, theta = {theta:g}", fontsize=10)
+    ax_score.spines[["top", "right"]].set_visible(False)
+    return fig
+
+
+def generation_times_figure(times: dict, n_new: int, title: str | None = None):
+    """Notebook 10: seconds per generated token, step by step, with and without a cache.
+
+    times: ``{label: [seconds of step 1, step 2, ...]}``.
+    """
+    fig, ax = new_figure(7.0, 3.2)
+    colors = [BASE_COLOR, ACCENT_COLOR, "0.5", "0.3"]
+    for (label, values), color in zip(times.items(), colors):
+        values = np.asarray(values, dtype=float) * 1000.0
+        ax.plot(np.arange(1, len(values) + 1), values, "o-", color=color, markersize=3,
+                label=f"{label}: {values.sum() / 1000:.2f} s in all")
+    ax.set_xlabel(f"generated token (of {n_new})")
+    ax.set_ylabel("milliseconds")
+    ax.set_ylim(bottom=0)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.legend(frameon=False, fontsize=8)
+    if title:
+        ax.set_title(title)
+    return fig

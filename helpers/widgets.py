@@ -490,3 +490,20 @@ def encoder_heads_explorer(sentence: str = ENCODER_EXPLORER_SENTENCE, layer: int
         "head": Choice("head", [("all", -1)] + [(str(c + 1), c) for c in range(n_heads)],
                        -1 if head is None else head),
     }, title="The attention heads of all-MiniLM-L6-v2")
+
+
+#: The rotary bases the explorer of notebook 10 offers (SmolLM2 uses 100000).
+ROPE_THETAS = (100.0, 10000.0, 100000.0, 1000000.0)
+
+
+def rope_explorer(theta: float = 100000.0, pair: int = 0) -> Explorer:
+    """Notebook 10: rotary position embeddings, for a chosen base ``theta`` and feature
+    pair ``m`` of a 64-wide head (see :func:`helpers.plots.rope_figure`)."""
+
+    def draw(theta, pair):
+        return plots.rope_figure(theta=theta, pair=int(pair))
+
+    return Explorer(draw, {
+        "theta": Choice("base theta", [(f"{t:g}", t) for t in ROPE_THETAS], theta),
+        "pair": Slider("pair m", 0, 31, 1, pair, ".0f"),
+    }, title="Rotary position embeddings: one pair turning, and what it does to scores")
