@@ -378,6 +378,14 @@ def load_tokenizer(path=None):
     return tokenizer
 
 
+#: A question, and the 20 tokens that greedy decoding answers it with according to
+#: ``transformers`` (PyTorch, float32) reading the same GGUF file
+#: (``tests/data/smollm2_reference.npz``, ``tools/make_smollm2_reference.py``):
+#: "The sea is a vast and mysterious realm, teeming with life and unending in its own way,"
+REFERENCE_QUESTION = "Write one sentence about the sea."
+REFERENCE_GREEDY_IDS = (504, 3426, 314, 253, 4749, 284, 11965, 7815, 28, 30055, 351, 1029,
+                        284, 551, 1719, 281, 624, 1038, 970, 28)
+
 #: The system message the chat template adds when a conversation has none.
 DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 

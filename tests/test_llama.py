@@ -232,6 +232,12 @@ def test_tokenizer_and_chat_prompt_match_transformers(reference):
     assert tok.encode("2024").tokens == ["2", "0", "2", "4"]
 
 
+def test_notebook_constants_are_the_stored_transformers_output(reference):
+    arrays, meta = reference
+    assert llama.REFERENCE_QUESTION == meta["question"]
+    assert list(llama.REFERENCE_GREEDY_IDS) == arrays["greedy_ids"].tolist()
+
+
 def test_smollm2_logits_match_transformers(model, reference):
     params, cfg = model
     arrays, meta = reference
@@ -369,6 +375,7 @@ def test_parts_match_transformers_functions():
     np.testing.assert_array_equal(llama.unpermute_rows(W, 3), theirs)
 
 
+@pytest.mark.slow
 def test_stored_reference_matches_a_fresh_transformers_run(reference):
     require_torch_transformers()
     require_model()
