@@ -56,7 +56,7 @@ def graded(small_class, tmp_path_factory):
     out = tmp_path_factory.mktemp("out") / "out"
     before = tree_digest(small_class)
     result = cli("grade", str(small_class), "--out", str(out), "--jobs", "2",
-                 "--timeout", "30", "--cell-timeout", "10")
+                 "--timeout", "120", "--cell-timeout", "30")
     return out, result, before
 
 
@@ -88,7 +88,7 @@ def test_shards_and_merge_command(small_class, graded, tmp_path):
     for i in (1, 2):
         part = tmp_path / f"part{i}"
         result = cli("grade", str(small_class), "--out", str(part), "--jobs", "1",
-                     "--shard", f"{i}/2", "--timeout", "30", "--cell-timeout", "10")
+                     "--shard", f"{i}/2", "--timeout", "120", "--cell-timeout", "30")
         assert result.returncode == 0, result.stderr
         parts.append(part)
     students = [{r["student_id"] for r in read_csv(p / "summary.csv")} for p in parts]
