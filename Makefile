@@ -63,7 +63,7 @@ release: $(STAMP)
 # The instructor's first five minutes: grade the example submissions, print the table.
 GRADE_OUT ?= grading-output/examples
 grade-examples: $(STAMP)
-	$(BIN)python -m autograder grade autograder/examples/submissions --out $(GRADE_OUT) --cell-timeout 5 --timeout 20 --memory-mb 1024
+	$(BIN)python -m autograder grade autograder/examples/submissions --out $(GRADE_OUT) --cell-timeout 10 --timeout 60 --memory-mb 1024
 	@echo "feedback pages: $(GRADE_OUT)/feedback/<student>/<assignment>/<notebook>.html"
 
 # A term's grading (docs/grading.md): make collect DOWNLOAD=~/Downloads/submissions.zip,

@@ -44,7 +44,7 @@ def test_examples_cover_the_issue_list():
 def graded(tmp_path_factory):
     out = tmp_path_factory.mktemp("graded")
     records = grade.run(EXAMPLES_DIR / "submissions", out, jobs=2, stream=io.StringIO(),
-                        limits=grade.Limits(cell_timeout=5, notebook_timeout=20, memory_mb=1024))
+                        limits=grade.Limits(cell_timeout=10, notebook_timeout=60, memory_mb=1024))
     return out, {(r["student_id"], f"{r['assignment']}/{r['notebook']}"): r for r in records}
 
 
