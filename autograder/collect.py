@@ -235,6 +235,8 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR) -> list[
         raise FileNotFoundError(f"download not found: {download}")
     if download.is_file() and not zipfile.is_zipfile(download):
         raise ValueError(f"{download} is neither a folder nor a zip file")
+    if download.is_dir() and out.resolve().is_relative_to(download.resolve()):
+        raise ValueError(f"--out {out} is inside the download {download}: choose a folder outside it")
     course = course_notebooks(solutions)
     out.mkdir(parents=True, exist_ok=True)
     roster: dict[str, dict] = {}

@@ -225,3 +225,9 @@ def test_folder_layouts_under_a_top_folder(tmp_path, solutions):
         "bob/02_softmax/02_softmax.ipynb", "jane/01_dot_products/01_dot_products.ipynb"]
     [unmatched] = [o for o in outcomes if o.status == "unmatched"]
     assert unmatched.origin == "02_softmax/02_softmax.ipynb" and unmatched.reason.startswith("no student")
+
+
+def test_output_inside_the_download_is_refused(tmp_path, solutions):
+    (tmp_path / "dl").mkdir()
+    with pytest.raises(ValueError, match="inside the download"):
+        collect.collect(tmp_path / "dl", tmp_path / "dl" / "subs", solutions)
