@@ -82,6 +82,8 @@ def test_honest_students_grade_as_when_graded_alone(run):
     assert run.alone_rows, "grading the honest student alone failed"
     for sid in HONEST:
         for (who, assignment), rows in run.alone_rows.items():
+            if run.records[(sid, assignment)]["status"] == "missing":
+                continue                   # the last honest student skips some notebooks
             shared = run.rows[(sid, assignment)]
             assert {g: (r["points"], r["status"], r["message"]) for g, r in shared.items()} == \
                    {g: (r["points"], r["status"], r["message"]) for g, r in rows.items()}, \
@@ -133,12 +135,12 @@ def test_feedback_of_a_hidden_test_thief_shows_no_hidden_test(run):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "the hidden block of a test cell outside the contract (here test_softmax_with_temperature, "
-    "whose hidden block is not made only of check() calls) runs in the learner's process "
-    "(autograder/engine.py _kernel_source keeps it; the job's cell list is in the stack frames "
-    "of executor._job_notebook), and the cell's stdout goes to the feedback page, scrubbed "
-    "only of verbatim hidden lines: a function that walks up its call stack and prints the "
-    "source rot13-encoded shows the hidden test to the learner"))
+    "the notebook run still executes the hidden block of a test cell outside the contract "
+    "(here test_softmax_with_temperature, whose hidden block is not made only of check() "
+    "calls) in the learner's process, and that cell's stdout reaches the feedback page, "
+    "scrubbed only of verbatim hidden lines: a function that walks up its call stack to the "
+    "job's cell list and prints the source rot13-encoded shows the hidden test to the "
+    "learner"))
 def test_hidden_tests_do_not_leak_through_the_learners_own_output(run):
     import codecs
 

@@ -6,14 +6,6 @@ anyway. The notebook run may well be fooled; the points come from the isolated r
 
 from attacks import WRONG_SOFTMAX, Attack
 
-_NONCONTRACT = (
-    "test cells of exercises outside the contract (test_softmax_with_temperature, "
-    "test_wash_we, test_find_slips, test_most_similar, ...) are scored by the notebook run "
-    "alone, inside the learner's process (autograder/engine.py, step 1); the engine discounts "
-    "them only when a contract test disagrees with its isolated re-run, so a notebook whose "
-    "contract answers are right can pass them by tampering (an input transformer, or "
-    "rebinding assert_close) and is not even flagged")
-
 ATTACKS = [
     Attack("rebind_check", "02_softmax", "softmax",
            "check = lambda *args, **kwargs: print('softmax: 6/6 checks passed')\n" + WRONG_SOFTMAX,
@@ -120,7 +112,7 @@ def softmax_with_temperature(z, temperature):
 """, "answers every contract function correctly (so no check disagrees with the isolated "
      "re-run) and swallows the errors of the one test outside the contract",
            expect="honest", answers="solutions", lose=("test_softmax_with_temperature",),
-           defect=_NONCONTRACT),
+           flagged="tampering suspected"),
     Attack("noncontract_rebind_assert_close", "04_queries_keys_values", "wash_we", """
 assert_close = lambda *args, **kwargs: None
 
@@ -128,5 +120,6 @@ def wash_we():
     return (np.zeros(3), np.zeros(3), np.zeros(4), np.array([1.0, 0.0, 0.0, 0.0]), np.zeros(3))
 """, "rebinds assert_close (used by a test outside the contract) to a no-op and returns "
      "values that pass the remaining plain asserts",
-           expect="honest", answers="solutions", lose=("test_wash_we",), defect=_NONCONTRACT),
+           expect="honest", answers="solutions", lose=("test_wash_we",),
+           flagged="tampering suspected"),
 ]

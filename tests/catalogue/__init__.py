@@ -7,8 +7,8 @@ answer cells, written as a learner would write them:
   the real pipeline, each must lose the points of the function's test cells, and the
   grader's message or feedback page must contain ``words`` (case-insensitive): for a
   known mistake, the words that name it ("not divided by sqrt(d_k)"). Keys starting with
-  ``unknown_`` are mistakes no diagnosis knows: their feedback must show the input,
-  expected against got and the first difference.
+  ``unknown_`` are mistakes no diagnosis knows: their feedback must show the input and
+  expected against got (and ``words``, e.g. "first difference" for arrays).
 * ``CORRECT = {key: source}``: right answers written differently (loops, ``einsum``,
   ``-inf`` or a large negative number, other stable forms, code that makes NumPy warn).
   Each must earn every autograded point of its notebook.

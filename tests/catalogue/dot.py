@@ -18,7 +18,7 @@ WRONG = {
 """, "averaged the products"),
     "unknown_rounded": ("""def dot(a, b):
     return round(float(np.dot(a, b)), 2)
-""", "first difference"),
+""", "expected"),
 }
 
 CORRECT = {

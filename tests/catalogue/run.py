@@ -1,11 +1,13 @@
 """One real grading run of every catalogue entry, every attack and two honest students.
 
 ``graded()`` writes SUBMISSIONS (one student per catalogue entry and per attack, plus
-the honest students ``honest-first`` and ``honest-last``, who hand in every solution
-notebook), runs ``python -m autograder grade SUBMISSIONS --out OUT --jobs 2`` once, and
-returns what the tests need: the grades per student, the feedback pages, the exit code,
-the time taken, and what changed on disk. It also grades ``honest-first`` alone, so that
-tests can check that sharing a run with attackers changed nothing for an honest student.
+the honest students ``0-honest-first``, who hands in every solution notebook, and
+``zz-honest-last``, who hands in those of the attacked assignments), runs
+``python -m autograder grade SUBMISSIONS --out OUT --jobs 2`` once, and returns what the
+tests need: the grades per student, the feedback pages, the exit code, the time taken,
+and what changed on disk. Meanwhile a separate run of the command grades
+``0-honest-first`` alone, so that tests can check that sharing a run with attackers
+changed nothing for an honest student.
 
 The result is cached for the test session: ``tests/test_catalogue.py`` and
 ``tests/test_attacks.py`` share the same run.
@@ -13,6 +15,7 @@ The result is cached for the test session: ``tests/test_catalogue.py`` and
 
 from __future__ import annotations
 
+import atexit
 import csv
 import hashlib
 import html
@@ -50,10 +53,10 @@ class Run:
     stderr: str
     rows: dict[tuple[str, str], dict[str, dict]]        # (student, assignment) -> grade_id -> row
     records: dict[tuple[str, str], dict]                 # (student, assignment) -> record
-    students: dict[str, object]                          # student id -> Entry, [Entry], Attack
+    students: dict[str, object]                          # student id -> [Entry] or Attack
     student_of: dict[str, str]                           # Entry.id or Attack.key -> student id
     alone_rows: dict[tuple[str, str], dict[str, dict]]   # honest-first graded alone
-    alone_seconds: float
+    alone_seconds: float                                  # until the main run had ended
     submissions_before: dict[str, str]
     submissions_after: dict[str, str]
     canary: Path
@@ -72,6 +75,12 @@ class Run:
         """The student's feedback page for an assignment, as plain text (unescaped)."""
         path = self.out / "feedback" / student / assignment / f"{assignment}.html"
         return html.unescape(path.read_text(encoding="utf-8")) if path.is_file() else ""
+
+    def cell_text(self, student: str, assignment: str, grade_ids: list[str]) -> str:
+        """The message and feedback of some graded cells (from results.jsonl)."""
+        record = self.records[(student, assignment)]
+        return "\n".join(f"{c['message']}\n{c['feedback']}" for c in record["cells"]
+                         if c["grade_id"] in grade_ids)
 
     def feedback_html(self, student: str, assignment: str) -> str:
         path = self.out / "feedback" / student / assignment / f"{assignment}.html"
@@ -202,13 +211,34 @@ def _write(nb: dict, root: Path, student: str, assignment: str) -> None:
     path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
 
 
-def _grade(submissions: Path, out: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("AUTOGRADER_ISOLATION", None) if env.get("AUTOGRADER_ISOLATION") == "" else None
-    return subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
-         "--jobs", str(JOBS), "--timeout", str(TIMEOUT), "--cell-timeout", str(CELL_TIMEOUT)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=900, env=env)
+def _command(submissions: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
+            "--jobs", str(JOBS), "--timeout", str(TIMEOUT), "--cell-timeout", str(CELL_TIMEOUT)]
+
+
+#: Functions of one notebook whose answers do not use each other (nor does either's
+#: solution use the other): a wrong answer to each can share a notebook.
+INDEPENDENT = [("dot", "pairwise_scores"), ("project_qkv", "scaled_dot_product_attention"),
+               ("causal_mask", "cross_attention"), ("split_heads", "merge_heads"),
+               ("layer_norm", "feed_forward"), ("cross_entropy", "generate")]
+
+
+def wrong_packs() -> list[list[Entry]]:
+    """The wrong entries, one or two per notebook: the k-th wrong answers of two
+    independent functions (``INDEPENDENT``) share one, which keeps the run short; each
+    is judged on its own function's test cells only."""
+    wrong = [e for e in entries() if e.kind == "wrong"]
+    by_function: dict[str, list[Entry]] = {}
+    for e in wrong:
+        by_function.setdefault(e.function, []).append(e)
+    packs, paired = [], set()
+    for first, second in INDEPENDENT:
+        a, b = by_function.get(first, []), by_function.get(second, [])
+        for k in range(max(len(a), len(b))):
+            packs.append([x[k] for x in (a, b) if k < len(x)])
+        paired |= {first, second}
+    packs += [[e] for e in wrong if e.function not in paired]
+    return packs
 
 
 def correct_packs() -> list[list[Entry]]:
@@ -234,6 +264,8 @@ def graded() -> Run:
 
     mode = sandbox.probe_mode()
     tmp = Path(tempfile.mkdtemp(prefix="grading-truth-"))
+    if not os.environ.get("GRADING_TRUTH_KEEP"):      # set it to inspect OUT afterwards
+        atexit.register(shutil.rmtree, tmp, True)
     submissions, out = tmp / "SUBMISSIONS", tmp / "OUT"
     canary_dir = tmp / "canary"
     canary_dir.mkdir()
@@ -247,10 +279,13 @@ def graded() -> Run:
 
     students: dict[str, object] = {}
     student_of: dict[str, str] = {}
-    for n, entry in enumerate(e for e in entries() if e.kind == "wrong"):
-        sid = student_id("cat", n, entry.id)
-        students[sid], student_of[entry.id] = entry, sid
-        _write(catalogue_notebook(entry), submissions, sid, assignments()[entry.function])
+    for n, pack in enumerate(wrong_packs()):
+        sid = student_id("cat", n, "+".join(e.id for e in pack))[:120]
+        students[sid] = pack
+        student_of.update((e.id, sid) for e in pack)
+        _write(student_notebook(assignments()[pack[0].function],
+                                {e.function: e.source for e in pack}),
+               submissions, sid, assignments()[pack[0].function])
     for n, pack in enumerate(correct_packs()):
         assignment = assignments()[pack[0].function]
         sid = student_id("cok", n, assignment)
@@ -267,9 +302,11 @@ def graded() -> Run:
             _write(nb, submissions, sid, assignment)
     honest = {a: student_notebook(a) for a in sorted({p.parent.name for p in
                                                       SOLUTIONS_DIR.glob("*/*.ipynb")})}
-    for sid in HONEST:
-        for assignment, nb in honest.items():
-            _write(nb, submissions, sid, assignment)
+    attacked = {a.assignment for a in attacks()}
+    for assignment, nb in honest.items():         # the first hands in everything, the last
+        _write(nb, submissions, HONEST[0], assignment)      # what the attacks are about
+        if assignment in attacked:
+            _write(nb, submissions, HONEST[1], assignment)
     alone = tmp / "ALONE"
     for assignment, nb in honest.items():
         _write(nb, alone, HONEST[0], assignment)
@@ -277,8 +314,14 @@ def graded() -> Run:
     before = _hash_tree(submissions)
     protected = [p for p in _protected() if p.is_file()]
     gradebooks_before = _gradebooks([REPO_ROOT, tmp])
+    # The honest student alone, in a separate run of the command at the same time.
+    alone_log = open(tmp / "alone.log", "w+")
+    t1 = time.monotonic()
+    alone_proc = subprocess.Popen(_command(alone, tmp / "ALONE_OUT"), cwd=REPO_ROOT,
+                                  stdout=alone_log, stderr=subprocess.STDOUT)
     t0 = time.monotonic()
-    proc = _grade(submissions, out)
+    proc = subprocess.run(_command(submissions, out), cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=900)
     seconds = time.monotonic() - t0
     listener.close()
     after = _hash_tree(submissions)
@@ -291,10 +334,10 @@ def graded() -> Run:
     marker_hits += _scan_for_marker([p for p in dict.fromkeys(shared) if p.is_dir()], marker,
                                     skip=[tmp], max_depth=1)
 
-    t1 = time.monotonic()
-    alone_proc = _grade(alone, tmp / "ALONE_OUT")
+    alone_code = alone_proc.wait(timeout=900)
     alone_seconds = time.monotonic() - t1
-    alone_rows = _read_rows(tmp / "ALONE_OUT") if alone_proc.returncode == 0 else {}
+    alone_log.close()
+    alone_rows = _read_rows(tmp / "ALONE_OUT") if alone_code == 0 else {}
 
     rows = _read_rows(out) if (out / "grades.csv").is_file() else {}
     records = _read_records(out) if (out / "results.jsonl").is_file() else {}
@@ -305,6 +348,3 @@ def graded() -> Run:
                _unexpected_outputs(out) if out.is_dir() else ["OUT missing"], listener.hits,
                mode)
 
-
-def cleanup(run: Run) -> None:
-    shutil.rmtree(run.submissions.parent, ignore_errors=True)
