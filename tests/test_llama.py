@@ -390,3 +390,185 @@ def test_stored_reference_matches_a_fresh_transformers_run(reference):
     np.testing.assert_allclose(fresh["topk_logits"], arrays["topk_logits"], atol=1e-4)
     assert fresh_meta["tokenizer_ids"] == meta["tokenizer_ids"]
     assert fresh_meta["chat_prompt"] == meta["chat_prompt"]
+
+
+# ---------------------------------------------------------------------------------------
+# The exercise checks of notebook 10 (helpers.llama.check_exercise)
+# ---------------------------------------------------------------------------------------
+
+EXERCISES = ("rms_norm", "apply_rope", "swiglu", "grouped_query_attention", "llama_block")
+
+
+def learner_rms_norm(x, weight, eps=1e-5):
+    x = np.asarray(x, dtype=float)
+    return x * (np.mean(x ** 2, axis=-1, keepdims=True) + eps) ** -0.5 * np.asarray(weight)
+
+
+def learner_apply_rope(x, positions, theta=10000.0):
+    x = np.array(x, dtype=float)                       # a loop over pairs, in float64
+    half = x.shape[-1] // 2
+    out = x.copy()
+    for m in range(half):
+        a = np.asarray(positions, dtype=float) * theta ** (-2 * m / x.shape[-1])   # [N]
+        c, s = np.cos(a)[:, None], np.sin(a)[:, None]
+        x1, x2 = x[..., m:m + 1], x[..., m + half:m + half + 1]
+        out[..., m:m + 1] = x1 * c - x2 * s
+        out[..., m + half:m + half + 1] = x2 * c + x1 * s
+    return out
+
+
+def learner_swiglu(x, W_gate, W_up, W_down):
+    g = np.asarray(x, dtype=float) @ W_gate
+    return (g / (1 + np.exp(-g)) * (np.asarray(x, dtype=float) @ W_up)) @ W_down
+
+
+def learner_gqa(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n_rep = Q.shape[0] // K.shape[0]
+    n_q, n_k = Q.shape[1], K.shape[1]
+    out = np.empty((Q.shape[0], n_q, V.shape[-1]))
+    for c in range(Q.shape[0]):
+        s = np.einsum("qd,kd->qk", Q[c], K[c // n_rep]) / np.sqrt(Q.shape[-1])
+        s = np.where(np.tril(np.ones((n_q, n_k)), k=n_k - n_q) > 0, s, -1e30)
+        w = np.exp(s - s.max(axis=-1, keepdims=True))
+        out[c] = (w / w.sum(axis=-1, keepdims=True)) @ V[c // n_rep]
+    return out
+
+
+def learner_block(x, block, config, start=0, cache=None, layer=0):
+    x = np.asarray(x, dtype=float)
+    pos = np.arange(start, start + len(x))
+    t1 = learner_rms_norm(x, block["attn_norm"], config.eps)
+    Q = learner_apply_rope(helpers.split_heads(t1 @ block["W_Q"], config.n_heads), pos,
+                           config.rope_theta)
+    K = learner_apply_rope(helpers.split_heads(t1 @ block["W_K"], config.n_kv_heads), pos,
+                           config.rope_theta)
+    V = helpers.split_heads(t1 @ block["W_V"], config.n_kv_heads)
+    if cache is not None:
+        K, V = cache.update(layer, K, V)
+    t3 = helpers.merge_heads(learner_gqa(Q, K, V)) @ block["W_O"] + x
+    t4 = learner_rms_norm(t3, block["ffn_norm"], config.eps)
+    return learner_swiglu(t4, block["W_gate"], block["W_up"], block["W_down"]) + t3
+
+
+LEARNER = dict(zip(EXERCISES, (learner_rms_norm, learner_apply_rope, learner_swiglu,
+                               learner_gqa, learner_block)))
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_correct_answers_written_differently_pass_quietly(name, capfd):
+    if name == "llama_block":
+        require_model()                          # the hidden case uses the real block 1
+    for hidden in (False, True):
+        llama.check_exercise(name, LEARNER[name], hidden=hidden)
+    out, err = capfd.readouterr()
+    assert err == "" and out.count("checks passed") == 2
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_every_known_mistake_is_told_apart_by_some_case(name):
+    """A diagnosis is only given to a wrong answer (a right one passes first), but each
+    mistake must be caught: some case where it differs from the right answer."""
+    caught: dict[str, bool] = {}
+    for hidden in (False, True):
+        if hidden and name == "llama_block":
+            require_model()
+        for description, args, kwargs in llama._exercise_cases(name, hidden):
+            expected = llama._expected(name, args, kwargs)
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                mistakes = llama._exercise_mistakes(name, args, kwargs)
+            for message, wrong in mistakes.items():
+                differs = not (np.shape(wrong) == expected.shape and
+                               np.allclose(wrong, expected, rtol=1e-6, atol=1e-8))
+                caught[message] = caught.get(message, False) or differs
+    missed = [m for m, c in caught.items() if not c]
+    assert caught and not missed, f"{name}: no case tells these mistakes apart: {missed}"
+
+
+def _fails_with(name, fn, *fragments):
+    with pytest.raises(helpers.checks.CheckFailed) as info:
+        llama.check_exercise(name, fn)
+    for fragment in fragments:
+        assert fragment in str(info.value), str(info.value)
+
+
+def test_known_mistakes_are_named():
+    def layer_norm_like(x, weight, eps=1e-5):
+        x = np.asarray(x, dtype=float)
+        c = x - x.mean(axis=-1, keepdims=True)
+        return c / np.sqrt((c ** 2).mean(axis=-1, keepdims=True) + eps) * weight
+
+    _fails_with("rms_norm", layer_norm_like, "mean was subtracted")
+
+    def interleaved(x, positions, theta=10000.0):
+        return llama._rope_variant(x, positions, theta, interleaved=True)
+
+    _fails_with("apply_rope", interleaved, "neighbouring features")
+
+    def relu_gate(x, W_gate, W_up, W_down):
+        return (np.maximum(np.asarray(x) @ W_gate, 0) * (np.asarray(x) @ W_up)) @ W_down
+
+    _fails_with("swiglu", relu_gate, "ReLU instead of SiLU")
+
+    def tiled(Q, K, V):                       # head c uses K[c % n_kv]: [k0, k1, k0, k1, ...]
+        reps = np.shape(Q)[0] // np.shape(K)[0]
+        return learner_gqa(Q, np.tile(K, (reps, 1, 1)), np.tile(V, (reps, 1, 1)))
+
+    _fails_with("grouped_query_attention", tiled, "tiled")
+
+    def mask_from_start(Q, K, V):
+        Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+        n_q, n_k = Q.shape[1], K.shape[1]
+        reps = Q.shape[0] // K.shape[0]
+        mask = np.tril(np.ones((n_q, n_k), dtype=bool))
+        return helpers.scaled_dot_product_attention(Q, np.repeat(K, reps, 0),
+                                                    np.repeat(V, reps, 0), mask)[0]
+
+    _fails_with("grouped_query_attention", mask_from_start, "starts at key 0")
+
+    def no_residual(x, block, config, start=0, cache=None, layer=0):
+        return learner_block(x, block, config, start, cache, layer) - llama._block_variant(
+            x, block, config, start) + llama._block_variant(x, block, config, start,
+                                                            residual=False)
+
+    _fails_with("llama_block", no_residual, "no residual")
+
+    def ignores_start(x, block, config, start=0, cache=None, layer=0):
+        return learner_block(x, block, config, 0, cache, layer)
+
+    _fails_with("llama_block", ignores_start, "ignore start")
+
+    def cache_unused(x, block, config, start=0, cache=None, layer=0):
+        if cache is not None:
+            cache.update(layer, np.zeros((config.n_kv_heads, len(x), config.d_head)),
+                         np.zeros((config.n_kv_heads, len(x), config.d_head)))
+        return learner_block(x, block, config, start, None, layer)
+
+    _fails_with("llama_block", cache_unused, "did not attend to the cached")
+
+    def forgets_cache(x, block, config, start=0, cache=None, layer=0):
+        return learner_block(x, block, config, start, None, layer)
+
+    _fails_with("llama_block", forgets_cache, "cache.update")
+
+
+def test_answers_that_call_the_reference_or_are_stubs_earn_nothing():
+    def calls_reference(x, weight, eps=1e-5):
+        return llama.rms_norm(x, weight, eps)
+
+    _fails_with("rms_norm", calls_reference, "must be your own implementation",
+                "helpers.llama.rms_norm")
+    _fails_with("rms_norm", llama.rms_norm, "must be your own implementation")
+
+    def uses_repeat_kv(Q, K, V):
+        n_rep = np.shape(Q)[0] // np.shape(K)[0]
+        return learner_gqa(Q, llama.repeat_kv(K, n_rep)[::n_rep], V)
+
+    _fails_with("grouped_query_attention", uses_repeat_kv, "helpers.llama.repeat_kv")
+
+    def stub(x, weight, eps=1e-5):
+        raise NotImplementedError()
+
+    _fails_with("rms_norm", stub, "not implemented yet")
+    assert llama.rms_norm is not None and llama.rms_norm([1.0], [1.0]).shape == (1,)  # restored
