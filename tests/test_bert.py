@@ -402,3 +402,35 @@ def test_check_exercise_refuses_the_reference(model):
                                 bert.bert_forward(i, m, p), m)))
     with pytest.raises(CheckFailed, match="not implemented yet"):
         bert.check_exercise("mean_pool", lambda h, m: (_ for _ in ()).throw(NotImplementedError()))
+
+
+def test_check_exercise_near_miss_gets_a_hint():
+    """eps=1e-5 in only the first layer norm matches no whole mistake; the message still
+    points at what to look for."""
+    from helpers.checks import CheckFailed
+
+    attention = bert.bert_attention
+
+    def one_eps_wrong(x, p, n_heads, key_mask=None):
+        x = np.asarray(x, dtype=float)
+        a, _ = attention(x, p, n_heads, key_mask)
+        h = bert.ref.layer_norm(x + a, p["ln1_gamma"], p["ln1_beta"], eps=1e-5)
+        f = _own_gelu(h @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"]
+        return bert.ref.layer_norm(h + f, p["ln2_gamma"], p["ln2_beta"], eps=1e-12)
+
+    with pytest.raises(CheckFailed, match="nearly right: do BOTH layer norms use eps=1e-12"):
+        bert.check_exercise("bert_layer", one_eps_wrong)
+
+
+@pytest.mark.parametrize("name", ["gelu", "bert_layer", "mean_pool", "sentence_embeddings"])
+def test_check_exercise_arguments_cross_a_process_boundary(name, model):
+    """The grader sends each case's arguments to the learner's process (autograder.sandbox,
+    capped at 32 MB per value): every case must fit with room to spare."""
+    from autograder import sandbox
+
+    for hidden in (False, True):
+        for description, args in bert._exercise_cases(name, hidden):
+            size = len(sandbox.encode((args, {})))
+            assert size < 16 * 2**20, f"{name}: {description}: {size / 2**20:.1f} MB"
+            decoded, _ = sandbox.decode(sandbox.encode((args, {})))
+            assert len(decoded) == len(args)
