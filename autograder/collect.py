@@ -246,6 +246,9 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR) -> list[
         unmatched: list[tuple[Candidate, str]] = []
         chosen: dict[tuple[str, str, str], Candidate] = {}
         for cand in candidates:
+            if "__MACOSX" in PurePosixPath(cand.origin.replace("!", "/")).parts:
+                unmatched.append((cand, "macOS archive metadata, not a submission"))
+                continue
             if cand.filename.lower().endswith(".zip") and cand.student_ids and zipfile.is_zipfile(cand.path):
                 unmatched.append((cand, "a zip file: its notebooks were taken out and matched"))
                 continue

@@ -70,6 +70,7 @@ def test_canvas_zip(tmp_path, solutions):
         "leeann_333_900006_notebooks.zip": make_zip(tmp_path / "inner.zip", {
             "work/01_dot_products.ipynb": nb("ann-1"), "work/notes.txt": b"hi"}).read_bytes(),
         "stray.ipynb": nb("nobody"),
+        "__MACOSX/._doejane_12345_900003_02_softmax.ipynb": b"\x00\x05\x16\x07",
     }, times={"doejane_12345_900001_01_dot_products.ipynb": (2026, 1, 1, 10, 0, 0),
               "doejane_LATE_12345_900002_01_dot_products-1.ipynb": (2026, 1, 2, 10, 0, 0)})
     out = tmp_path / "subs"
@@ -86,6 +87,7 @@ def test_canvas_zip(tmp_path, solutions):
     assert reasons["smithbob_222_900004_report.pdf"] == "not a notebook"
     assert "no course notebook is named like 'homework.ipynb'" in reasons["smithbob_222_900005_homework.ipynb"]
     assert reasons["stray.ipynb"].startswith("no student")
+    assert reasons["__MACOSX/._doejane_12345_900003_02_softmax.ipynb"].startswith("macOS")
     assert reasons["leeann_333_900006_notebooks.zip!work/notes.txt"] == "not a notebook"
     assert "zip" in reasons["leeann_333_900006_notebooks.zip"]
     # never lose a file: every member of the download is placed or kept in _unmatched
