@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder import SOLUTIONS_DIR  # noqa: E402
+from autograder.grade import read_records  # noqa: E402
 from autograder.make_examples import build  # noqa: E402
 from autograder.release import assignments, generate, nbgrader_command, nbgrader_env  # noqa: E402
 
@@ -78,6 +79,15 @@ def time_ours(submissions: Path, out: Path, jobs: int) -> tuple[float, float]:
     return seconds, children_cpu() - cpu
 
 
+def seconds_per_assignment(out: Path) -> dict[str, float]:
+    """Mean time the engine took per notebook of each assignment (from results.jsonl)."""
+    times: dict[str, list[float]] = {}
+    for record in read_records(out):
+        if record["status"] != "missing":
+            times.setdefault(record["assignment"], []).append(record["seconds"])
+    return {name: sum(v) / len(v) for name, v in sorted(times.items())}
+
+
 def time_nbgrader(submissions: Path, course_root: Path, n_students: int) -> tuple[float, float, int]:
     """Plain nbgrader on the first ``n_students``: (wall and CPU seconds of autograde, notebooks)."""
     count, handed_in = 0, set()
@@ -106,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="students graded by plain nbgrader (it is slow; default 10, 0 to skip)")
     args = parser.parse_args(argv)
 
-    rows = []
+    rows, per_assignment = [], {}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"{cores} cores; load average before: {os.getloadavg()[0]:.1f} (timings are wall"
           " clock: other work on the machine slows them down)", flush=True)
@@ -119,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         for jobs in (int(j) for j in args.jobs.split(",")):
             seconds, cpu = time_ours(submissions, tmp / f"out-{jobs}", jobs)
             rows.append((f"autograder grade --jobs {jobs}", notebooks, seconds, cpu))
+            if not per_assignment:
+                per_assignment = seconds_per_assignment(tmp / f"out-{jobs}")
             print(f"  {rows[-1][0]}: {seconds:.1f} s (load average {os.getloadavg()[0]:.1f})",
                   flush=True)
         if args.nbgrader_students:
@@ -127,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {rows[-1][0]}: {seconds:.1f} s (load average {os.getloadavg()[0]:.1f};"
                   " includes nbgrader's start-up once per assignment)", flush=True)
 
+    if per_assignment:
+        print("\nengine seconds per notebook, by assignment (first run):")
+        for name, mean in per_assignment.items():
+            print(f"  {name:30} {mean:6.2f}")
     print()
     print(f"{'method':30} {'notebooks':>9} {'wall s':>8} {'wall s/nb':>9} {'CPU s/nb':>9}"
           f" {'2400 nb, wall':>14}")
