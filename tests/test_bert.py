@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "tests" / "data" / "minilm_reference.npz"
 
 
-def _model_or_skip():
+def _model_or_fail():
     missing = bert.missing_requirements()
     if missing:
         pytest.fail("notebook 09 needs:\n" + "\n".join(missing))
@@ -37,7 +37,7 @@ def _model_or_skip():
 
 @pytest.fixture(scope="module")
 def model():
-    return _model_or_skip()
+    return _model_or_fail()
 
 
 @pytest.fixture(scope="module")
@@ -434,3 +434,25 @@ def test_check_exercise_arguments_cross_a_process_boundary(name, model):
             assert size < 16 * 2**20, f"{name}: {description}: {size / 2**20:.1f} MB"
             decoded, _ = sandbox.decode(sandbox.encode((args, {})))
             assert len(decoded) == len(args)
+
+
+def test_encoder_heads_explorer_draws_heads(model):
+    from helpers import widgets
+
+    explorer = widgets.encoder_heads_explorer("The cat sat.", layer=2)
+    assert explorer.png().startswith(b"\x89PNG")
+    assert explorer.update(head=3, layer=5).values == {"sentence": "The cat sat.", "layer": 5,
+                                                       "head": 3}
+    with pytest.raises(ValueError, match="at most 32"):
+        explorer.update(sentence=" ".join(["word"] * 40))
+
+
+def test_notebook_figures_draw(model):
+    from helpers import plots
+
+    assert plots.figure_to_png(plots.gelu_figure(bert.gelu)).startswith(b"\x89PNG")
+    fig = plots.it_context_figure({"a": [0.0, 0.1, 0.2], "b": [0.0, -0.1, 0.05]})
+    assert len(fig.axes[0].lines) >= 2
+    tokens, _, attention = bert.token_vectors("The cat sat.", *model, return_attention=True)
+    grid = plots.encoder_heads_figure(attention[0], tokens, 0)
+    assert sum(1 for ax in grid.axes if ax.images) == 12
