@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 
 import helpers
+from autograder import SOLUTIONS_DIR
 from helpers import checks, reference
 from catalogue import (Entry, assignments, cells_testing, entries, graded_test_cells,
                        hidden_lines, nbgrader, student_notebook, text)
@@ -242,15 +243,29 @@ def test_correct_answer_earns_every_point(run, entry):
     assert not run.records[(sid, assignment)]["flags"]
 
 
+#: Solution notebooks that do not earn every autograded point today, with the defect.
+HONEST_DEFECTS: dict[str, str] = {}
+
+ASSIGNMENTS = sorted(p.parent.name for p in SOLUTIONS_DIR.glob("*/*.ipynb")
+                     if ".ipynb_checkpoints" not in p.parts)
+
+
+def _honest_param(assignment: str):
+    marks = ()
+    if assignment in HONEST_DEFECTS:
+        marks = (pytest.mark.xfail(strict=True, reason=HONEST_DEFECTS[assignment]),)
+    return pytest.param(assignment, id=assignment, marks=marks)
+
+
 @pytest.mark.slow
-def test_honest_students_earn_every_autograded_point(run):
-    for sid in HONEST:
-        for assignment in {a for (s, a) in run.rows if s == sid}:
-            if run.records[(sid, assignment)]["status"] == "missing":
-                continue
-            rows = run.rows[(sid, assignment)]
-            expected = graded_test_cells(assignment)
-            assert {g: float(rows[g]["points"]) for g in expected} == expected, (sid, assignment)
+@pytest.mark.parametrize("assignment", [_honest_param(a) for a in ASSIGNMENTS])
+def test_honest_student_earns_every_autograded_point(run, assignment):
+    sid = HONEST[0]
+    rows = run.rows[(sid, assignment)]
+    expected = graded_test_cells(assignment)
+    got = {g: float(rows[g]["points"]) for g in expected}
+    assert got == expected, {g: rows[g]["message"] for g in expected if got[g] != expected[g]}
+    assert run.records[(sid, assignment)]["flags"] == []
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ import html
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -56,6 +57,7 @@ class Run:
     students: dict[str, object]                          # student id -> [Entry] or Attack
     student_of: dict[str, str]                           # Entry.id or Attack.key -> student id
     alone_rows: dict[tuple[str, str], dict[str, dict]]   # honest-first graded alone
+    alone_records: dict[tuple[str, str], dict]
     alone_seconds: float                                  # until the main run had ended
     submissions_before: dict[str, str]
     submissions_after: dict[str, str]
@@ -70,6 +72,7 @@ class Run:
     out_unexpected: list[str]                             # files in OUT the grader does not write
     network_hits: list[bytes] = field(default_factory=list)
     mode: str = ""
+    cpu_seconds: float = 0.0                              # both runs, all their processes
 
     def feedback(self, student: str, assignment: str) -> str:
         """The student's feedback page for an assignment, as plain text (unescaped)."""
@@ -316,6 +319,8 @@ def graded() -> Run:
     gradebooks_before = _gradebooks([REPO_ROOT, tmp])
     # The honest student alone, in a separate run of the command at the same time.
     alone_log = open(tmp / "alone.log", "w+")
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_before = usage.ru_utime + usage.ru_stime
     t1 = time.monotonic()
     alone_proc = subprocess.Popen(_command(alone, tmp / "ALONE_OUT"), cwd=REPO_ROOT,
                                   stdout=alone_log, stderr=subprocess.STDOUT)
@@ -338,13 +343,17 @@ def graded() -> Run:
     alone_seconds = time.monotonic() - t1
     alone_log.close()
     alone_rows = _read_rows(tmp / "ALONE_OUT") if alone_code == 0 else {}
+    alone_records = _read_records(tmp / "ALONE_OUT") if alone_code == 0 else {}
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_seconds = cpu.ru_utime + cpu.ru_stime - cpu_before
 
     rows = _read_rows(out) if (out / "grades.csv").is_file() else {}
     records = _read_records(out) if (out / "results.jsonl").is_file() else {}
     return Run(submissions, out, proc.returncode, seconds, proc.stdout, proc.stderr, rows,
-               records, students, student_of, alone_rows, alone_seconds, before, after, canary,
+               records, students, student_of, alone_rows, alone_records, alone_seconds,
+               before, after, canary,
                "the grader must not touch this file\n", canary_after, canary_dir_after,
                marker, marker_hits, missing_after_run, new_gradebooks,
                _unexpected_outputs(out) if out.is_dir() else ["OUT missing"], listener.hits,
-               mode)
+               mode, cpu_seconds)
 
