@@ -28,9 +28,8 @@ Execution (:mod:`autograder.executor`, :mod:`autograder.sandbox`, :mod:`autograd
        worker, cell by cell: every answer and test cell, and of the other cells the
        statements those depend on (demonstrations that grading does not need, such as
        text generation or explorers, are skipped). A test cell passes iff it raised
-       nothing and wrote nothing to stderr (nbgrader's rule). For tests of contract
-       functions, a hidden block made only of ``check(...)`` calls is not run here:
-       those cases are judged in step 2, so their source never enters the student's
+       nothing and wrote nothing to stderr (nbgrader's rule). Hidden tests are not run
+       here (steps 2 and 3 judge them), so their source never enters the learner's
        process.
     2. The *authoritative verdict* for every contract function with a test cell: a
        separate confined child whose ``helpers`` lacks the reference of that function
@@ -44,7 +43,9 @@ Execution (:mod:`autograder.executor`, :mod:`autograder.sandbox`, :mod:`autograd
        run in a second child that only answers calls. The learner's names are bound to
        stand-ins that forward each call (values in, values out, exceptions by type
        name) to that second child. A test cell passes iff it raised nothing and wrote
-       nothing to stderr; a numeric last value is partial credit, as in nbgrader.
+       nothing to stderr; a numeric last value is partial credit, as in nbgrader. The
+       visible and hidden parts run as separate pieces, so that a failure can be traced
+       to the part the notebook run also executed.
     The points of every test cell come from step 2 or 3, never from step 1: a correct
     answer keeps its points even if the notebook run failed (a warning on stderr, a
     crash in an unrelated cell), and a test that passed in the notebook but fails its
@@ -132,19 +133,6 @@ class SourceCell:
     def visible(self) -> str:
         """The source without its hidden-tests block (what students were given)."""
         return strip_hidden(self.source)
-
-    @property
-    def hidden_only_checks(self) -> bool:
-        """Whether the hidden block holds nothing but ``check(...)`` calls."""
-        block = hidden_block(self.source)
-        if not block.strip():
-            return True
-        try:
-            tree = ast.parse(block)
-        except SyntaxError:
-            return False
-        return all(isinstance(s, ast.Expr) and _check_call(s.value) is not None
-                   for s in tree.body)
 
 
 @dataclass(frozen=True)
@@ -518,13 +506,25 @@ class _Resources:
         self._jobs += 1
         work = self.base / "fallback-work" / str(self._jobs)
         return {"root_mount": str(self.base / "root"), "helpers_parent": self.helpers(strip),
-                "data_dir": self.data(source), "fallback_work": str(work)}
+                "data_dir": self.data(source), "fallback_work": str(work),
+                "data_folders": _course_caches()}
 
     def cleanup_fallback(self) -> None:
         shutil.rmtree(self.base / "fallback-work", ignore_errors=True)
 
 
 _RESOURCES: dict[tuple[int, int], _Resources] = {}
+
+
+def _course_caches() -> dict[str, str]:
+    """The course's cache of converted model weights, shown read-only to the children
+    when this machine has one (``helpers.llama.cache_dir``, named by the environment
+    variable ``TRANSFORMERS_COURSE_CACHE``): without it, every graded notebook that uses
+    the pretrained model converts its weights again (about ten seconds). Build it once
+    before grading by loading the model (``helpers.llama.load_smollm2()``)."""
+    home = os.environ.get("TRANSFORMERS_COURSE_CACHE") or str(
+        Path.home() / ".cache" / "transformers-course")
+    return {home: "TRANSFORMERS_COURSE_CACHE"} if Path(home).is_dir() else {}
 
 
 def _resources() -> _Resources:
@@ -582,10 +582,40 @@ class _Scrubber:
 
 
 def _kernel_source(cell: SourceCell) -> str:
-    """The test cell as the notebook run executes it (see module docstring)."""
-    if BEGIN_HIDDEN in cell.source and cell.hidden_only_checks:
-        return cell.visible
-    return cell.source
+    """The test cell as the notebook run executes it: without its hidden block (hidden
+    tests are judged by the isolated runs, so their source never reaches the learner's
+    process)."""
+    return cell.visible
+
+
+def segments(text: str) -> list[tuple[str, bool]]:
+    """A test cell cut at its hidden-test markers: ``[(code, hidden)]`` in order, empty
+    pieces left out. Each piece must compile on its own; if one does not (a hidden block
+    inside an indented block), the whole cell is one piece, counted as hidden."""
+    pieces: list[tuple[str, bool]] = []
+    lines: list[str] = []
+    hidden = False
+
+    def flush():
+        code = "".join(lines)
+        if code.strip():
+            pieces.append((code, hidden))
+        lines.clear()
+
+    for line in text.splitlines(keepends=True):
+        marker = line.strip()
+        if marker.startswith(BEGIN_HIDDEN) or marker.startswith(END_HIDDEN):
+            flush()
+            hidden = marker.startswith(BEGIN_HIDDEN)
+        else:
+            lines.append(line)
+    flush()
+    try:
+        for code, _ in pieces:
+            compile(code, "<test>", "exec")
+    except (SyntaxError, ValueError):
+        return [(text, BEGIN_HIDDEN in text)]
+    return pieces
 
 
 @dataclass
@@ -763,8 +793,17 @@ def _isolated_tests(grade_ids: list[str], merged: Merged, source: Source, res: _
              and (c.kind == "other" or (c.kind == "test" and c.grade_id in wanted))]
     code = slicing.slice_cells([slicing.CellCode(i, c.source, c.kind == "test")
                                 for i, c in setup])
-    cells = [{"index": i, "kind": c.kind, "grade_id": c.grade_id, "source": code[i]}
-             for i, c in setup if i in code]
+    cells, part_of = [], {}        # a test cell becomes its visible and hidden pieces
+    for i, c in setup:
+        if i not in code:
+            continue
+        if c.kind != "test":
+            cells.append({"index": len(cells), "kind": "other", "source": code[i]})
+            continue
+        for piece, hidden in segments(c.source):
+            part_of[len(cells)] = (c.grade_id, hidden)
+            cells.append({"index": len(cells), "kind": "test", "grade_id": c.grade_id,
+                          "source": piece})
     job = {"kind": "tests", "cells": cells, "names": names, "cell_timeout": cell_timeout,
            "timeout": timeout,
            "serve": {"cells": [{"index": i, "kind": "code", "source": src}
@@ -772,18 +811,45 @@ def _isolated_tests(grade_ids: list[str], merged: Merged, source: Source, res: _
                      "cell_timeout": cell_timeout}}
     reply = res.worker.run(job, res.conf(None, source), limits)
     lines = executor.parse_lines(reply.get("output", ""))
-    position = {c["index"]: c["grade_id"] for c in cells if c["kind"] == "test"}
-    by_id: dict[str, dict] = {}
-    for line in lines:
-        gid = position.get(line.get("cell"))
-        if gid is not None and gid not in by_id:
-            by_id[gid] = line
+    pieces: dict[str, list[tuple[bool, dict | None]]] = {}
+    seen = {line.get("cell"): line for line in reversed(lines) if "cell" in line}
+    for k, (gid, hidden) in part_of.items():
+        pieces.setdefault(gid, []).append((hidden, seen.get(k)))
+    by_id = {gid: _join_pieces(parts) for gid, parts in pieces.items()}
+    by_id = {gid: line for gid, line in by_id.items() if line is not None}
     done = any(line.get("done") is True for line in lines)
     if reply.get("exit") == executor.EXIT_TIMEOUT or any(l.get("timeout") for l in by_id.values()):
         return _Run(by_id, "timeout", "the isolated test run ran out of time")
     if not done:
         return _Run(by_id, "crashed", "the isolated test run stopped unexpectedly")
     return _Run(by_id, "ok", "")
+
+
+def _join_pieces(parts: list[tuple[bool, dict | None]]) -> dict | None:
+    """One cell's line from the lines of its pieces (None: its first piece never ran).
+
+    The cell fails at its first failing piece; ``visible_failed`` says whether that
+    piece was visible (the part the notebook run also executed)."""
+    if not parts or parts[0][1] is None:
+        return None
+    joined = {"stdout": "", "stderr": "", "error": None, "timeout": False, "memory": False,
+              "value": None, "visible_failed": False}
+    for hidden, line in parts:
+        if line is None:          # the run stopped before this piece
+            joined["error"] = joined["error"] or {"ename": "Stopped", "evalue": "not run",
+                                                  "traceback": ""}
+            break
+        joined["stdout"] += str(line.get("stdout") or "")
+        joined["stderr"] += str(line.get("stderr") or "")
+        joined["timeout"] |= bool(line.get("timeout"))
+        joined["memory"] |= bool(line.get("memory"))
+        joined["value"] = line.get("value")
+        failed = isinstance(line.get("error"), dict) or str(line.get("stderr") or "").strip()
+        if failed:
+            joined["error"] = line.get("error") if isinstance(line.get("error"), dict) else None
+            joined["visible_failed"] = not hidden
+            break
+    return joined
 
 
 @dataclass
@@ -852,7 +918,7 @@ def _plain_cell(scell: SourceCell, line: dict | None, run: _Run, iline: dict | N
         status = irun.status if iline is None and irun.status != "ok" else "failed"
         message = scrub(text)
     inconclusive = iline is None or bool(iline.get("timeout") or iline.get("memory"))
-    tampered = k_pass and not passed and not inconclusive
+    tampered = k_pass and not passed and not inconclusive and bool(iline.get("visible_failed"))
     if tampered:
         message = ("tampering suspected: the test passed in the notebook but failed when run "
                    f"apart from your code ({message})")

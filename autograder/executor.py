@@ -343,35 +343,43 @@ def _job_calls(job: dict, fd: int) -> None:
     _send(fd, {"done": True, "cpu": _cpu_seconds()})
 
 
-def _frame_send(sock, obj: dict) -> None:
-    data = json.dumps(obj).encode()
-    sock.sendall(len(data).to_bytes(4, "big") + data)
+#: Largest argument payload the learner's side accepts (the tests' side is trusted).
+ARGS_CAP = 1 << 30
 
 
-def _frame_recv(sock, cap: int = RESULT_CAP) -> dict | None:
-    """One length-prefixed JSON frame, or None at EOF (or on a malformed frame)."""
+def _frame_send(sock, header: dict, payload: bytes = b"") -> None:
+    """One frame: 4-byte header length, JSON header, 8-byte payload length, payload."""
+    head = json.dumps(header).encode()
+    sock.sendall(len(head).to_bytes(4, "big") + head + len(payload).to_bytes(8, "big"))
+    if payload:
+        sock.sendall(payload)
+
+
+def _frame_recv(sock, payload_cap: int) -> tuple[dict, bytes] | None:
+    """One frame, or None at EOF or when it is malformed or too large."""
     def exactly(n: int) -> bytes | None:
-        parts, got = [], 0
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
         while got < n:
-            chunk = sock.recv(min(n - got, 1 << 20))
-            if not chunk:
+            k = sock.recv_into(view[got:], min(n - got, 1 << 22))
+            if not k:
                 return None
-            parts.append(chunk)
-            got += len(chunk)
-        return b"".join(parts)
+            got += k
+        return bytes(buf)
 
-    head = exactly(4)
-    if head is None:
+    head_len = exactly(4)
+    if head_len is None or int.from_bytes(head_len, "big") > (1 << 20):
         return None
-    size = int.from_bytes(head, "big")
-    if size > cap:
+    head = exactly(int.from_bytes(head_len, "big"))
+    size = exactly(8)
+    if head is None or size is None or int.from_bytes(size, "big") > payload_cap:
         return None
-    body = exactly(size)
+    payload = exactly(int.from_bytes(size, "big")) if int.from_bytes(size, "big") else b""
     try:
-        obj = json.loads(body) if body is not None else None
+        header = json.loads(head)
     except ValueError:
         return None
-    return obj if isinstance(obj, dict) else None
+    return (header, payload) if isinstance(header, dict) and payload is not None else None
 
 
 def _job_serve(job: dict, chan: int) -> None:
@@ -387,6 +395,7 @@ def _job_serve(job: dict, chan: int) -> None:
     import numpy as np
 
     sock = socket.socket(fileno=chan)
+    refs = sandbox.ArrayRefs()
     runner = _Runner(job["cells"], {})
     for c in job["cells"]:
         runner.run(c["index"], c["source"], job["cell_timeout"], 1000)
@@ -394,12 +403,14 @@ def _job_serve(job: dict, chan: int) -> None:
     sink = _Capped(1000)
     while True:
         try:
-            req = _frame_recv(sock)
+            frame = _frame_recv(sock, ARGS_CAP)
         except OSError:
             return
-        if req is None:
+        if frame is None:
             return
+        req, payload = frame
         reply: dict
+        value_bytes = b""
         sys.stdout, sys.stderr = sink, sink
         try:
             if req.get("op") == "describe":
@@ -414,11 +425,14 @@ def _job_serve(job: dict, chan: int) -> None:
                         reply[name] = {"kind": "value", "value": sandbox.b64(sandbox.encode(value))}
             else:
                 fn = ns.get(req.get("name"))
-                args, kwargs = sandbox.decode(sandbox.unb64(req.get("args")))
+                refs.given.clear()
+                args, kwargs = sandbox.decode(payload, ARGS_CAP, refs)
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
                     warnings.simplefilter("ignore")
                     value = fn(*args, **kwargs)
-                reply = {"ok": True, "value": sandbox.b64(sandbox.encode(value))}
+                # the value, and the arguments as the call left them (copy-restore)
+                value_bytes = sandbox.encode((value, args, kwargs), refs)
+                reply = {"ok": True}
         except BaseException as exc:  # the learner's function may raise anything
             try:
                 reply = {"ok": False, "etype": type(exc).__name__, "message": str(exc)[:2000]}
@@ -427,7 +441,7 @@ def _job_serve(job: dict, chan: int) -> None:
         finally:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         try:
-            _frame_send(sock, reply)
+            _frame_send(sock, reply, value_bytes)
         except OSError:
             return
 
@@ -446,25 +460,29 @@ class _Channel:
         import socket
 
         self.sock = socket.socket(fileno=chan)
+        self.refs = sandbox.ArrayRefs()
 
-    def request(self, req: dict) -> dict:
+    def request(self, req: dict, payload: bytes = b"") -> tuple[dict, bytes]:
         try:
-            _frame_send(self.sock, req)
-            reply = _frame_recv(self.sock)
+            _frame_send(self.sock, req, payload)
+            frame = _frame_recv(self.sock, sandbox.MAX_VALUE_BYTES)
         except OSError:
-            reply = None
-        if reply is None:
+            frame = None
+        if frame is None:
             raise LearnerError("the process running your code stopped (it crashed, ran out of "
                                "time or memory, or exited)")
-        return reply
+        return frame
 
     def call(self, name: str, args: tuple, kwargs: dict):
-        reply = self.request({"op": "call", "name": name,
-                              "args": sandbox.b64(sandbox.encode((args, kwargs)))})
+        reply, payload = self.request({"op": "call", "name": name},
+                                      sandbox.encode((args, kwargs), self.refs))
         if reply.get("ok") is True:
             try:
-                return sandbox.decode(sandbox.unb64(reply.get("value")))
-            except sandbox.DecodeError as exc:
+                value, new_args, new_kwargs = sandbox.decode(payload, refs=self.refs)
+                sandbox.restore(args, tuple(new_args))
+                sandbox.restore(kwargs, dict(new_kwargs))
+                return value
+            except (sandbox.DecodeError, TypeError, ValueError) as exc:
                 raise LearnerError(f"{name} returned something that cannot be checked "
                                    f"({exc})") from None
         etype = str(reply.get("etype", "Exception"))
@@ -509,7 +527,7 @@ def _job_tests(job: dict, wfd: int, chan: int) -> None:
     ns = runner.shell.user_ns
     runner.timer.start(job["cell_timeout"])
     try:
-        described = channel.request({"op": "describe", "names": job["names"]})
+        described = channel.request({"op": "describe", "names": job["names"]})[0]
     except (LearnerError, CellTimeout):
         described = {}
     finally:

@@ -113,6 +113,9 @@ class Confinement:
     data_dir: str | None = None  # files copied into the working folder (may be None)
     fallback_work: str | None = None  # the working folder in fallback mode
     limits: Limits = field(default_factory=Limits)
+    #: Read-only data folders (host path -> environment variable naming it in the child),
+    #: e.g. the course's cache of converted model weights.
+    data_folders: dict[str, str] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------
@@ -193,6 +196,9 @@ def confine_inner(conf: Confinement) -> str:
         for dev in ("null", "zero", "random", "urandom"):
             _bind(f"/dev/{dev}", root, writable=True)
         _bind(conf.helpers_parent, root, target=COURSE_PATH)
+        for n, host in enumerate(sorted(conf.data_folders)):
+            if os.path.isdir(host):
+                _bind(host, root, target=f"/data/{n}")
         os.makedirs(root + "/tmp", exist_ok=True)
         _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
                f"size={limits.file_mb * 2}m,mode=1777")
@@ -230,6 +236,8 @@ def confine_inner(conf: Confinement) -> str:
     os.environ.update({"HOME": work, "TMPDIR": "/tmp" if conf.mode == "namespaces" else work,
                        "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
                        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    for n, host in enumerate(sorted(conf.data_folders)):
+        os.environ[conf.data_folders[host]] = host if conf.mode == "fallback" else f"/data/{n}"
     return work
 
 
@@ -396,8 +404,56 @@ class DecodeError(ValueError):
     pass
 
 
-def encode(obj) -> bytes:
-    """Encode numbers, strings, arrays, lists/tuples/sets/dicts, NumPy generators as .npz."""
+class ArrayRefs:
+    """Large arrays sent once over a channel, then named by their digest.
+
+    The sender's side remembers which digests it sent (and the digest of each array
+    object, so that an array is hashed once); the receiver's side keeps the arrays.
+    """
+
+    THRESHOLD = 1 << 20          # bytes: smaller arrays are always sent inline
+
+    def __init__(self):
+        self.sent: set[str] = set()
+        self.digests: dict[int, tuple[np.ndarray, str]] = {}
+        self.store: dict[str, np.ndarray] = {}
+        self.given: dict[int, tuple[np.ndarray, str]] = {}   # copies handed to a call
+
+    def unchanged(self, a: np.ndarray) -> str | None:
+        """The digest of ``a`` if it is a copy handed out and still equal to the original."""
+        known = self.given.get(id(a))
+        if known is None or known[0] is not a:
+            return None
+        original = self.store.get(known[1])
+        if original is not None and original.shape == a.shape and np.array_equal(original, a):
+            return known[1]
+        return None
+
+    def original(self, digest: str) -> np.ndarray | None:
+        for a, d in self.digests.values():
+            if d == digest:
+                return a
+        return None
+
+    def digest(self, a: np.ndarray) -> str:
+        known = self.digests.get(id(a))
+        if known is not None and known[0] is a:
+            return known[1]
+        import hashlib
+
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a).data)
+        self.digests[id(a)] = (a, h.hexdigest())
+        return self.digests[id(a)][1]
+
+
+def encode(obj, refs: ArrayRefs | None = None) -> bytes:
+    """Encode numbers, strings, arrays, lists/tuples/sets/dicts, NumPy generators as .npz.
+
+    With ``refs``, an array of at least ``ArrayRefs.THRESHOLD`` bytes is sent once and
+    afterwards named by its digest (see :func:`decode`).
+    """
     arrays: dict[str, np.ndarray] = {}
 
     def enc(x, depth=0):
@@ -414,6 +470,15 @@ def encode(obj) -> bytes:
                     a = a.astype(np.float64)
                 except (TypeError, ValueError):
                     return {"__repr__": f"array of dtype {a.dtype}"}
+            if refs is not None and a.nbytes >= ArrayRefs.THRESHOLD:
+                digest = refs.unchanged(a) if refs.given else None
+                if digest is not None:           # handed to a call and left as it was
+                    return {"__ref__": digest}
+                digest = refs.digest(a)
+                if digest not in refs.sent:
+                    arrays[f"r{digest}"] = a
+                    refs.sent.add(digest)
+                return {"__ref__": digest}
             key = f"a{len(arrays)}"
             arrays[key] = a
             return {"__nd__": key, "scalar": isinstance(x, np.generic)}
@@ -427,12 +492,83 @@ def encode(obj) -> bytes:
         if isinstance(x, np.random.Generator):
             bg = x.bit_generator
             return {"__rng__": type(bg).__name__, "state": _jsonable(bg.state)}
+        cls = type(x)
+        if _course_class(cls.__module__, cls.__qualname__) is cls:
+            return {"__obj__": f"{cls.__module__}:{cls.__qualname__}",
+                    "state": [[k, enc(v, depth + 1)] for k, v in _object_state(x).items()]}
         return {"__repr__": type(x).__name__}
 
     structure = json.dumps(enc(obj))
     buf = io.BytesIO()
     np.savez(buf, __structure__=np.frombuffer(structure.encode(), dtype=np.uint8), **arrays)
     return buf.getvalue()
+
+
+def _course_class(module: str, qualname: str):
+    """A class defined in the course's ``helpers`` package (configurations, caches), or
+    None: only those objects cross the boundary, rebuilt field by field (no code of
+    theirs runs)."""
+    if not (module == "helpers" or module.startswith("helpers.")) or "<" in qualname:
+        return None
+    mod = sys.modules.get(module)
+    if mod is None:
+        try:
+            import importlib
+
+            mod = importlib.import_module(module)
+        except Exception:
+            return None
+    obj = mod
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return obj if isinstance(obj, type) else None
+
+
+def _object_state(x) -> dict:
+    import dataclasses
+
+    if dataclasses.is_dataclass(x):
+        return {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
+    return dict(getattr(x, "__dict__", {}))
+
+
+def _in_place(original, new) -> bool:
+    """Whether ``original`` can take ``new``'s content in place (so callers see it)."""
+    if isinstance(original, (np.ndarray, list, dict, tuple)):
+        return True
+    return type(original) is type(new) and _course_class(
+        type(new).__module__, type(new).__qualname__) is not None
+
+
+def restore(original, new):
+    """Copy what a call did to its (decoded copies of) arguments back into the originals:
+    arrays in place, lists and dicts by content, course objects field by field."""
+    if original is new:
+        return
+    if isinstance(original, np.ndarray) and isinstance(new, np.ndarray):
+        if original.shape == new.shape and original.flags.writeable:
+            try:
+                np.copyto(original, new, casting="unsafe")
+            except (TypeError, ValueError):
+                pass
+    elif isinstance(original, list) and isinstance(new, list):
+        original[:] = new
+    elif isinstance(original, dict) and isinstance(new, dict):
+        for k in list(original):
+            if k not in new:
+                del original[k]
+        for k, v in new.items():
+            if k in original and _in_place(original[k], v):
+                restore(original[k], v)
+            else:
+                original[k] = v
+    elif isinstance(original, tuple) and isinstance(new, tuple) and len(original) == len(new):
+        for o, n in zip(original, new):
+            restore(o, n)
+    elif type(original) is type(new) and _course_class(type(new).__module__,
+                                                       type(new).__qualname__):
+        for k, v in _object_state(new).items():
+            object.__setattr__(original, k, v)
 
 
 def _sorted_items(items) -> list:
@@ -460,8 +596,12 @@ def _unjsonable(x):
     return x
 
 
-def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES):
-    """Inverse of :func:`encode`, for untrusted bytes: size-capped, no pickle."""
+def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES, refs: ArrayRefs | None = None):
+    """Inverse of :func:`encode`, for untrusted bytes: size-capped, no pickle.
+
+    With ``refs``, arrays sent by digest are kept and every use gets its own copy (a
+    function that modifies its input cannot spoil a later call).
+    """
     if len(data) > max_bytes:
         raise DecodeError(f"value of {len(data)} bytes exceeds the cap of {max_bytes}")
     try:
@@ -485,6 +625,20 @@ def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES):
         if "__nd__" in x:
             a = npz[str(x["__nd__"])]
             return a[()] if x.get("scalar") else a
+        if "__ref__" in x:
+            digest = str(x["__ref__"])
+            if refs is None:
+                raise DecodeError("an array reference without a store")
+            if f"r{digest}" in npz.files:
+                refs.store[digest] = npz[f"r{digest}"]
+            if digest not in refs.store:
+                mine = refs.original(digest)     # one of ours, coming back unchanged
+                if mine is None:
+                    raise DecodeError("a reference to an array never sent")
+                return mine
+            copy = refs.store[digest].copy()
+            refs.given[id(copy)] = (copy, digest)
+            return copy
         if "__int__" in x:
             return int(x["__int__"])
         if "__seq__" in x:
@@ -505,6 +659,15 @@ def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES):
             bg = getattr(np.random, name)()
             bg.state = _unjsonable(x["state"])
             return np.random.Generator(bg)
+        if "__obj__" in x:
+            module, _, qualname = str(x["__obj__"]).partition(":")
+            cls = _course_class(module, qualname)
+            if cls is None:
+                raise DecodeError(f"objects of {x['__obj__']} cannot cross")
+            obj = object.__new__(cls)
+            for k, v in x.get("state", []):
+                object.__setattr__(obj, str(k), dec(v, depth + 1))
+            return obj
         if "__repr__" in x:
             return Unencodable(str(x["__repr__"])[:200])
         raise DecodeError("bad structure")

@@ -502,10 +502,17 @@ def test_case_specs_follow_the_check_calls():
     src = ('check("softmax", softmax)\n### BEGIN HIDDEN TESTS\n'
            'check("softmax", softmax, hidden=True, group="axis")\n### END HIDDEN TESTS')
     cell = engine.SourceCell("code", "test", "test_softmax", 2, src)
-    assert cell.hidden_only_checks
     specs = engine.case_specs(cell, cell.visible)
     assert specs == [engine.CaseSpec("softmax", False, None, True),
                      engine.CaseSpec("softmax", True, "axis", False)]
+
+
+def test_segments_cut_test_cells_at_the_hidden_markers():
+    src = ("x = 1\n### BEGIN HIDDEN TESTS\nassert x == 1\n### END HIDDEN TESTS\nx + 1\n")
+    assert engine.segments(src) == [("x = 1\n", False), ("assert x == 1\n", True),
+                                     ("x + 1\n", False)]
+    nested = "if True:\n    ### BEGIN HIDDEN TESTS\n    assert 1\n    ### END HIDDEN TESTS\n"
+    assert engine.segments(nested) == [(nested, True)]
 
 
 def test_slicing_keeps_dependencies_and_drops_demos():
