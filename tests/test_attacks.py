@@ -9,9 +9,11 @@ graded in the same single run of the real command as the catalogue
 * the grader survives (exit code 0, every notebook graded);
 * the honest students get exactly the grades they get when graded alone;
 * SUBMISSIONS is unchanged, and no file outside OUT was written: a marker string that
-  the attacks write everywhere they can appears in no file of the repository, the temp
-  folders or the home folder; a canary file is untouched; solutions and the grader's code
-  are still there; no gradebook.db appeared;
+  the attacks write everywhere they can appears in no file of the repository or of the
+  run's folders, no module or start-up file was planted in /tmp, /dev/shm, the home
+  folder or on the import path, a canary file is untouched, solutions and the grader's
+  code are still there, no gradebook.db appeared, and OUT holds only what the command
+  writes;
 * no connection reached the machine's loopback network (namespace isolation);
 * feedback pages escape what the learner wrote and never show hidden tests.
 """

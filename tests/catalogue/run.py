@@ -106,6 +106,29 @@ def _protected() -> list[Path]:
         REPO_ROOT / "autograder" / "engine.py"]
 
 
+#: Where an attack plants files for later students (tests/attacks/writes.py): shared
+#: folders and the interpreter's import path; only these names are looked at there.
+PLANTED_NAMES = ("sitecustomize.py", "usercustomize.py", "helpers.py", "gradebook.db")
+
+
+def _planted() -> set[Path]:
+    """Files with a planted name (or a name holding "PWNED") in shared folders."""
+    folders = [Path(tempfile.gettempdir()), Path("/tmp"), Path("/dev/shm"), Path.home(),
+               Path.home() / ".ipython" / "profile_default" / "startup"]
+    folders += [Path(p) for p in sys.path if p]
+    found = set()
+    for folder in dict.fromkeys(folders):
+        if not folder.is_dir():
+            continue
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        found |= {folder / n for n in names if n in PLANTED_NAMES or "PWNED" in n
+                  or (folder.name == "startup" and n.endswith(".py"))}
+    return found
+
+
 def _gradebooks(roots: list[Path]) -> set[str]:
     found = set()
     for root in roots:
@@ -133,8 +156,9 @@ def _unexpected_outputs(out: Path) -> list[str]:
 
 def _scan_for_marker(roots: list[Path], marker: str, skip: list[Path],
                      max_depth: int = 100) -> list[str]:
-    """Files under ``roots`` (not under ``skip``, at most ``max_depth`` folders down)
-    whose name or first MB holds ``marker``."""
+    """Files under ``roots`` (our own folders: the repository and the run's temp folder;
+    not under ``skip``, at most ``max_depth`` folders down) whose name or first MB holds
+    ``marker``."""
     hits = []
     needle = marker.encode()
     for root in roots:
@@ -315,6 +339,7 @@ def graded() -> Run:
         _write(nb, alone, HONEST[0], assignment)
 
     before = _hash_tree(submissions)
+    planted_before = _planted()
     protected = [p for p in _protected() if p.is_file()]
     gradebooks_before = _gradebooks([REPO_ROOT, tmp])
     # The honest student alone, in a separate run of the command at the same time.
@@ -335,9 +360,7 @@ def graded() -> Run:
     canary_after = canary.read_text() if canary.is_file() else None
     canary_dir_after = sorted(p.name for p in canary_dir.iterdir())
     marker_hits = _scan_for_marker([REPO_ROOT, tmp], marker, skip=[out, submissions])
-    shared = [Path(tempfile.gettempdir()), Path("/tmp"), Path("/dev/shm"), Path.home()]
-    marker_hits += _scan_for_marker([p for p in dict.fromkeys(shared) if p.is_dir()], marker,
-                                    skip=[tmp], max_depth=1)
+    marker_hits += [str(p) for p in _planted() - planted_before]
 
     alone_code = alone_proc.wait(timeout=900)
     alone_seconds = time.monotonic() - t1
