@@ -446,3 +446,53 @@ def test_tests_job_keeps_learner_code_out_of_the_reporting_process(helper_copies
     cells = run(forge + learner)
     assert cells[1]["error"] is not None and cells[1]["value"] is None
     assert "autograder" not in cells[1]["error"]["traceback"]
+
+
+def test_course_objects_cross_and_calls_copy_arguments_back():
+    from helpers.llama import KVCache, LlamaConfig
+    import dataclasses
+
+    config = LlamaConfig(**{f.name: (2 if f.type in ("int", int) else 1e-5)
+                            for f in dataclasses.fields(LlamaConfig)})
+    cache = KVCache(2)
+    back = sandbox.decode(sandbox.encode((config, cache)))
+    assert back[0] == config and type(back[1]) is KVCache and back[1].keys == [None, None]
+    # a call appends to its copy of the cache; restore() shows that to the caller's object
+    back[1].update(0, np.ones((1, 3, 2)), np.zeros((1, 3, 2)))
+    sandbox.restore((config, cache), back)
+    assert cache.keys[0].shape == (1, 3, 2) and cache.values[1] is None
+    target, new = {"W": np.zeros(3), "n": 1}, {"W": np.ones(3), "n": 2, "extra": [1]}
+    w = target["W"]
+    sandbox.restore(target, new)
+    assert target["W"] is w and w.tolist() == [1, 1, 1] and target["n"] == 2 and target["extra"] == [1]
+    # classes outside the course's helpers never cross
+    class Local:
+        pass
+    assert isinstance(sandbox.decode(sandbox.encode(Local())), sandbox.Unencodable)
+    # nor does a name that is not a class of the course's helpers
+    with pytest.raises(sandbox.DecodeError):
+        sandbox.decode(_with_structure({"__obj__": "os:system", "state": []}))
+
+
+def _with_structure(structure: dict) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, __structure__=np.frombuffer(json.dumps(structure).encode(), dtype=np.uint8))
+    return buf.getvalue()
+
+
+def test_large_arrays_are_sent_once_by_digest():
+    big = np.arange(300_000, dtype=np.float64)          # 2.4 MB
+    sender, receiver = sandbox.ArrayRefs(), sandbox.ArrayRefs()
+    first = sandbox.encode(({"W": big}, 1), sender)
+    second = sandbox.encode(({"W": big}, 2), sender)
+    assert len(first) > big.nbytes and len(second) < 10_000
+    a = sandbox.decode(first, refs=receiver)[0]["W"]
+    b = sandbox.decode(second, refs=receiver)[0]["W"]
+    assert np.array_equal(a, big) and np.array_equal(b, big) and a is not b   # own copies
+    # unchanged copies go back as references and resolve to the sender's own array
+    reply = sandbox.encode(b, receiver)
+    assert len(reply) < 10_000 and sandbox.decode(reply, refs=sender) is big
+    b[0] = -1.0                                          # changed: sent back in full
+    assert sandbox.decode(sandbox.encode(b, receiver), refs=sender)[0] == -1.0
+    with pytest.raises(sandbox.DecodeError):
+        sandbox.decode(second, refs=sandbox.ArrayRefs())   # a digest never sent
