@@ -149,3 +149,13 @@ def test_hidden_tests_do_not_leak_through_the_learners_own_output(run):
     leaked = [line for line in hidden_lines("02_softmax")
               if codecs.encode(line, "rot13") in text]
     assert not leaked, leaked
+
+
+def test_learner_code_never_runs_as_root(run):
+    import re
+
+    sid = run.student_of["privilege_probe"]
+    text = run.cell_text(sid, "02_softmax", ["test_softmax"])
+    ids = re.findall(r"uid=(\d+) euid=(\d+)", text)
+    assert ids, text[:500]
+    assert all(uid != "0" and euid != "0" for uid, euid in ids), ids

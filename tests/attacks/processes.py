@@ -81,4 +81,10 @@ import ctypes
 def softmax(z, axis=-1):
     ctypes.string_at(0)          # reads address 0: SIGSEGV
 """, "crashes the process with a segmentation fault when called"),
+    Attack("privilege_probe", "02_softmax", "softmax", """
+import os
+
+def softmax(z, axis=-1):
+    raise PermissionError(f"uid={os.getuid()} euid={os.geteuid()}")
+""", "reports the user id its code runs as (harmless: the test checks it is not root)"),
 ]
