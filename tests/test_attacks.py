@@ -159,3 +159,39 @@ def test_learner_code_never_runs_as_root(run):
     ids = re.findall(r"uid=(\d+) euid=(\d+)", text)
     assert ids, text[:500]
     assert all(uid != "0" and euid != "0" for uid, euid in ids), ids
+
+
+# The evidence collectors themselves can see what they look for.
+
+
+def test_listener_records_a_connection_from_outside_the_sandbox():
+    import socket
+
+    from catalogue.run import _Listener
+
+    listener = _Listener()
+    try:
+        with socket.create_connection(("127.0.0.1", listener.port), timeout=2) as conn:
+            conn.sendall(b"hello")
+        for _ in range(50):
+            if listener.hits:
+                break
+            import time
+            time.sleep(0.05)
+    finally:
+        listener.close()
+    assert listener.hits == [b"hello"]
+
+
+def test_marker_scan_finds_names_and_contents(tmp_path):
+    from catalogue.run import _scan_for_marker
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "plain.txt").write_text("nothing here")
+    (tmp_path / "a" / "inside.txt").write_text("xx PWNEDtest123 yy")
+    (tmp_path / "PWNEDtest123.txt").write_text("")
+    (tmp_path / "skipped").mkdir()
+    (tmp_path / "skipped" / "x.txt").write_text("PWNEDtest123")
+    hits = _scan_for_marker([tmp_path], "PWNEDtest123", skip=[tmp_path / "skipped"])
+    assert sorted(hits) == sorted([str(tmp_path / "a" / "inside.txt"),
+                                   str(tmp_path / "PWNEDtest123.txt")])
