@@ -648,6 +648,8 @@ def _load_cases(function: str) -> tuple[tuple, tuple[bool, ...], tuple[str, ...]
 def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
              source: Source, res: _Resources, cell_timeout: float, notebook_timeout: float,
              limits: sandbox.Limits) -> _Verdict:
+    """Step 2 for one contract function: its outputs on every case, from a child whose
+    ``helpers`` lacks its reference, compared here with ``helpers.checks.compare``."""
     from helpers import checks
 
     cases, hidden, payloads = _load_cases(function)

@@ -37,7 +37,12 @@ reference code of that function is not in the child's process at all), with
 out (known-mistake implementations are close to correct ones).
 
 Data crosses the process boundary only as JSON and uncompressed ``.npz`` bytes read
-with ``allow_pickle=False`` (:func:`encode` / :func:`decode`), both size-capped.
+with ``allow_pickle=False`` (:func:`encode` / :func:`decode`), both size-capped. Besides
+numbers, strings, arrays and containers, only NumPy generators and objects of classes
+defined in the course's ``helpers`` (a model configuration, a KV cache) cross, rebuilt
+field by field without running their code. :class:`ArrayRefs` sends a large array once
+and then names it by digest; :func:`restore` copies what a call did to its arguments
+back into the caller's objects.
 """
 
 from __future__ import annotations
