@@ -8,12 +8,16 @@ graded by ONE run of ``python -m autograder grade SUBMISSIONS --out OUT --jobs 2
 OUT/grades.csv and the feedback pages:
 
 * a wrong answer loses the points of its function's test cells, and its feedback says
-  what went wrong: the mistake in words where it is a known one;
+  what went wrong: the mistake in words where it is a known one, otherwise the input
+  and expected against got;
 * a correct answer earns every autograded point of its notebook, unflagged;
+* the honest student earns every autograded point of every solution notebook;
 * no feedback page shows a line of a hidden test.
 
-Expectations here are written by hand from the contract (docs/curriculum), not read
-from the grader's own tables.
+The catalogue itself is checked without the grader: correct entries agree with
+``helpers.reference`` on every check case, wrong ones disagree on at least one. The
+expected words are written by hand from the exercise contract, not read from the
+grader's tables.
 """
 
 from __future__ import annotations
