@@ -98,4 +98,13 @@ def softmax(z, axis=-1):
     except BaseException:
         return np.full(np.shape(z), 0.5)
 """, "calls the reference and falls back on garbage when the call is refused"),
+    Attack("demo_fallback", "08_language_model", "language_model_forward", """
+from helpers import demos_model
+
+def _not_mine(token_ids, params, n_heads):
+    raise NotImplementedError()
+_not_mine.__name__ = "language_model_forward"
+
+language_model_forward = demos_model.yours_or_reference(_not_mine)
+""", "wraps a stub in the demos' yours_or_reference, which falls back on the reference"),
 ]

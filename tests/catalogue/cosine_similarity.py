@@ -12,6 +12,10 @@ WRONG = {
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     return abs(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))))
 """, "absolute value"),
+    "cosine_distance": ("""def cosine_similarity(a, b):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return 1 - a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
+""", "cosine distance"),
 }
 
 CORRECT = {

@@ -29,6 +29,12 @@ WRONG = {
     logp = z - m - np.log(np.exp(z - m).sum(axis=-1, keepdims=True))
     return float(-np.mean(logp[np.arange(len(t)), t]))
 """, "shifted the targets"),
+    "wrong_sign": ("""def cross_entropy(logits, targets):
+    z = np.asarray(logits, dtype=float)
+    m = z.max(axis=-1, keepdims=True)
+    logp = z - m - np.log(np.exp(z - m).sum(axis=-1, keepdims=True))
+    return float(np.mean(logp[np.arange(len(targets)), targets]))
+""", "the sign is wrong"),
 }
 
 CORRECT = {

@@ -12,6 +12,14 @@ WRONG = {
     "b1_after_relu": ("""def feed_forward(x, W1, b1, W2, b2):
     return (np.maximum(0, np.asarray(x, dtype=float) @ W1) + b1) @ W2 + b2
 """, "b1 was added after the ReLU"),
+    "missing_b2": ("""def feed_forward(x, W1, b1, W2, b2):
+    return np.maximum(0, np.asarray(x, dtype=float) @ W1 + b1) @ W2
+""", "b2 is missing"),
+    "gelu": ("""def feed_forward(x, W1, b1, W2, b2):
+    h = np.asarray(x, dtype=float) @ W1 + b1
+    h = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h ** 3)))
+    return h @ W2 + b2
+""", "GELU"),
 }
 
 CORRECT = {

@@ -29,6 +29,20 @@ WRONG = {
     "only_new_tokens": (_gen(result="ids[len(token_ids):]"), "only the new ids"),
     "temperature_multiplied": (_gen(scaled="logits * temperature"),
                                "multiplied by the temperature"),
+    "argmax_flat": (_gen(row=""), "IndexError"),
+    "one_token_short": ("""def generate(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
+    ids = list(token_ids)
+    n_ctx = len(params["P"])
+    for _ in range(n_new - 1):
+        logits = language_model_forward(ids[-n_ctx:], params, n_heads)[-1]
+        if temperature == 0:
+            ids.append(int(np.argmax(logits)))
+        else:
+            p = softmax(logits / temperature)
+            ids.append(int(rng.choice(len(p), p=p)))
+    return np.array(ids)
+""", "n_new - 1"),
+    "uniform_sampling": (_gen(scaled="np.zeros_like(logits)"), "uniformly"),
 }
 
 CORRECT = {

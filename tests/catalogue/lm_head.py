@@ -7,6 +7,10 @@ WRONG = {
     "softmax_applied": ("""def lm_head(h, E):
     return softmax(np.asarray(h, dtype=float) @ np.asarray(E, dtype=float).T)
 """, "softmax was applied"),
+    "scaled": ("""def lm_head(h, E):
+    h = np.asarray(h, dtype=float)
+    return h @ np.asarray(E, dtype=float).T / np.sqrt(h.shape[-1])
+""", "divided by sqrt(d)"),
 }
 
 CORRECT = {

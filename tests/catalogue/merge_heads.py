@@ -12,6 +12,9 @@ WRONG = {
     "mean": ("""def merge_heads(H):
     return np.asarray(H, dtype=float).mean(axis=0)
 """, "averaged the heads"),
+    "sum": ("""def merge_heads(H):
+    return np.sum(np.asarray(H, dtype=float), axis=0)
+""", "added the heads up"),
 }
 
 CORRECT = {
