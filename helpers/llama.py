@@ -890,8 +890,10 @@ def _exercise_cases(name: str, hidden: bool) -> list[tuple[str, tuple, dict]]:
 def _expected(name: str, args: tuple, kwargs: dict) -> np.ndarray:
     fn = {"rms_norm": rms_norm, "apply_rope": apply_rope, "swiglu": swiglu,
           "grouped_query_attention": grouped_query_attention, "llama_block": llama_block}[name]
-    args = tuple(np.asarray(a, dtype=np.float64) if isinstance(a, (list, np.ndarray))
-                 and name != "apply_rope" or (name == "apply_rope" and i == 0) else a
+    # the data (not positions, blocks or configs) in float64, as the checks compare
+    data = (0,) if name == "apply_rope" else range(len(args))
+    args = tuple(np.asarray(a, dtype=np.float64)
+                 if i in data and isinstance(a, (list, np.ndarray)) else a
                  for i, a in enumerate(args))
     return np.asarray(fn(*args, **kwargs), dtype=np.float64)
 
