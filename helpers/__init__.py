@@ -3,6 +3,14 @@
 * ``helpers.reference``: the reference implementation, one function per equation. Every
   exercise function of the course is re-exported here: ``from helpers import softmax``.
 * ``helpers.examples``: the lecture slides' worked examples, as data.
+* ``helpers.checks``: the instant checks of the notebooks' test cells.
+
+Pretrained models, each imported on its own (``import helpers`` does not load them):
+
+* ``helpers.bert``: all-MiniLM-L6-v2, a 6-layer BERT sentence encoder (notebook 09);
+* ``helpers.llama``: SmolLM2-135M-Instruct, a Llama-style decoder (notebook 10);
+* ``helpers.pretrained``: a small character-level language model trained on Shakespeare
+  (notebook 08), in the layout of the course's ``language_model_forward``.
 
 Run ``help(helpers.<function>)`` for the equation and the shapes of each function.
 """

@@ -640,89 +640,12 @@ def check_exercise(name: str, fn, hidden: bool = False, rtol: float = 1e-6,
     else raises ``CheckFailed`` saying which case, expected vs got, and the mistake when
     it is a known one. Warnings are silenced; while ``fn`` runs, the reference functions
     that would do its work (``helpers.bert.<name>``) raise instead.
+    (The mechanism is ``helpers.checks.check_against``.)
     """
-    import warnings
+    from helpers.checks import check_against
 
-    from helpers.checks import CheckFailed, assert_close
-
-    cases = _exercise_cases(name, hidden)
-    module = sys.modules[__name__]
-    if any(fn is getattr(module, attr) for attr in EXERCISE_REFERENCES[name]):
-        raise CheckFailed(f"{name} must be your own implementation; this is "
-                          f"helpers.bert.{fn.__name__}")
-    for description, args in cases:
-        expected = _expected(name, args)
-        with warnings.catch_warnings(), np.errstate(all="ignore"), _poisoned(name, fn):
-            warnings.simplefilter("ignore")
-            try:
-                got = fn(*args)
-            except NotImplementedError:
-                raise CheckFailed(f"{name} is not implemented yet") from None
-            except CheckFailed:
-                raise
-            except Exception as exc:
-                raise CheckFailed(f"{name} on {description} raised {type(exc).__name__}: "
-                                  f"{exc}") from None
-        try:
-            got = np.asarray(got, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise CheckFailed(f"{name} on {description} returned {type(got).__name__}, "
-                              f"not an array of numbers") from None
-        if got.shape == expected.shape and np.allclose(got, expected, rtol=rtol, atol=atol):
-            continue
-        if got.shape == expected.shape:
-            with np.errstate(all="ignore"):
-                for message, wrong in _exercise_mistakes(name, args).items():
-                    if np.allclose(got, wrong, rtol=rtol, atol=atol):
-                        raise CheckFailed(f"{name} on {description}: {message}")
-        near = got.shape == expected.shape and np.allclose(got, expected, rtol=1e-3, atol=1e-5)
-        hint = f"\n    (nearly right: {_NEAR_MISS[name]})" if near else ""
-        try:
-            assert_close(got, expected, what=f"{name} on {description}", rtol=rtol, atol=atol,
-                         quiet=True)
-        except CheckFailed as exc:
-            raise CheckFailed(f"{exc}{hint}") from None
-        raise CheckFailed(f"{name} on {description}: wrong result{hint}")
-    print(f"{name}: {len(cases)}/{len(cases)} checks passed")
-
-
-class _poisoned:
-    """While active, ``helpers.bert``'s references for exercise ``name`` (and notebook
-    globals bound to them) raise ``CheckFailed``."""
-
-    def __init__(self, name: str, fn):
-        self.names = EXERCISE_REFERENCES[name]
-        self.exercise = name
-        self.namespace = getattr(fn, "__globals__", {})
-        self.saved: list[tuple[object, str, object]] = []
-
-    def __enter__(self):
-        from helpers.checks import CheckFailed
-
-        module = sys.modules[__name__]
-        for attr in self.names:
-            original = getattr(module, attr)
-
-            def poison(*args, _attr=attr, **kwargs):
-                raise CheckFailed(f"{self.exercise} must be your own implementation; "
-                                  f"it called helpers.bert.{_attr}")
-
-            targets = [(module, attr)] + [(self.namespace, key) for key, value
-                                          in list(self.namespace.items())
-                                          if value is original]
-            for owner, key in targets:
-                if isinstance(owner, dict):
-                    self.saved.append((owner, key, owner[key]))
-                    owner[key] = poison
-                else:
-                    self.saved.append((owner, key, getattr(owner, key)))
-                    setattr(owner, key, poison)
-        return self
-
-    def __exit__(self, *exc):
-        for owner, key, value in reversed(self.saved):
-            if isinstance(owner, dict):
-                owner[key] = value
-            else:
-                setattr(owner, key, value)
-        return False
+    check_against(name, fn, _exercise_cases(name, hidden),
+                  lambda *args: _expected(name, args), module=sys.modules[__name__],
+                  refuse=EXERCISE_REFERENCES[name],
+                  mistakes=lambda args, kwargs: _exercise_mistakes(name, args),
+                  near_miss=_NEAR_MISS[name], rtol=rtol, atol=atol)

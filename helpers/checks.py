@@ -8,6 +8,8 @@ cases against :mod:`helpers.reference` and name known mistakes (:mod:`helpers.mi
     check(name, fn, hidden=True)    the hidden cases (inside ### BEGIN HIDDEN TESTS)
     check(name, fn, group="mask")   only the cases of one group
     assert_close(got, expected, what="the scores")   for exercises outside the contract
+    check_against(name, fn, cases, reference, module=..., refuse=(...), mistakes=...)
+                                    exercises outside the contract (notebooks 09, 10)
 
 A failure raises :class:`CheckFailed` (an ``AssertionError``) that says which case failed
 (in words, with its input), expected against got (shape first, then the first differing
@@ -94,7 +96,7 @@ from helpers import reference
 from helpers.mistakes import MISTAKES, Mistake
 
 __all__ = ["check", "assert_close", "CheckFailed", "Case", "cases", "compare", "diagnose",
-           "repeat_problem", "groups", "RTOL", "ATOL"]
+           "repeat_problem", "groups", "RTOL", "ATOL", "check_against", "ExerciseCase"]
 
 RTOL = 1e-6
 ATOL = 1e-8
@@ -794,50 +796,70 @@ def _functions_of(fn) -> list:
 
 
 @contextlib.contextmanager
-def _poisoned(name: str, fn):
-    """Replace the reference of ``name`` everywhere ``fn`` could reach it by a poison."""
-    ref = _REFERENCE[name]
+def _poisoned_references(references: dict[str, Callable], owners, fn,
+                         message: Callable[[str], str]):
+    """While active, each reference (attribute name -> function) raises ``CheckFailed``
+    with ``message(attribute)`` wherever ``fn`` could reach it: as that attribute of each
+    of ``owners`` (modules), and as a global, closure cell or default argument of ``fn``
+    and of what it wraps. Yields a dict whose ``"called"`` turns True on a call."""
     state = {"called": False}
+    poisons: dict[int, Callable] = {}
+    originals: dict[int, Callable] = {}
+    for attr, ref in references.items():
+        def poison(*args, _attr=attr, **kwargs):
+            state["called"] = True
+            raise CheckFailed(message(_attr))
 
-    def poison(*args, **kwargs):
-        state["called"] = True
-        raise CheckFailed(_own_implementation_message(name))
+        poisons[id(ref)], originals[id(ref)] = poison, ref
 
     undo = []
+    for obj in owners:
+        for attr, ref in references.items():
+            if getattr(obj, attr, None) is ref:
+                undo.append(lambda o=obj, a=attr, r=ref: setattr(o, a, r))
+                setattr(obj, attr, poisons[id(ref)])
 
-    def patch_attr(obj, attr):
-        if getattr(obj, attr, None) is ref:
-            undo.append(lambda o=obj, a=attr: setattr(o, a, ref))
-            setattr(obj, attr, poison)
+    def swap(value):
+        return poisons.get(id(value)) if originals.get(id(value)) is value else None
 
-    patch_attr(helpers, name)
-    patch_attr(reference, name)
     for f in _functions_of(fn):
         g = f.__globals__
         for key, value in list(g.items()):
-            if value is ref:
-                undo.append(lambda g=g, k=key: g.__setitem__(k, ref))
-                g[key] = poison
+            if swap(value) is not None:
+                undo.append(lambda g=g, k=key, v=value: g.__setitem__(k, v))
+                g[key] = swap(value)
         for cell in f.__closure__ or ():
             try:
-                if cell.cell_contents is ref:
-                    undo.append(lambda c=cell: setattr(c, "cell_contents", ref))
-                    cell.cell_contents = poison
+                value = cell.cell_contents
             except ValueError:              # an empty cell
-                pass
-        if f.__defaults__ and any(d is ref for d in f.__defaults__):
+                continue
+            if swap(value) is not None:
+                undo.append(lambda c=cell, v=value: setattr(c, "cell_contents", v))
+                cell.cell_contents = swap(value)
+        if f.__defaults__ and any(swap(d) is not None for d in f.__defaults__):
             old = f.__defaults__
             undo.append(lambda f=f, old=old: setattr(f, "__defaults__", old))
-            f.__defaults__ = tuple(poison if d is ref else d for d in old)
-        if f.__kwdefaults__ and any(d is ref for d in f.__kwdefaults__.values()):
+            f.__defaults__ = tuple(swap(d) or d for d in old)
+        if f.__kwdefaults__ and any(swap(d) is not None for d in f.__kwdefaults__.values()):
             old_kw = dict(f.__kwdefaults__)
             undo.append(lambda f=f, old=old_kw: setattr(f, "__kwdefaults__", old))
-            f.__kwdefaults__ = {k: poison if d is ref else d for k, d in old_kw.items()}
+            f.__kwdefaults__ = {k: swap(d) or d for k, d in old_kw.items()}
     try:
         yield state
     finally:
         for restore in reversed(undo):
             restore()
+
+
+def _poisoned(name: str, fn):
+    """Replace the reference of contract function ``name`` everywhere ``fn`` could reach
+    it (``helpers.<name>``, ``helpers.reference.<name>``, fn's globals...) by a poison."""
+    return _poisoned_references({name: _REFERENCE[name]}, (helpers, reference), fn,
+                                lambda _: _own_implementation_message(name))
+
+
+def _not_implemented_message(name: str) -> str:
+    return f"{name} is not implemented yet: replace `raise NotImplementedError()` by your code"
 
 
 @dataclass
@@ -1327,8 +1349,7 @@ def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None
         if outcome.called_reference:
             raise CheckFailed(_own_implementation_message(name)) from None
         if isinstance(outcome.error, NotImplementedError):
-            raise CheckFailed(f"{name} is not implemented yet: replace `raise "
-                              f"NotImplementedError()` by your code") from None
+            raise CheckFailed(_not_implemented_message(name)) from None
         if outcome.error is not None:
             failures.append((case, _error_text(name, case, outcome.error)))
             continue
@@ -1384,6 +1405,106 @@ def assert_close(got, expected, what: str = "the result", rtol: float = RTOL,
         raise CheckFailed(problem)
     if not quiet:
         print(f"{what}: correct")
+
+
+# ---------------------------------------------------------------------------------------
+# Exercises outside the contract (helpers.bert, helpers.llama): check_against
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class ExerciseCase:
+    """One case of an exercise outside the contract, for :func:`check_against`.
+
+    By default the learner's ``fn`` is called as ``fn(*args, **kwargs)`` on fresh copies,
+    the expected output is ``reference(*args, **kwargs)`` and the known mistakes are
+    ``mistakes(args, kwargs)``. A case that needs more (a cache filled by two calls) gives
+    ``run(fn) -> output``, ``expected`` and ``mistakes`` (``{message: wrong output}``).
+    """
+
+    description: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    run: Callable | None = None
+    expected: Any = None
+    mistakes: dict | None = None
+
+
+def check_against(name: str, fn, cases, reference: Callable, *, module, refuse=(),
+                  mistakes: Callable | None = None, near_miss: str | None = None,
+                  rtol: float = RTOL, atol: float = ATOL) -> None:
+    """Check the learner's ``fn`` for exercise ``name`` in the style of :func:`check`.
+
+    cases: :class:`ExerciseCase` objects or ``(description, args[, kwargs])`` tuples.
+    reference: ``reference(*args, **kwargs)`` is the right output of a case.
+    module, refuse: the functions ``module.<attr>`` (attr in ``refuse``) that would do the
+    exercise's work; ``fn`` must not be one of them, and while it runs they raise
+    ``CheckFailed`` (as ``module.<attr>`` and wherever ``fn`` holds them).
+    mistakes: ``mistakes(args, kwargs) -> {message: wrong output}``, the known mistakes;
+    one whose output ``got`` matches is named. near_miss: a hint for an answer within
+    ``rtol=1e-3, atol=1e-5`` that matches no known mistake.
+
+    Prints ``"<name>: n/n checks passed"`` when every case passes; otherwise raises
+    :class:`CheckFailed` for the first failing case (which case, expected against got, or
+    the mistake in words). Warnings of the learner's code are silenced.
+    """
+    if not callable(fn):
+        raise CheckFailed(f"{name} needs your function, got {type(fn).__name__}")
+    where = module.__name__
+    references = {attr: getattr(module, attr) for attr in refuse}
+    for attr, ref in references.items():
+        if _is_reference(fn, ref):
+            raise CheckFailed(f"{name} must be your own implementation; this is {where}.{attr}")
+    cases = [c if isinstance(c, ExerciseCase) else ExerciseCase(*c) for c in cases]
+    hint = f"\n    (nearly right: {near_miss})" if near_miss else ""
+    for case in cases:
+        what = f"{name} on {case.description}"
+        expected = case.expected
+        if expected is None:
+            expected = reference(*case.args, **case.kwargs)
+        expected = np.asarray(expected, dtype=np.float64)
+        run = case.run or (lambda f, c=case: f(*copy.deepcopy(c.args), **copy.deepcopy(c.kwargs)))
+        with _quiet(), _poisoned_references(
+                references, (module,), fn,
+                lambda attr: f"{name} must be your own implementation; it called "
+                             f"{where}.{attr}") as state:
+            try:
+                got = run(fn)
+            except NotImplementedError:
+                raise CheckFailed(_not_implemented_message(name)) from None
+            except CheckFailed:
+                raise
+            except Exception as exc:                  # the learner's code may raise anything
+                raise CheckFailed(f"{what} raised {type(exc).__name__}: {exc}"
+                                  f"{_student_location(exc)}") from None
+        if state["called"]:                           # the poison's error was caught
+            raise CheckFailed(f"{name} must be your own implementation; it called a "
+                              f"reference function of {where} ({', '.join(refuse)})")
+        if got is None:
+            raise CheckFailed(f"{what} returned None: is a `return` missing?")
+        try:
+            got = np.asarray(got, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise CheckFailed(f"{what} returned {type(got).__name__}, not an array of "
+                              f"numbers") from None
+        same_shape = got.shape == expected.shape
+        with _quiet():
+            if same_shape and np.allclose(got, expected, rtol=rtol, atol=atol):
+                continue
+            if same_shape:
+                wrong_outputs = case.mistakes
+                if wrong_outputs is None:
+                    wrong_outputs = mistakes(case.args, case.kwargs) if mistakes else {}
+                for message, wrong in wrong_outputs.items():
+                    if np.allclose(got, wrong, rtol=rtol, atol=atol):
+                        raise CheckFailed(f"{what}: {message}")
+            near = same_shape and np.allclose(got, expected, rtol=1e-3, atol=1e-5)
+        try:
+            assert_close(got, expected, what=what, rtol=rtol, atol=atol, quiet=True)
+        except CheckFailed as exc:
+            raise CheckFailed(f"{exc}{hint if near else ''}") from None
+        raise CheckFailed(f"{what}: wrong result{hint if near else ''}")
+    print(f"{name}: {len(cases)}/{len(cases)} checks passed")
 
 
 def _main() -> None:

@@ -908,41 +908,6 @@ _REFERENCES = {
 }
 
 
-class _Poisoned:
-    """While active, the reference functions of exercise ``name`` (in this module and
-    as globals of the learner's notebook) raise ``CheckFailed``."""
-
-    def __init__(self, name: str, fn):
-        self.name, self.namespace = name, getattr(fn, "__globals__", {})
-        self.saved: list = []
-
-    def __enter__(self):
-        import sys
-
-        from helpers.checks import CheckFailed
-
-        module = sys.modules[__name__]
-        for attr in _REFERENCES[self.name]:
-            original = getattr(module, attr)
-
-            def poison(*args, _attr=attr, **kwargs):
-                raise CheckFailed(f"{self.name} must be your own implementation; it called "
-                                  f"helpers.llama.{_attr}")
-
-            self.saved.append((module.__dict__, attr, original))
-            setattr(module, attr, poison)
-            for key, value in list(self.namespace.items()):
-                if value is original:
-                    self.saved.append((self.namespace, key, value))
-                    self.namespace[key] = poison
-        return self
-
-    def __exit__(self, *exc):
-        for owner, key, value in reversed(self.saved):
-            owner[key] = value
-        return False
-
-
 def check_exercise(name: str, fn, hidden: bool = False, rtol: float = 1e-6,
                    atol: float = 1e-8) -> None:
     """Check the learner's ``fn`` for exercise ``name`` of notebook 10 (``rms_norm``,
@@ -952,62 +917,26 @@ def check_exercise(name: str, fn, hidden: bool = False, rtol: float = 1e-6,
     known mistake, the mistake in words. Warnings are silenced; while ``fn`` runs, the
     reference functions that would do its work raise. ``llama_block`` is also run with a
     :class:`KVCache`: a prompt, then one new token must give the rows of a full pass.
+    (The mechanism is ``helpers.checks.check_against``.)
     """
-    import warnings
+    import sys
 
-    from helpers.checks import CheckFailed, assert_close
+    from helpers.checks import ExerciseCase, check_against
 
     if name not in _REFERENCES:
         raise ValueError(f"no checks for {name!r}; exercises: {sorted(_REFERENCES)}")
-    import sys
-
-    if fn is getattr(sys.modules[__name__], name):
-        raise CheckFailed(f"{name} must be your own implementation; this is "
-                          f"helpers.llama.{name}")
-    cases = _exercise_cases(name, hidden)
+    cases = [ExerciseCase(*case) for case in _exercise_cases(name, hidden)]
     if name == "llama_block":
-        cases = cases + [("cache", (), {})]
-    for description, args, kwargs in cases:
-        mistakes = None
-        if description == "cache":
-            description, run, expected, mistakes = _block_cache_case(hidden)
-        else:
-            expected = _expected(name, args, kwargs)
-            run = lambda: fn(*args, **kwargs)                     # noqa: E731
-        with warnings.catch_warnings(), np.errstate(all="ignore"), _Poisoned(name, fn):
-            warnings.simplefilter("ignore")
-            try:
-                got = run(fn) if description.startswith("a cache") else run()
-            except NotImplementedError:
-                raise CheckFailed(f"{name} is not implemented yet") from None
-            except CheckFailed:
-                raise
-            except Exception as exc:
-                raise CheckFailed(f"{name} on {description} raised {type(exc).__name__}: "
-                                  f"{exc}") from None
-        try:
-            got = np.asarray(got, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise CheckFailed(f"{name} on {description} returned {type(got).__name__}, "
-                              f"not an array of numbers") from None
-        if got.shape == expected.shape and np.allclose(got, expected, rtol=rtol, atol=atol):
-            continue
-        if got.shape == expected.shape:
-            if mistakes is None:
-                with warnings.catch_warnings(), np.errstate(all="ignore"):
-                    warnings.simplefilter("ignore")
-                    mistakes = _exercise_mistakes(name, args, kwargs)
-            for message, wrong in mistakes.items():
-                if np.allclose(got, wrong, rtol=rtol, atol=atol):
-                    raise CheckFailed(f"{name} on {description}: {message}")
-        assert_close(got, expected, what=f"{name} on {description}", rtol=rtol, atol=atol,
-                     quiet=True)
-        raise CheckFailed(f"{name} on {description}: wrong result")
-    print(f"{name}: {len(cases)}/{len(cases)} checks passed")
+        description, run, expected, mistakes = _block_cache_case(hidden)
+        cases.append(ExerciseCase(description, run=run, expected=expected, mistakes=mistakes))
+    check_against(name, fn, cases, lambda *args, **kwargs: _expected(name, args, kwargs),
+                  module=sys.modules[__name__], refuse=_REFERENCES[name],
+                  mistakes=lambda args, kwargs: _exercise_mistakes(name, args, kwargs),
+                  rtol=rtol, atol=atol)
 
 
 def _block_cache_case(hidden: bool):
-    """``(description, run, expected)``: ``run(fn)`` runs ``fn`` as a block with a cache,
+    """``(description, run, expected, mistakes)``: ``run(fn)`` runs ``fn`` as a block with a cache,
     4 (or 5) positions, then 1 more, and returns the new row; ``expected`` is the last
     row of a full pass of the reference on all positions."""
     cfg = SMALL_CONFIG

@@ -1090,3 +1090,124 @@ def test_compare_never_raises_on_strange_answers():
             for got in strange:
                 problem = compare(name, c, got)
                 assert isinstance(problem, str) and problem.startswith("Case "), (name, got)
+
+
+# ---------------------------------------------------------------------------------------
+# check_against: the same mechanism for exercises outside the contract (notebooks 09, 10)
+# ---------------------------------------------------------------------------------------
+
+
+def _cube_module():
+    """A stand-in for helpers.bert / helpers.llama: one exercise, ``cube``, whose reference
+    is ``module.cube`` and whose helper ``module.power`` would also do its work."""
+    module = types.ModuleType("helpers.fake_capstone")
+
+    def power(x, k):
+        return np.asarray(x, dtype=float) ** k
+
+    def cube(x):
+        return module.power(x, 3)
+
+    module.power, module.cube = power, cube
+    return module
+
+
+def _check_cube(fn, **options):
+    module = _cube_module()
+    cases = [("x = [-2, 0.5, 3]", (np.array([-2.0, 0.5, 3.0]),)),
+             checks.ExerciseCase("a [2, 2] array given as a list", ([[1.0, -1.0], [2.0, 0.1]],))]
+    checks.check_against("cube", fn, cases, lambda x: np.asarray(x, float) * x * x,
+                         module=module, refuse=("cube", "power"),
+                         mistakes=lambda args, kwargs: {"this is the square, not the cube":
+                                                        np.asarray(args[0], float) ** 2},
+                         **options)
+    return module
+
+
+def test_check_against_passes_an_answer_and_prints_one_line(capfd):
+    module = _check_cube(lambda x: np.multiply(np.square(x), x))
+    out, err = capfd.readouterr()
+    assert out == "cube: 2/2 checks passed\n" and err == ""
+    assert module.cube([2.0]).tolist() == [8.0]            # the references are restored
+
+
+def test_check_against_names_mistakes_and_differences():
+    with pytest.raises(CheckFailed, match=r"cube on x = \[-2, 0.5, 3\]: this is the square"):
+        _check_cube(lambda x: np.asarray(x, float) ** 2)
+    with pytest.raises(CheckFailed) as info:
+        _check_cube(lambda x: np.asarray(x, float) ** 3 + 1)
+    text = str(info.value)
+    assert "cube on x = [-2, 0.5, 3]: first difference at index (0,): expected -8, got -7" in text
+    assert "nearly right" not in text
+    with pytest.raises(CheckFailed, match=r"\(nearly right: is it x \* x \* x\?\)"):
+        _check_cube(lambda x: np.asarray(x, float) ** 3 * (1 + 1e-4),
+                    near_miss="is it x * x * x?")
+    with pytest.raises(CheckFailed, match=r"wrong shape: expected \(3,\), got \(1, 3\)"):
+        _check_cube(lambda x: (np.asarray(x, float) ** 3)[None])
+
+
+def test_check_against_refuses_the_references_wherever_the_answer_holds_them():
+    module = _cube_module()
+    own = "cube must be your own implementation"
+    for fn in (module.cube, functools.partial(module.power, k=3)):
+        with pytest.raises(CheckFailed, match=f"{own}; this is helpers.fake_capstone"):
+            checks.check_against("cube", fn, [("x", (np.ones(2),))], lambda x: x ** 3,
+                                 module=module, refuse=("cube", "power"))
+    power = module.power
+
+    def by_closure(x):
+        return power(x, 3)
+
+    def by_default(x, p=module.power):
+        return p(x, 3)
+
+    def by_module(x):
+        return module.power(x, 3)
+
+    def swallowing(x):
+        try:
+            return module.cube(x)
+        except Exception:
+            return np.asarray(x, float) ** 3
+
+    for fn in (by_closure, by_default, by_module, swallowing):
+        with pytest.raises(CheckFailed, match=own):
+            checks.check_against("cube", fn, [("x", (np.ones(2),))], lambda x: x ** 3,
+                                 module=module, refuse=("cube", "power"))
+    assert module.power is power and by_default.__defaults__ == (power,)     # restored
+    assert by_closure(np.array([2.0])).tolist() == [8.0]
+
+
+def test_check_against_explains_stubs_errors_and_missing_returns():
+    with pytest.raises(CheckFailed, match="cube is not implemented yet: replace `raise "
+                                          "NotImplementedError\\(\\)`"):
+        _check_cube(lambda x: (_ for _ in ()).throw(NotImplementedError()))
+
+    def broken(x):
+        return x.shape[5]
+
+    with pytest.raises(CheckFailed, match=r"cube on x = \[-2, 0.5, 3\] raised IndexError: "
+                                          r".*\(in broken, line \d+"):
+        _check_cube(broken)
+    with pytest.raises(CheckFailed, match="returned None: is a `return` missing"):
+        _check_cube(lambda x: None)
+    with pytest.raises(CheckFailed, match="returned dict, not an array of numbers"):
+        _check_cube(lambda x: {"x": x})
+
+
+def test_check_against_silences_warnings_and_gives_fresh_inputs(capfd):
+    def in_place(x):
+        x = np.asarray(x, dtype=float)
+        with np.errstate(all="warn"):
+            np.log(np.zeros(1))                                   # a RuntimeWarning
+        warnings.warn("a learner's warning")
+        x *= x * x                                                # modifies its input
+        return x
+
+    x = np.array([-2.0, 0.5, 3.0])
+    case = checks.ExerciseCase("x = [-2, 0.5, 3]", (x,))
+    checks.check_against("cube", in_place, [case, case], lambda x: x ** 3,
+                         module=_cube_module(), refuse=("cube",))
+    out, err = capfd.readouterr()
+    assert out == "cube: 2/2 checks passed\n" and err == ""
+    assert case.args[0] is x and x.tolist() == [-2.0, 0.5, 3.0]   # the case is unchanged
