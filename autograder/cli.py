@@ -10,7 +10,8 @@
   make-examples regenerate autograder/examples/ from the solution notebooks
 
 Exit status: 0 when the command did its job (for grade: every submission was graded,
-whatever the scores), 2 when it could not run (e.g. a folder is missing).
+whatever the scores), 2 when it could not run (e.g. a folder is missing), 1 when the
+grader itself failed on some notebook (listed with status grader_error).
 """
 
 from __future__ import annotations
