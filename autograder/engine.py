@@ -40,7 +40,9 @@ Execution (:mod:`autograder.executor`, :mod:`autograder.sandbox`, :mod:`autograd
     3. The *isolated test run* for the other test cells (exercises outside the
        contract): the test cells and the source notebook's own set-up cells run in one
        confined child in which no learner code ever runs; the learner's answer cells
-       run in a second child that only answers calls. The learner's names are bound to
+       run in a second child that only answers calls, with a ``helpers`` whose functions
+       named like the notebook's answers (and those its modules' ``EXERCISE_REFERENCES``
+       list for them) are stubs that raise. The learner's names are bound to
        stand-ins that forward each call (values in, values out, exceptions by type
        name) to that second child. A test cell passes iff it raised nothing and wrote
        nothing to stderr; a numeric last value is partial credit, as in nbgrader. The
@@ -462,13 +464,15 @@ def merge(source: Source, student: list[dict]) -> Merged:
 
 
 class _Resources:
-    """Per-process copies of ``helpers`` (full, and stripped per function) and data."""
+    """Per-process copies of ``helpers`` (full, stripped per contract function, with
+    a notebook's exercise references stubbed) and data."""
 
     def __init__(self, worker: executor.Worker):
         self.worker = worker
         self.base = worker.home
         os.chmod(self.base, 0o711)
         self._helpers: dict[str | None, str] = {}
+        self._exercise_helpers: dict[tuple[str, ...], str] = {}
         self._data: dict[str, str | None] = {}
         self._jobs = 0
 
@@ -479,6 +483,21 @@ class _Resources:
             os.chmod(dest, 0o755)
             self._helpers[strip] = str(sandbox.prepare_helpers(dest, strip=strip))
         return self._helpers[strip]
+
+    def exercise_helpers(self, exercises) -> str:
+        """The copy for the learner's side of the isolated test run: the references of
+        a notebook's exercises (its answer grade_ids) stubbed in every helpers module,
+        on disk (see ``sandbox.hide_exercise_references``); one per answer set."""
+        key = tuple(sorted(set(exercises)))
+        if key not in self._exercise_helpers:
+            import hashlib
+
+            digest = hashlib.blake2b("\n".join(key).encode(), digest_size=8).hexdigest()
+            dest = self.base / f"helpers-exercises-{digest}"
+            dest.mkdir(exist_ok=True)
+            os.chmod(dest, 0o755)
+            self._exercise_helpers[key] = str(sandbox.prepare_helpers(dest, exercises=key))
+        return self._exercise_helpers[key]
 
     def data(self, source: Source) -> str | None:
         key = str(source.path.parent)
@@ -781,9 +800,12 @@ def _isolated_tests(grade_ids: list[str], merged: Merged, source: Source, res: _
                     cell_timeout: float, timeout: float, limits: sandbox.Limits) -> _Run:
     """The authoritative run of test cells outside the contract (see module doc).
 
-    The test cells and the source notebook's own set-up run in one child; the learner's
-    answers run in another and only answer calls (values in, values out). So nothing the
-    learner wrote runs where the tests decide.
+    The test cells and the source notebook's own set-up run in one child (full
+    ``helpers``: it computes expected values); the learner's answers run in another and
+    only answer calls (values in, values out), importing a ``helpers`` in which the
+    course's own version of every exercise of the notebook is a stub that raises. So
+    nothing the learner wrote runs where the tests decide, and no answer can hand the
+    reference's work back as its own.
     """
     answers = source.by_id("answer")
     names = sorted({n for cell in answers.values() for n in slicing.bound_names(cell.source)})
@@ -810,6 +832,7 @@ def _isolated_tests(grade_ids: list[str], merged: Merged, source: Source, res: _
            "timeout": timeout,
            "serve": {"cells": [{"index": i, "kind": "code", "source": src}
                                for i, src in sorted(student.items())],
+                     "helpers_parent": res.exercise_helpers(list(answers)),
                      "cell_timeout": cell_timeout}}
     reply = res.worker.run(job, res.conf(None, source), limits)
     lines = executor.parse_lines(reply.get("output", ""))
@@ -903,7 +926,9 @@ def _plain_cell(scell: SourceCell, line: dict | None, run: _Run, iline: dict | N
 
     As in nbgrader, a cell that passes and whose last expression is a number earns that
     many points (partial credit, clipped to ``[0, points]``). Returns the result and
-    whether it contradicts a pass in the notebook run (tampering).
+    whether it contradicts a pass in the notebook run (tampering). A failure caused by a
+    call to an exercise's reference (a stub in the learner's process) says so and is not
+    counted as tampering: in the notebook run the reference was there.
     """
     passed, text = _kernel_outcome(iline, irun.status)
     k_pass, k_text = _kernel_outcome(line, run.status)
@@ -921,6 +946,12 @@ def _plain_cell(scell: SourceCell, line: dict | None, run: _Run, iline: dict | N
         message = scrub(text)
     inconclusive = iline is None or bool(iline.get("timeout") or iline.get("memory"))
     tampered = k_pass and not passed and not inconclusive and bool(iline.get("visible_failed"))
+    called = None if passed else re.search(
+        rf"(helpers[\w.]*) {re.escape(sandbox.REFERENCE_STUB_MARK)}", text)
+    if called:      # the learner's code used the course's version: said so, not tampering
+        tampered = False
+        message = (f"answers must be your own implementation: your code called the course's "
+                   f"{called.group(1)} ({message})")
     if tampered:
         message = ("tampering suspected: the test passed in the notebook but failed when run "
                    f"apart from your code ({message})")

@@ -30,9 +30,11 @@ Three kinds of job:
 ``tests``
     The authoritative run of test cells outside the contract, in two confined children
     joined by a socket: a *server* runs the learner's cells and answers calls (values
-    in, values out); the *tests* child binds the learner's names to stand-ins that
-    forward calls, runs the source's set-up and the test cells, and alone holds the
-    result pipe. No learner code runs in the process that reports the results.
+    in, values out), importing the ``helpers`` copy ``job["serve"]["helpers_parent"]``
+    when given (the exercises' references stubbed); the *tests* child, with the full
+    ``helpers``, binds the learner's names to stand-ins that forward calls, runs the
+    source's set-up and the test cells, and alone holds the result pipe. No learner
+    code runs in the process that reports the results.
 
 Cost: forking the warm worker and confining the child take a few milliseconds; the
 course's notebooks need 0.02-0.13 s of CPU each to grade (0.5 s for the language-model
@@ -53,7 +55,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from autograder import sandbox
@@ -682,7 +684,11 @@ def _run_job(job: dict, conf: sandbox.Confinement) -> dict:
         # alone can write results. They share only a socket.
         runner_end, student_end = socket.socketpair()
         serve = dict(job["serve"], kind="serve", timeout=job["timeout"])
-        helper_pid = _fork_a(serve, conf, None, student_end.fileno())
+        # The learner's side may import another helpers copy (references hidden).
+        serve_helpers = serve.pop("helpers_parent", None)
+        serve_conf = (conf if not isinstance(serve_helpers, str)
+                      else replace(conf, helpers_parent=serve_helpers))
+        helper_pid = _fork_a(serve, serve_conf, None, student_end.fileno())
         student_end.close()
         pid = _fork_a(job, conf, w, runner_end.fileno())
         runner_end.close()

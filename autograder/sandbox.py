@@ -362,22 +362,84 @@ def assert_close(*args, **kwargs):
 REFERENCE_STUB_MARK = "is hidden while your own is graded"
 
 
-def _stub_function(tree: ast.Module, name: str) -> bool:
-    """Replace the body of the top-level ``def name`` by ``raise RuntimeError``."""
+def _stub_function(tree: ast.Module, name: str, label: str | None = None) -> bool:
+    """Replace the body of every top-level ``def name`` by ``raise RuntimeError``
+    (the message names the function as ``label``, by default ``helpers.<name>``)."""
+    message = f"{label or f'helpers.{name}'} {REFERENCE_STUB_MARK}"
+    found = False
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            message = f"helpers.{name} {REFERENCE_STUB_MARK}"
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             node.body = ast.parse(f"raise RuntimeError({message!r})").body
             node.decorator_list = []
-            return True
-    return False
+            found = True
+    return found
 
 
-def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = None) -> Path:
+#: Module-level dicts of a helpers module that map an exercise (an answer grade_id) to
+#: the functions of that module that would do its work. ``helpers/llama.py`` names its
+#: own ``_REFERENCES``.
+REFERENCE_LISTS = ("EXERCISE_REFERENCES", "_REFERENCES")
+
+
+def _listed_references(tree: ast.Module, exercises: set[str]) -> set[str]:
+    """The names a module's :data:`REFERENCE_LISTS` dicts give for ``exercises`` (read
+    from the source: the module is not imported)."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if not any(isinstance(t, ast.Name) and t.id in REFERENCE_LISTS for t in targets):
+            continue
+        try:
+            listed = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, RecursionError):
+            continue
+        if not isinstance(listed, dict):
+            continue
+        for exercise, refs in listed.items():
+            if exercise in exercises and isinstance(refs, (tuple, list, set, frozenset)):
+                names |= {r for r in refs if isinstance(r, str)}
+    return names
+
+
+def hide_exercise_references(pkg: Path, exercises) -> dict[str, list[str]]:
+    """Stub, on disk in the copy ``pkg`` of ``helpers``, every top-level function named
+    like one of ``exercises`` (a notebook's answer grade_ids) in any of its modules, and
+    the functions its modules list for them in :data:`REFERENCE_LISTS`; returns
+    ``{module file: stubbed names}``. Every other function stays as it is."""
+    exercises = set(exercises)
+    hidden: dict[str, list[str]] = {}
+    for py in sorted(pkg.rglob("*.py")):
+        text = py.read_text(encoding="utf-8")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        parts = py.relative_to(pkg.parent).with_suffix("").parts
+        module = ".".join(p for p in parts if p != "__init__")
+        # helpers.reference is re-exported by the package: name it as learners call it
+        prefix = "helpers" if module in ("helpers", "helpers.reference") else module
+        wanted = exercises | _listed_references(tree, exercises)
+        stubbed = sorted(n for n in wanted if _stub_function(tree, n, f"{prefix}.{n}"))
+        if stubbed:
+            py.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
+            hidden[str(py.relative_to(pkg))] = stubbed
+    return hidden
+
+
+def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = None,
+                    exercises=()) -> Path:
     """Copy ``helpers/`` to ``dest/helpers`` (compiled); return ``dest`` (for sys.path).
 
     With ``strip``, the copy's ``reference.<strip>`` becomes a stub that raises, the
-    checks module a no-op stand-in, and the known-mistakes module is left out.
+    checks module a no-op stand-in, and the known-mistakes module is left out. With
+    ``exercises`` (a notebook's answer grade_ids), the references of those exercises
+    become stubs in every module (:func:`hide_exercise_references`): the copy the
+    learner's answers to exercises outside the contract run with.
     """
     source = HELPERS_DIR if source is None else source
     pkg = dest / "helpers"
@@ -393,6 +455,8 @@ def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = 
         ref.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
         (pkg / "checks.py").write_text(_CHECKS_STAND_IN, encoding="utf-8")
         (pkg / "mistakes.py").unlink(missing_ok=True)
+    if exercises:
+        hide_exercise_references(pkg, exercises)
     for py in pkg.rglob("*.py"):
         py_compile.compile(str(py), doraise=False, quiet=2)
     return dest

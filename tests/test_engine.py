@@ -143,8 +143,12 @@ def test_answer_that_calls_the_reference_earns_nothing_for_it(path, name, tmp_pa
     names = tuple(helpers.CONTRACT_FUNCTIONS) + answers
     own_tests = [g for g in expected if engine.function_of_test(g, names) == name]
     assert own_tests
+    # a test outside the contract of an answer built on this one fails too: there, the
+    # learner's code runs with every reference of the notebook's exercises hidden
+    users = {f"test_{g}" for g in _users(nb, name) if g not in helpers.CONTRACT_FUNCTIONS}
     for gid, pts in _points(result).items():
-        assert pts == (0 if gid in own_tests else expected[gid]), (gid, _by_id(result)[gid].message)
+        zero = gid in own_tests or gid in users
+        assert pts == (0 if zero else expected[gid]), (gid, _by_id(result)[gid].message)
     for gid in own_tests:
         assert "own implementation" in _by_id(result)[gid].message
 
@@ -639,3 +643,137 @@ def test_hidden_custom_tests_run_but_never_show(tiny_course, tmp_path):
     shown = "\n".join(c.message + c.feedback for c in cells.values())
     assert "hidden-marker-line" not in shown
     assert "assert half(2) == 1" in cells["test_half_hidden"].feedback   # visible part shown
+
+
+# ---------------------------------------------------------------------------------------
+# Exercises outside the contract (notebooks 09 and 10): an answer that hands back the
+# course's own version (helpers.bert / helpers.llama) earns nothing for it.
+# ---------------------------------------------------------------------------------------
+
+
+def _signature_call(answer_source: str, name: str) -> tuple[str, str]:
+    """(``def name(<params of the solution>):`` line, the call's argument list)."""
+    fn = next(n for n in ast.parse(answer_source).body
+              if isinstance(n, ast.FunctionDef) and n.name == name)
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    call = ", ".join(params + [f"{a.arg}={a.arg}" for a in fn.args.kwonlyargs])
+    fn.body = [ast.Pass()]
+    head = ast.unparse(fn).rsplit("\n", 1)[0]       # the decorated "def ...:" line
+    return head, call
+
+
+def _exercise_caller(answer_source: str, name: str, module: str, style: str) -> str:
+    """An answer for exercise ``name`` that returns ``helpers.<module>.<name>``'s work."""
+    head, call = _signature_call(answer_source, name)
+    if style == "attribute":
+        return f"import helpers.{module}\n{head}\n    return helpers.{module}.{name}({call})\n"
+    if style == "from-import alias":
+        return f"from helpers.{module} import {name} as _theirs\n{head}\n    return _theirs({call})\n"
+    if style == "reload":
+        return (f"import importlib\nimport helpers.{module}\n{head}\n"
+                f"    return importlib.reload(helpers.{module}).{name}({call})\n")
+    if style == "source":      # the module's text, executed afresh
+        return (f"import inspect\nimport helpers.{module}\n"
+                f"_ns = {{'__name__': 'helpers.{module}'}}\n"
+                f"exec(compile(inspect.getsource(helpers.{module}), 'm', 'exec'), _ns)\n"
+                f"{head}\n    return _ns[{name!r}]({call})\n")
+    raise ValueError(style)
+
+
+EXERCISE_ATTACKS = [
+    ("09_sentence_encoder", "bert", "gelu", "attribute"),
+    ("09_sentence_encoder", "bert", "gelu", "from-import alias"),
+    ("09_sentence_encoder", "bert", "gelu", "reload"),
+    ("09_sentence_encoder", "bert", "gelu", "source"),
+    ("09_sentence_encoder", "bert", "mean_pool", "from-import alias"),
+    ("10_modern_llm", "llama", "rms_norm", "attribute"),
+    ("10_modern_llm", "llama", "rms_norm", "reload"),
+    ("10_modern_llm", "llama", "apply_rope", "from-import alias"),
+    ("10_modern_llm", "llama", "swiglu", "reload"),
+    ("10_modern_llm", "llama", "grouped_query_attention", "attribute"),
+    ("10_modern_llm", "llama", "llama_block", "from-import alias"),
+]
+
+
+def _users(nb: dict, name: str) -> set[str]:
+    """The answers whose code uses ``name`` (directly or through another answer)."""
+    answers = {_nbg(c)["grade_id"]: _source(c) for c in nb["cells"]
+               if _nbg(c).get("solution") and not _nbg(c).get("grade")
+               and c["cell_type"] == "code"}
+    uses = {gid: {n.id for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Name)}
+            for gid, src in answers.items()}
+    found, grew = {name}, True
+    while grew:
+        more = {gid for gid in answers if uses[gid] & found} - found
+        found |= more
+        grew = bool(more)
+    return found
+
+
+@pytest.mark.parametrize("assignment,module,name,style", EXERCISE_ATTACKS,
+                         ids=[f"{n}-{s}" for _, _, n, s in EXERCISE_ATTACKS])
+def test_exercise_answer_that_calls_the_course_version_earns_nothing(
+        assignment, module, name, style, tmp_path):
+    path = SOLUTIONS_DIR / assignment / f"{assignment}.ipynb"
+    nb = _load(path)
+    cell = _cell(nb, name)
+    attack = _exercise_caller(_source(cell), name, module, style)
+    cell["source"] = attack
+    # the attack is a right answer where the full helpers are importable
+    ns: dict = {}
+    exec(attack, ns)
+    assert callable(ns[name]) and name not in helpers.CONTRACT_FUNCTIONS
+    result = _grade(_write(nb, tmp_path, assignment), assignment)
+    expected = test_points(_load(path))
+    broken = {f"test_{g}" for g in _users(_load(path), name)}
+    assert f"test_{name}" in expected
+    for gid, pts in _points(result).items():
+        want = 0 if gid in broken else expected[gid]
+        assert pts == want, (gid, _by_id(result)[gid].message)
+    own = _by_id(result)[f"test_{name}"]
+    assert "own implementation" in own.message or engine.sandbox.REFERENCE_STUB_MARK in (
+        own.message + own.feedback), own.message
+
+
+def test_exercise_answer_through_a_listed_reference_earns_nothing(tmp_path):
+    # swiglu from helpers.llama.silu (a function helpers.llama lists for the exercise)
+    import numpy as np
+
+    import helpers.llama
+
+    attack = ("import helpers.llama\n"
+              "def swiglu(x, W_gate, W_up, W_down):\n"
+              "    x = np.asarray(x, dtype=float)\n"
+              "    return (helpers.llama.silu(x @ W_gate) * (x @ W_up)) @ W_down\n")
+    ns = {"np": np}
+    exec(attack, ns)
+    rng = np.random.default_rng(0)
+    x, g, u, d = rng.normal(size=(3, 4)), rng.normal(size=(4, 6)), rng.normal(size=(4, 6)), \
+        rng.normal(size=(6, 4))
+    np.testing.assert_allclose(ns["swiglu"](x, g, u, d), helpers.llama.swiglu(x, g, u, d))
+    nb = _with_answer("10_modern_llm", "swiglu", attack)
+    result = _grade(_write(nb, tmp_path, "10_modern_llm"), "10_modern_llm")
+    expected = test_points(_load(SOLUTIONS_DIR / "10_modern_llm" / "10_modern_llm.ipynb"))
+    points = _points(result)
+    assert points["test_swiglu"] == 0 and points["test_llama_block"] == 0
+    for gid in ("test_rms_norm", "test_apply_rope", "test_grouped_query_attention"):
+        assert points[gid] == expected[gid], _by_id(result)[gid].message
+
+
+def test_exercise_references_are_stubbed_on_disk_only_for_the_learner(tmp_path):
+    from autograder import sandbox
+
+    answers = ["gelu", "bert_layer", "mean_pool", "sentence_embeddings"]
+    res = engine._resources()
+    learner = Path(res.exercise_helpers(answers)) / "helpers"
+    assert res.exercise_helpers(list(reversed(answers))) == str(learner.parent)   # cached
+    bert = (learner / "bert.py").read_text()
+    for fn in ("gelu", "bert_layer", "bert_attention", "encode", "sentence_embeddings"):
+        body = bert.split(f"\ndef {fn}(", 1)[1].split("\ndef ", 1)[0]
+        assert sandbox.REFERENCE_STUB_MARK in body and "return" not in body, fn
+    assert "def erf(" in bert and sandbox.REFERENCE_STUB_MARK not in bert.split(
+        "\ndef erf(", 1)[1].split("\ndef ", 1)[0]
+    # the test child's copy (and the contract-function copies) are untouched
+    full = Path(res.helpers(None)) / "helpers" / "bert.py"
+    assert sandbox.REFERENCE_STUB_MARK not in full.read_text()
+    assert sandbox.REFERENCE_STUB_MARK not in (learner / "reference.py").read_text()
