@@ -859,7 +859,8 @@ def _poisoned(name: str, fn):
 
 
 def _not_implemented_message(name: str) -> str:
-    return f"{name} is not implemented yet: replace `raise NotImplementedError()` by your code"
+    return (f"{name} is not implemented yet: replace `raise "
+            f"NotImplementedError()` by your code")
 
 
 @dataclass

@@ -466,3 +466,21 @@ def test_notebook_figures_draw(model):
     tokens, _, attention = bert.token_vectors("The cat sat.", *model, return_attention=True)
     grid = plots.encoder_heads_figure(attention[0], tokens, 0)
     assert sum(1 for ax in grid.axes if ax.images) == 12
+
+
+def test_check_exercise_finds_the_reference_in_closures_and_defaults(model):
+    from helpers.checks import CheckFailed
+
+    forward = bert.bert_forward
+
+    def by_closure(ids, key_mask, params):
+        return bert.l2_normalize(_own_pool(forward(ids, key_mask, params), key_mask))
+
+    def by_default(x, g=bert.gelu):
+        return g(x)
+
+    with pytest.raises(CheckFailed, match="it called helpers.bert.bert_forward"):
+        bert.check_exercise("sentence_embeddings", by_closure)
+    with pytest.raises(CheckFailed, match="it called helpers.bert.gelu"):
+        bert.check_exercise("gelu", by_default)
+    assert by_default.__defaults__ == (bert.gelu,) and bert.bert_forward is forward

