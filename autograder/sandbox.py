@@ -377,7 +377,7 @@ def _stub_function(tree: ast.Module, name: str, label: str | None = None) -> boo
 
 #: Module-level dicts of a helpers module that map an exercise (an answer grade_id) to
 #: the functions of that module that would do its work. ``helpers/llama.py`` names its
-#: own ``_REFERENCES``.
+#: own ``_REFERENCES`` (older name, still read).
 REFERENCE_LISTS = ("EXERCISE_REFERENCES", "_REFERENCES")
 
 

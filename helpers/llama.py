@@ -892,12 +892,14 @@ def _expected(name: str, args: tuple, kwargs: dict) -> np.ndarray:
     return np.asarray(fn(*args, **kwargs), dtype=np.float64)
 
 
-#: What each exercise must not call: the reference functions that would do its work.
-_REFERENCES = {
+#: What each exercise must not call: the reference functions that would do its work
+#: (the grader stubs these in the copy of helpers the learner's code imports). The
+#: ``_*_variant`` functions compute the right answer with their default arguments.
+EXERCISE_REFERENCES = {
     "rms_norm": ("rms_norm",),
-    "apply_rope": ("apply_rope", "rotate_half", "rope_angles"),
+    "apply_rope": ("apply_rope", "rotate_half", "rope_angles", "_rope_variant"),
     "swiglu": ("swiglu", "silu"),
-    "grouped_query_attention": ("grouped_query_attention", "repeat_kv"),
+    "grouped_query_attention": ("grouped_query_attention", "repeat_kv", "_gqa_variant"),
     "llama_block": ("llama_block", "forward", "generate"),
 }
 
@@ -917,14 +919,14 @@ def check_exercise(name: str, fn, hidden: bool = False, rtol: float = 1e-6,
 
     from helpers.checks import ExerciseCase, check_against
 
-    if name not in _REFERENCES:
-        raise ValueError(f"no checks for {name!r}; exercises: {sorted(_REFERENCES)}")
+    if name not in EXERCISE_REFERENCES:
+        raise ValueError(f"no checks for {name!r}; exercises: {sorted(EXERCISE_REFERENCES)}")
     cases = [ExerciseCase(*case) for case in _exercise_cases(name, hidden)]
     if name == "llama_block":
         description, run, expected, mistakes = _block_cache_case(hidden)
         cases.append(ExerciseCase(description, run=run, expected=expected, mistakes=mistakes))
     check_against(name, fn, cases, lambda *args, **kwargs: _expected(name, args, kwargs),
-                  module=sys.modules[__name__], refuse=_REFERENCES[name],
+                  module=sys.modules[__name__], refuse=EXERCISE_REFERENCES[name],
                   mistakes=lambda args, kwargs: _exercise_mistakes(name, args, kwargs),
                   rtol=rtol, atol=atol)
 

@@ -501,8 +501,13 @@ def test_known_mistakes_are_named():
 
     _fails_with("rms_norm", layer_norm_like, "mean was subtracted")
 
+    # _rope_variant is among apply_rope's refused references (it is right by default),
+    # so the wrong answer keeps it where the checker does not look: inside an object.
+    held = type("Held", (), {})()
+    held.rope_variant = llama._rope_variant
+
     def interleaved(x, positions, theta=10000.0):
-        return llama._rope_variant(x, positions, theta, interleaved=True)
+        return held.rope_variant(x, positions, theta, interleaved=True)
 
     _fails_with("apply_rope", interleaved, "neighbouring features")
 
