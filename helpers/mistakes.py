@@ -89,6 +89,8 @@ def _attention(Q, K, V, mask=None, *, scale=None, axis=-1, mask_mode="neg_inf",
             s = np.where(~m, s, -np.inf)
         elif mask_mode == "inverted_large_negative":
             s = np.where(~m, s, s - 1e9)
+        elif mask_mode == "inverted_constant_fill":
+            s = np.where(~m, s, -1e9)
         elif mask_mode == "zero":
             s = np.where(m, s, 0.0)
     w = _softmax_any(s, axis=axis)
@@ -543,6 +545,17 @@ def _sdpa_mask_inverted(Q, K, V, mask=None):
           "and push the others to a large negative number")
 def _sdpa_mask_inverted_ln(Q, K, V, mask=None):
     return _attention(Q, K, V, mask, mask_mode="inverted_large_negative")
+
+
+# The usual way to write it: np.where(~mask, scores, -1e9). A row whose every key may be
+# attended becomes a row of equal constants, i.e. uniform weights, unlike scores - 1e9
+# above, which keeps that row's softmax; elsewhere both give the same output.
+@_mistake(_SDPA, "mask_inverted_constant_fill",
+          "mask inverted: True means 'may attend', so fill the scores where mask is False "
+          "with a large negative number, np.where(mask, scores, -1e9), not those where it "
+          "is True")
+def _sdpa_mask_inverted_fill(Q, K, V, mask=None):
+    return _attention(Q, K, V, mask, mask_mode="inverted_constant_fill")
 
 
 @_mistake(_SDPA, "mask_ignored", "the mask was ignored: masked pairs must get weight 0")

@@ -555,6 +555,15 @@ def _sdpa_axis0(Q, K, V, mask=None):
     return w @ V, w
 
 
+def _sdpa_inverted_fill(Q, K, V, mask=None):
+    Q, K, V = (np.asarray(a, float) for a in (Q, K, V))
+    s = Q @ K.T / np.sqrt(Q.shape[1])
+    if mask is not None:
+        s = np.where(~np.asarray(mask), s, -1e9)     # the allowed pairs filled, not the others
+    w = _stable_softmax_rows(s)
+    return w @ V, w
+
+
 def _split_reshape(X, n_heads):
     X = np.asarray(X, float)
     return X.reshape(n_heads, X.shape[0], X.shape[1] // n_heads)
@@ -611,6 +620,7 @@ LEARNER_MISTAKES = [
     ("scaled_dot_product_attention", _sdpa_scaled(lambda Q, K, V: math.sqrt(V.shape[1])),
      "scale_sqrt_d_v"),
     ("scaled_dot_product_attention", _sdpa_axis0, "softmax_axis_0"),
+    ("scaled_dot_product_attention", _sdpa_inverted_fill, "mask_inverted_constant_fill"),
     ("causal_mask", lambda n: np.triu(np.ones((n, n))).astype(bool), "transposed"),
     ("split_heads", _split_reshape, "reshape_without_transpose"),
     ("multi_head_attention", _mha_no_wo, "missing_W_O"),
