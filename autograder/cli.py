@@ -10,7 +10,8 @@
   make-examples regenerate autograder/examples/ from the solution notebooks
 
 Exit status: 0 when the command did its job (for grade: every submission was graded,
-whatever the scores), 2 when it could not run (e.g. a folder is missing), 1 when the
+whatever the scores), 2 when it could not run (e.g. a folder is missing, or student code
+would run as root: see AUTOGRADER_ALLOW_ROOT_FALLBACK in docs/grading.md), 1 when the
 grader itself failed on some notebook (listed with status grader_error).
 """
 
@@ -76,7 +77,14 @@ def cmd_grade(args: argparse.Namespace) -> int:
     shard = parse_shard(args.shard) if args.shard else None
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.timeout,
                     memory_mb=args.memory_mb)
-    records = run(Path(args.submissions), Path(args.out), jobs=args.jobs, limits=limits, shard=shard)
+    from autograder.sandbox import UnsafeToGrade
+
+    try:
+        records = run(Path(args.submissions), Path(args.out), jobs=args.jobs, limits=limits,
+                      shard=shard)
+    except UnsafeToGrade as exc:
+        print(f"grade: error: {exc}", file=sys.stderr)
+        return CANNOT_RUN
     if not records:
         where = f" in shard {args.shard}" if shard else ""
         print(f"grade: no students found{where} in {args.submissions}")

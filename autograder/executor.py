@@ -796,8 +796,9 @@ class Worker:
             "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(self.home / "mpl"),
             "IPYTHONDIR": str(self.home / "ipython"), "PYTHONDONTWRITEBYTECODE": "1",
         }
-        if "AUTOGRADER_ISOLATION" in os.environ:
-            env["AUTOGRADER_ISOLATION"] = os.environ["AUTOGRADER_ISOLATION"]
+        for name in ("AUTOGRADER_ISOLATION", sandbox.ALLOW_ROOT_FALLBACK_ENV):
+            if name in os.environ:
+                env[name] = os.environ[name]
         src = str(Path(__file__).resolve().parent.parent)
         self._proc = subprocess.Popen(
             [sys.executable, "-c",

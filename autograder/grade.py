@@ -563,7 +563,9 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         grade_fn: GradeFunction | None = None, stream=None) -> list[dict]:
     """Grade ``submissions`` into ``out``; return the records. Raises ``FileNotFoundError``
     / ``ValueError`` when the grader cannot run at all (no such folder, no course, OUT
-    inside SUBMISSIONS). ``grade_fn`` defaults to :func:`autograder.engine.grade_notebook`."""
+    inside SUBMISSIONS), and :class:`autograder.sandbox.UnsafeToGrade` when student code
+    would run as root (:func:`autograder.sandbox.check_safe_to_grade`). ``grade_fn``
+    defaults to :func:`autograder.engine.grade_notebook`."""
     from autograder.progress import Progress
 
     at_exit = None
@@ -589,6 +591,10 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     for student in students:
         for path in student.ignored:
             print(f"note: not a course notebook, not graded: {path}", file=stream)
+    if at_exit is not None:   # the real engine: student code will run; never as root
+        from autograder.sandbox import check_safe_to_grade
+
+        check_safe_to_grade(stream=stream)
     total = len(students) * len(course)
     progress = Progress(total, stream=stream, unit="notebooks")
     records = grade_class(students, course, limits or Limits(), jobs or default_jobs(),

@@ -25,6 +25,12 @@ authoritative re-run of its contract functions) happens in a child process that 
     the function under test). Files readable by that user stay readable; there is no
     network isolation. The grader still survives any attack, because it never runs
     student code in its own process and reads results only through a size-capped pipe.
+    Student code never runs as root: when the grader is root and cannot drop to
+    ``nobody`` (the Python installation is not readable by ``nobody``, e.g. pyenv under
+    ``/root``), :func:`check_safe_to_grade` refuses to grade before any notebook runs,
+    and :func:`confine_inner` refuses to hand a root process to student code, unless the
+    instructor sets ``AUTOGRADER_ALLOW_ROOT_FALLBACK=1`` (unsafe, see
+    ``docs/threat_model.md``).
 
 Both modes apply rlimits: address space (``RLIMIT_AS``), CPU seconds, file size,
 open files, core dumps, and (as ``nobody``) processes.
@@ -91,6 +97,15 @@ COURSE_PATH = "/course"
 WORK_PATH = "/tmp/work"
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+#: Set to ``1`` to let student code run as root in fallback mode (unsafe: for a
+#: throw-away container or VM only).
+ALLOW_ROOT_FALLBACK_ENV = "AUTOGRADER_ALLOW_ROOT_FALLBACK"
+
+
+class UnsafeToGrade(RuntimeError):
+    """Student code would run as root here: grading is refused (see :func:`check_safe_to_grade`)."""
 
 
 class IsolationError(OSError):
@@ -237,6 +252,9 @@ def confine_inner(conf: Confinement) -> str:
     os.chdir(work)
     _set_limits(limits)
     _drop_privileges(work, conf.mode)
+    if conf.mode == "fallback" and 0 in os.getresuid() and not root_fallback_allowed():
+        raise UnsafeToGrade("refusing to run student code as root (privileges could not be "
+                            f"dropped; see {ALLOW_ROOT_FALLBACK_ENV} in docs/grading.md)")
     os.environ.clear()
     os.environ.update({"HOME": work, "TMPDIR": "/tmp" if conf.mode == "namespaces" else work,
                        "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
@@ -298,6 +316,75 @@ def _drop_privileges(work: str, mode: str) -> None:
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if os.getuid() == NOBODY:
         resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
+
+
+def root_fallback_allowed() -> bool:
+    """Whether the instructor opted in to running student code as root (unsafe)."""
+    return os.environ.get(ALLOW_ROOT_FALLBACK_ENV, "").strip() == "1"
+
+
+def can_drop_privileges() -> bool:
+    """Whether a child of this process can run Python as ``nobody`` (always, when not root).
+
+    The probe does what :func:`_drop_privileges` does in fallback mode: a forked child
+    switches to ``nobody`` and runs this interpreter, which must import NumPy.
+    """
+    if os.getuid() != 0:
+        return True
+    if not _world_can_run_python():
+        return False
+    pid = os.fork()
+    if pid == 0:   # pragma: no cover - runs in the child
+        try:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.chdir("/")
+            os.setgroups([])
+            os.setresgid(NOBODY, NOBODY, NOBODY)
+            os.setresuid(NOBODY, NOBODY, NOBODY)
+            os.execv(sys.executable, [sys.executable, "-I", "-c",
+                                      "import os, numpy; os._exit(0 if os.getuid() else 1)"])
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+ROOT_FALLBACK_MESSAGE = (
+    "refusing to grade: the sandbox has no Linux namespaces here (fallback mode), the "
+    "grader runs as root, and it cannot drop to the unprivileged user 'nobody' ({why}), "
+    "so student code would run as root and could change solutions/, helpers/ or anything "
+    "else on this machine. Do one of: run the grader as a non-root user; run it where "
+    "namespaces work (as root, or with unprivileged user namespaces enabled, e.g. "
+    "sysctl kernel.unprivileged_userns_clone=1; check with `unshare --user --map-root-user "
+    "--mount true`); or make the Python installation readable and executable by every "
+    "user (chmod o+rx on {prefix} and every folder above it). Only inside a throw-away "
+    "container or VM, {env}=1 runs student code as root anyway (unsafe).")
+
+
+def check_safe_to_grade(mode: str | None = None, stream=None) -> str:
+    """Decide once, before any notebook runs, whether student code may run here.
+
+    Returns the isolation mode (:func:`probe_mode` unless given). Raises
+    :class:`UnsafeToGrade` when, in fallback mode, the grader is root and
+    :func:`can_drop_privileges` fails, unless ``AUTOGRADER_ALLOW_ROOT_FALLBACK=1``,
+    in which case a warning is written to ``stream`` (default: stderr).
+    """
+    mode = mode or probe_mode()
+    if mode != "fallback" or can_drop_privileges():
+        return mode
+    prefix = Path(sys.base_prefix).resolve()
+    why = ("the Python installation is not readable by every user" if not
+           _world_can_run_python() else "Python fails to start as 'nobody'")
+    message = ROOT_FALLBACK_MESSAGE.format(why=why, prefix=prefix, env=ALLOW_ROOT_FALLBACK_ENV)
+    if not root_fallback_allowed():
+        raise UnsafeToGrade(message)
+    print(f"WARNING: {ALLOW_ROOT_FALLBACK_ENV}=1: STUDENT CODE RUNS AS ROOT in fallback mode "
+          "(no namespaces): a notebook can read, change or delete any file on this machine, "
+          "solutions/ and helpers/ included. Grade like this only inside a throw-away "
+          "container or VM.", file=stream or sys.stderr, flush=True)
+    return mode
 
 
 def probe_mode() -> str:

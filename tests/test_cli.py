@@ -160,3 +160,71 @@ def test_release_command_still_works(tmp_path, capsys):
     released = tmp_path / name / f"{name}.ipynb"
     assert notebook_format.is_normalized(released)
     assert "BEGIN SOLUTION" not in released.read_text() and "YOUR CODE HERE" in released.read_text()
+
+
+# Student code never runs as root (docs/threat_model.md, "Fallback mode").
+
+
+def _canary_class(root: Path) -> tuple[Path, Path]:
+    """One student whose 01_dot_products notebook creates a file outside its sandbox."""
+    canary_dir = root / "canary"
+    canary_dir.mkdir()
+    canary_dir.chmod(0o777)          # writable whoever the student code runs as
+    canary = canary_dir / "student_code_ran"
+    name = "01_dot_products"
+    nb = notebook_format.read(EXAMPLES / "perfect" / name / f"{name}.ipynb")
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "dot")
+    answer.source = f"open({str(canary)!r}, 'w').close()\n" + answer.source
+    dest = root / "submissions" / "canary" / name / f"{name}.ipynb"
+    dest.parent.mkdir(parents=True)
+    notebook_format.write(nb, dest)
+    return root / "submissions", canary
+
+
+def test_grade_refuses_when_student_code_would_run_as_root(tmp_path, capsys, monkeypatch):
+    from autograder import sandbox
+
+    subs, canary = _canary_class(tmp_path)
+    monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
+    monkeypatch.delenv(sandbox.ALLOW_ROOT_FALLBACK_ENV, raising=False)
+    monkeypatch.setattr(sandbox, "can_drop_privileges", lambda: False)
+    out = tmp_path / "out"
+    assert main(["grade", str(subs), "--out", str(out), "--jobs", "1"]) == CANNOT_RUN
+    err = capsys.readouterr().err
+    assert "refusing to grade" in err and "as root" in err
+    for advice in ("non-root user", "namespaces", "readable", sandbox.ALLOW_ROOT_FALLBACK_ENV):
+        assert advice in err, advice
+    assert not canary.exists()       # no notebook ran
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_grade_as_root_in_fallback_only_with_the_unsafe_opt_in(tmp_path, capsys, monkeypatch):
+    from autograder import sandbox
+
+    subs, canary = _canary_class(tmp_path)
+    monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
+    monkeypatch.setenv(sandbox.ALLOW_ROOT_FALLBACK_ENV, "1")
+    monkeypatch.setattr(sandbox, "can_drop_privileges", lambda: False)
+    out = tmp_path / "out"
+    assert main(["grade", str(subs), "--out", str(out), "--jobs", "1",
+                 "--timeout", "120", "--cell-timeout", "30"]) == 0
+    err = capsys.readouterr().err
+    assert "STUDENT CODE RUNS AS ROOT" in err
+    assert canary.exists()
+    rows = read_csv(out / "grades.csv")
+    assert {r["student_id"] for r in rows} == {"canary"}
+    assert any(r["grade_id"] == "test_dot" and float(r["points"]) == 2 for r in rows)
+
+
+def test_namespaces_mode_is_not_refused(monkeypatch):
+    """The check never stands in the way where namespaces work, root or not."""
+    from autograder import sandbox
+
+    monkeypatch.delenv(sandbox.ALLOW_ROOT_FALLBACK_ENV, raising=False)
+    monkeypatch.setattr(sandbox, "can_drop_privileges", lambda: False)
+    assert sandbox.check_safe_to_grade("namespaces") == "namespaces"
+    with pytest.raises(sandbox.UnsafeToGrade, match="refusing to grade"):
+        sandbox.check_safe_to_grade("fallback")
+    monkeypatch.setattr(sandbox, "can_drop_privileges", lambda: True)
+    assert sandbox.check_safe_to_grade("fallback") == "fallback"

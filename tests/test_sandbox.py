@@ -298,6 +298,9 @@ def test_parse_lines_ignores_garbage():
 
 def test_fallback_mode_still_grades_and_hides_the_reference(helper_copies, monkeypatch):
     monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
+    # Trusted code only: as root where Python is not world-readable (pyenv under /root)
+    # the fallback child cannot drop to nobody and refuses unless the instructor opts in.
+    monkeypatch.setenv(sandbox.ALLOW_ROOT_FALLBACK_ENV, "1")
     worker = executor.Worker()
     try:
         reply, lines = _run(["import os, helpers\nprint(os.getcwd())\nprint(helpers.__file__)\n"
@@ -496,3 +499,68 @@ def test_large_arrays_are_sent_once_by_digest():
     assert sandbox.decode(sandbox.encode(b, receiver), refs=sender)[0] == -1.0
     with pytest.raises(sandbox.DecodeError):
         sandbox.decode(second, refs=sandbox.ArrayRefs())   # a digest never sent
+
+
+def _confine_as_root_in_a_child(tmp_path: Path, allow: bool) -> int:
+    """Exit status of a forked child that confines itself in fallback mode as if it could
+    not drop root: 7 when :func:`sandbox.confine_inner` refused, 0 when it returned."""
+    pid = os.fork()
+    if pid == 0:   # pragma: no cover - runs in the child
+        code = 1
+        try:
+            if allow:
+                os.environ[sandbox.ALLOW_ROOT_FALLBACK_ENV] = "1"
+            else:
+                os.environ.pop(sandbox.ALLOW_ROOT_FALLBACK_ENV, None)
+            sandbox._drop_privileges = lambda work, mode: None
+            os.getresuid = lambda: (0, 0, 0)
+            conf = sandbox.Confinement("fallback", str(tmp_path / "root"), str(tmp_path),
+                                       fallback_work=str(tmp_path / "work"))
+            try:
+                sandbox.confine_inner(conf)
+                code = 0
+            except sandbox.UnsafeToGrade:
+                code = 7
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def test_fallback_child_never_hands_root_to_student_code(tmp_path):
+    """Second line of defence, inside the worker's child: still root after dropping
+    privileges means no student code, whatever the grader's up-front check said."""
+    assert _confine_as_root_in_a_child(tmp_path, allow=False) == 7
+    assert _confine_as_root_in_a_child(tmp_path, allow=True) == 0
+
+
+def test_privilege_probe_matches_what_nobody_can_run():
+    """Not root: nothing to drop. Root: nobody must be able to start this Python."""
+    if os.getuid() != 0:
+        assert sandbox.can_drop_privileges()
+        return
+    readable = sandbox._world_can_run_python()
+    assert sandbox.can_drop_privileges() == (readable and subprocess.run(
+        [sys.executable, "-I", "-c", "import numpy"], user=sandbox.NOBODY, group=sandbox.NOBODY,
+        extra_groups=[], cwd="/", capture_output=True).returncode == 0)
+
+
+def test_fallback_worker_refuses_root_without_the_opt_in(helper_copies, monkeypatch):
+    """Where the grader is root and cannot drop (this repository's machine: pyenv under
+    /root), a fallback child reports an isolation error instead of running the cell."""
+    monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
+    monkeypatch.delenv(sandbox.ALLOW_ROOT_FALLBACK_ENV, raising=False)
+    worker = executor.Worker()
+    try:
+        canary = helper_copies[None] + "-canary"
+        reply, lines = _run([f"import os\nprint(os.getuid())\nopen({canary!r}, 'w').close()"],
+                            helper_copies, worker=worker)
+        assert worker.mode == "fallback"
+        ran = _stdout(lines)
+        if sandbox.can_drop_privileges():
+            assert ran and ran[0].strip() != "0"
+        else:
+            assert not ran and not os.path.exists(canary)
+            assert "as root" in json.dumps(lines + [reply])
+    finally:
+        worker.close()
