@@ -47,12 +47,6 @@ CORRECT = [e for e in ENTRIES if e.kind == "correct"]
 #: Entries the pipeline gets wrong today, with the precise defect. Each is an
 #: xfail(strict=True): it flips (and must be removed from here) once the defect is fixed.
 KNOWN_DEFECTS = {
-    "scaled_dot_product_attention-wrong-mask_inverted_large_negative":
-        "helpers/mistakes.py models the inverted mask as `scores - 1e9` on allowed pairs; "
-        "the usual learner's code fills them with the constant -1e9 "
-        "(np.where(~mask, scores, -1e9)), which gives uniform weights on a row whose every "
-        "key is allowed (the last row of the visible 'causal_mask' case), so the first "
-        "failing case is not diagnosed as 'mask inverted'",
 }
 
 #: The mistakes named in issue 5, as (function, catalogue key): each must be catalogued.
