@@ -154,28 +154,29 @@ def _text(source) -> str:
     return source if isinstance(source, str) else ""
 
 
-def strip_hidden(text: str) -> str:
-    out, hidden = [], False
-    for line in text.splitlines(keepends=True):
-        if line.strip().startswith(BEGIN_HIDDEN):
-            hidden = True
-        elif line.strip().startswith(END_HIDDEN):
-            hidden = False
-        elif not hidden:
-            out.append(line)
-    return "".join(out)
-
-
-def hidden_block(text: str) -> str:
-    out, hidden = [], False
+def _partition_hidden(text: str) -> tuple[str, str]:
+    """``(visible lines, hidden lines stripped)`` of a test cell; markers dropped."""
+    visible, hidden_lines, hidden = [], [], False
     for line in text.splitlines(keepends=True):
         if line.strip().startswith(BEGIN_HIDDEN):
             hidden = True
         elif line.strip().startswith(END_HIDDEN):
             hidden = False
         elif hidden:
-            out.append(line.strip() + "\n")
-    return "".join(out)
+            hidden_lines.append(line.strip() + "\n")
+        else:
+            visible.append(line)
+    return "".join(visible), "".join(hidden_lines)
+
+
+def strip_hidden(text: str) -> str:
+    """A test cell without its hidden block (what the learner's notebook shows)."""
+    return _partition_hidden(text)[0]
+
+
+def hidden_block(text: str) -> str:
+    """The hidden block's lines, stripped (what feedback must never show)."""
+    return _partition_hidden(text)[1]
 
 
 def _nbgrader(cell: dict) -> dict:
