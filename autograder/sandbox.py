@@ -207,6 +207,11 @@ def confine_inner(conf: Confinement) -> str:
         root = conf.root_mount
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
+        # The private /tmp first: a virtual environment or course folder that lives
+        # under the host's /tmp (a CI clone, say) is then bound on top of it, not hidden.
+        os.makedirs(root + "/tmp", exist_ok=True)
+        _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+               f"size={limits.file_mb * 2}m,mode=1777")
         for src in _read_only_sources():
             _bind(src, root)
         for link in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
@@ -219,9 +224,6 @@ def confine_inner(conf: Confinement) -> str:
         for n, host in enumerate(sorted(conf.data_folders)):
             if os.path.isdir(host):
                 _bind(host, root, target=f"/data/{n}")
-        os.makedirs(root + "/tmp", exist_ok=True)
-        _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-               f"size={limits.file_mb * 2}m,mode=1777")
         os.makedirs(root + WORK_PATH)
         if conf.data_dir:
             _copy_tree(conf.data_dir, root + WORK_PATH)
