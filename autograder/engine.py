@@ -66,6 +66,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -545,6 +547,28 @@ def _course_caches() -> dict[str, str]:
     home = os.environ.get("TRANSFORMERS_COURSE_CACHE") or str(
         Path.home() / ".cache" / "transformers-course")
     return {home: "TRANSFORMERS_COURSE_CACHE"} if Path(home).is_dir() else {}
+
+
+_WARMED: set[str] = set()
+
+
+def _warm_model_caches(source: Source) -> None:
+    """Build the converted-weights cache of a notebook's pretrained model in a trusted
+    subprocess before any child needs it (the children see the cache read-only, so a
+    missing cache would cost every graded notebook a conversion). Once per process;
+    a failure here only costs speed, never a grade."""
+    uses_llama = any("llama" in c.source for c in source.cells if c.cell_type == "code")
+    if not uses_llama or "llama" in _WARMED:
+        return
+    _WARMED.add("llama")
+    code = ("from helpers import llama\n"
+            "if not llama.missing_requirements():\n"
+            "    llama.load_smollm2()\n")
+    try:
+        subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=600,
+                       env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    except (OSError, subprocess.SubprocessError):
+        pass
 
 
 def _resources() -> _Resources:
@@ -1043,6 +1067,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
         result.seconds = time.perf_counter() - t0
         return result
 
+    _warm_model_caches(source)
     merged = merge(source, student)
     result.answers, result.flags = merged.answers, list(merged.flags)
     limits = sandbox.Limits(memory_mb=memory_mb, cpu_seconds=int(notebook_timeout) + 10)

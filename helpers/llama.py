@@ -248,8 +248,11 @@ def _save_cache(file: Path, params: dict, config: LlamaConfig) -> None:
         with open(tmp, "wb") as f:
             np.savez(f, **arrays)
         os.replace(tmp, file)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    except OSError:                     # e.g. a read-only cache folder
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def _load_cache(file: Path) -> tuple[dict, LlamaConfig] | None:
