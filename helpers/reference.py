@@ -24,13 +24,16 @@ Conventions (the exercise contract, ``shared/curriculum.md``):
 Every function checks its input and raises ``ValueError`` naming the problem and the
 shapes involved. On finite input none of them returns NaN or emits a NumPy warning:
 softmax and cross-entropy subtract the maximum, layer norm and cosine similarity rescale
-before squaring, masked scores become exact zeros instead of ``exp(-inf)``.
+before squaring, masked scores become exact zeros instead of ``exp(-inf)``, and a
+product whose true value exceeds float64 (``1e200 * 1e200``) is a ValueError saying so.
 
 References: Vaswani et al. (2017) "Attention is all you need"; Radford et al. (2019),
 GPT-2; Jay Mody's picoGPT (the style of one pure function per equation).
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 
@@ -99,6 +102,20 @@ def _token_ids(token_ids, vocab_size: int, name: str = "token_ids") -> np.ndarra
     return ids.astype(np.int64)
 
 
+@contextlib.contextmanager
+def _in_float64_range(what: str):
+    """Products of finite numbers can exceed float64 (``1e200 * 1e200``): turn that into
+    a ValueError naming the quantity, instead of ``inf``, NaN and a NumPy warning."""
+    try:
+        with np.errstate(over="raise", invalid="raise"):
+            yield
+    except FloatingPointError:
+        raise ValueError(
+            f"{what} overflows float64 for these inputs (a value would exceed "
+            f"{np.finfo(np.float64).max:.3g}): rescale the inputs"
+        ) from None
+
+
 def _nonnegative(value, name: str) -> float:
     """``value`` as a float that is finite and >= 0, or a ValueError naming it."""
     ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
@@ -131,7 +148,8 @@ def dot(a, b) -> float:
     b = _array(b, "b", ndim=1)
     if a.shape != b.shape:
         raise ValueError(f"a has length {a.shape[0]} but b has length {b.shape[0]}")
-    return float(a @ b)
+    with _in_float64_range("a . b"):
+        return float(a @ b)
 
 
 def cosine_similarity(a, b) -> float:
@@ -160,7 +178,8 @@ def pairwise_scores(X) -> np.ndarray:
     X: ``[N, d]``. Returns ``[N, N]``.
     """
     X = _array(X, "X", ndim=2)
-    return X @ X.T                                               # [N, d] @ [d, N] -> [N, N]
+    with _in_float64_range("X X^T"):
+        return X @ X.T                                           # [N, d] @ [d, N] -> [N, N]
 
 
 # ---------------------------------------------------------------------------------------
@@ -205,9 +224,11 @@ def simple_self_attention(X) -> np.ndarray:
     """
     X = _array(X, "X", ndim=2)
     d = X.shape[-1]
-    scores = X @ X.T / np.sqrt(d)                                # [N, N]
+    with _in_float64_range("X X^T"):
+        scores = X @ X.T / np.sqrt(d)                            # [N, N]
     weights = softmax(scores, axis=-1)                           # [N, N], rows sum to 1
-    return weights @ X                                           # [N, N] @ [N, d] -> [N, d]
+    with _in_float64_range("the weighted sum of X"):
+        return weights @ X                                       # [N, N] @ [N, d] -> [N, d]
 
 
 # ---------------------------------------------------------------------------------------
@@ -226,7 +247,8 @@ def project_qkv(X, W_Q, W_K, W_V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
         W = _array(W, name, ndim=2)
         _check_matmul("X", X, name, W)
-        out.append(X @ W)                                        # [N, d] @ [d, d_*]
+        with _in_float64_range(f"X {name}"):
+            out.append(X @ W)                                    # [N, d] @ [d, d_*]
     Q, K, V = out
     if Q.shape[-1] != K.shape[-1]:
         raise ValueError(f"W_K has d_k={K.shape[-1]} columns but W_Q has d_k={Q.shape[-1]}")
@@ -254,7 +276,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None) -> tuple[np.ndarray, np.nda
             f"V has {V.shape[-2]} rows (keys' values) but K has N_k={K.shape[-2]} keys"
         )
     d_k = Q.shape[-1]
-    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)           # [..., N_q, N_k]
+    with _in_float64_range("Q K^T"):
+        scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)       # [..., N_q, N_k]
     if mask is not None:
         mask = np.asarray(mask)
         if mask.dtype != bool:
@@ -273,7 +296,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None) -> tuple[np.ndarray, np.nda
             raise ValueError(f"mask lets query {row} attend to no key at all")
         scores = np.where(mask, scores, -np.inf)                 # masked -> -inf
     weights = softmax(scores, axis=-1)                           # [..., N_q, N_k]
-    return weights @ V, weights                                  # [..., N_q, d_v]
+    with _in_float64_range("the weighted sum of V"):
+        return weights @ V, weights                              # [..., N_q, d_v]
 
 
 # ---------------------------------------------------------------------------------------
@@ -309,9 +333,10 @@ def cross_attention(X_dec, H_enc, W_Q, W_K, W_V) -> np.ndarray:
     _check_matmul("X_dec", X_dec, "W_Q", W_Q)
     _check_matmul("H_enc", H_enc, "W_K", W_K)
     _check_matmul("H_enc", H_enc, "W_V", W_V)
-    Q = X_dec @ W_Q                                              # [N_dec, d_k]
-    K = H_enc @ W_K                                              # [N_enc, d_k]
-    V = H_enc @ W_V                                              # [N_enc, d_v]
+    with _in_float64_range("the projections X_dec W_Q, H_enc W_K, H_enc W_V"):
+        Q = X_dec @ W_Q                                          # [N_dec, d_k]
+        K = H_enc @ W_K                                          # [N_enc, d_k]
+        V = H_enc @ W_V                                          # [N_enc, d_v]
     output, _ = scaled_dot_product_attention(Q, K, V)            # [N_dec, d_v]
     return output
 
@@ -380,7 +405,8 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads: int, causal: bool = Tru
     Vh = split_heads(V, n_heads)                                 # [..., h, N, d_h]
     mask = causal_mask(X.shape[-2]) if causal else None          # [N, N] or None
     heads, _ = scaled_dot_product_attention(Qh, Kh, Vh, mask)    # [..., h, N, d_h]
-    return merge_heads(heads) @ W_O                              # [..., N, d_model]
+    with _in_float64_range("the heads times W_O"):
+        return merge_heads(heads) @ W_O                          # [..., N, d_model]
 
 
 # ---------------------------------------------------------------------------------------
@@ -451,8 +477,10 @@ def feed_forward(x, W1, b1, W2, b2) -> np.ndarray:
         raise ValueError(f"W2 has {W2.shape[0]} rows but W1 has d_ff={W1.shape[1]} columns")
     if b2.shape != (W2.shape[1],):
         raise ValueError(f"b2 has shape {b2.shape} but W2 has {W2.shape[1]} columns")
-    hidden = np.maximum(0.0, x @ W1 + b1)                        # [N, d_ff], ReLU
-    return hidden @ W2 + b2                                      # [N, d]
+    with _in_float64_range("x W1 + b1"):
+        hidden = np.maximum(0.0, x @ W1 + b1)                    # [N, d_ff], ReLU
+    with _in_float64_range("ReLU(x W1 + b1) W2 + b2"):
+        return hidden @ W2 + b2                                  # [N, d]
 
 
 #: The parameters of one transformer block, as shapes in terms of ``d`` and ``d_ff``.
@@ -492,10 +520,12 @@ def transformer_block(x, params, n_heads: int, causal: bool = True) -> np.ndarra
     t1 = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])            # [N, d]
     t2 = multi_head_attention(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"],
                               n_heads, causal=causal)            # [N, d]
-    t3 = t2 + x                                                  # [N, d]
+    with _in_float64_range("the residual t3 = t2 + x"):
+        t3 = t2 + x                                              # [N, d]
     t4 = layer_norm(t3, p["ln2_gamma"], p["ln2_beta"])           # [N, d]
     t5 = feed_forward(t4, p["W1"], p["b1"], p["W2"], p["b2"])    # [N, d]
-    return t5 + t3                                               # [N, d]
+    with _in_float64_range("the residual h = t5 + t3"):
+        return t5 + t3                                           # [N, d]
 
 
 # ---------------------------------------------------------------------------------------
@@ -518,7 +548,8 @@ def embed(token_ids, E, P) -> np.ndarray:
         raise ValueError(
             f"a sequence of {len(ids)} tokens is longer than the context n_ctx={P.shape[0]}"
         )
-    return E[ids] + P[: len(ids)]                                # [N, d]
+    with _in_float64_range("E[ids] + P"):
+        return E[ids] + P[: len(ids)]                            # [N, d]
 
 
 def lm_head(h, E) -> np.ndarray:
@@ -532,7 +563,8 @@ def lm_head(h, E) -> np.ndarray:
     E = _array(E, "E", ndim=2)
     if h.shape[-1] != E.shape[1]:
         raise ValueError(f"h has d={h.shape[-1]} but E has d={E.shape[1]}")
-    return h @ E.T                                               # [N, d] @ [d, V] -> [N, V]
+    with _in_float64_range("h E^T"):
+        return h @ E.T                                           # [N, d] @ [d, V] -> [N, V]
 
 
 def language_model_forward(token_ids, params, n_heads: int) -> np.ndarray:

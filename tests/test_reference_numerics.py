@@ -230,3 +230,49 @@ def test_generate_with_huge_temperature_is_uniform(lm):
     draws = [helpers.generate([0], lm, 2, 1, 1e300, rng)[-1] for _ in range(1100)]
     counts = np.bincount(draws, minlength=11)
     assert counts.min() > 60 and counts.max() < 140                   # 100 +- 4 sigma
+
+
+# --- products whose exact value is beyond float64: a ValueError, never inf or a warning ------
+E200 = np.array([[1e200, 1e200]])                                     # each product is 1e400
+OVERFLOWS = {
+    "dot": (lambda: helpers.dot(E200[0], E200[0]), "a . b"),
+    "pairwise_scores": (lambda: helpers.pairwise_scores(E200), "X X^T"),
+    "simple_self_attention": (lambda: helpers.simple_self_attention(E200), "X X^T"),
+    "project_qkv": (lambda: helpers.project_qkv(E200, np.eye(2), 1e200 * np.eye(2), np.eye(2)),
+                    "X W_K"),
+    "scaled_dot_product_attention": (
+        lambda: helpers.scaled_dot_product_attention(E200, E200, [[1.0]]), "Q K^T"),
+    "cross_attention": (lambda: helpers.cross_attention(E200, [[1.0, 1.0]], 1e200 * np.eye(2),
+                                                        np.eye(2), np.eye(2)), "projections"),
+    "feed_forward": (lambda: helpers.feed_forward(E200, 1e200 * np.ones((2, 3)), np.zeros(3),
+                                                  np.ones((3, 2)), np.zeros(2)), "x W1 + b1"),
+    "embed": (lambda: helpers.embed([0], [[BIG, 0.0]], [[BIG, 0.0]]), "E[ids] + P"),
+    "lm_head": (lambda: helpers.lm_head(E200, E200), "h E^T"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OVERFLOWS))
+def test_a_product_beyond_float64_is_a_clear_error(name):
+    call, quantity = OVERFLOWS[name]
+    with pytest.raises(ValueError, match="overflows float64") as info:
+        call()
+    assert quantity in str(info.value)
+
+
+def test_residuals_beyond_float64_are_a_clear_error(lm):
+    block = {**lm["blocks"][0], "W_O": 1e308 * np.eye(8)}
+    x = BIG * np.eye(8)[:3]
+    with pytest.raises(ValueError, match="residual t3 = t2 \\+ x overflows float64"):
+        helpers.transformer_block(x, block, 2)
+
+
+@given(hnp.arrays(np.float64, st.integers(1, 6), elements=any_finite), st.data())
+def test_dot_any_finite_input(a, data):
+    """Exact result in range: float; beyond it: the ValueError. Nothing else."""
+    b = data.draw(hnp.arrays(np.float64, a.shape, elements=any_finite))
+    try:
+        value = helpers.dot(a, b)
+    except ValueError as e:
+        assert "overflows float64" in str(e)
+    else:
+        assert np.isfinite(value)
