@@ -179,9 +179,40 @@ def cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "transformers-course"
 
 
-def _cache_file(path: Path) -> Path:
+def _content_key(path: Path) -> str:
+    """The first 16 hex digits of the file's SHA-256 (about 0.2 s, once per process):
+    a reinstall of the same model finds its cache, a different file never does."""
+    import hashlib
+
     stat = path.stat()
-    return cache_dir() / f"{path.stem}-{stat.st_size}-{stat.st_mtime_ns}-float32.npz"
+    memo = ("sha256", str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if memo not in _MODEL_CACHE:
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        _MODEL_CACHE[memo] = digest.hexdigest()[:16]
+    return _MODEL_CACHE[memo]
+
+
+#: What the cache holds for one model file: converted weights, and the tokenizer.
+_CACHE_KINDS = ("float32.npz", "tokenizer.json")
+
+
+def _cache_file(path: Path, kind: str = "float32.npz") -> Path:
+    return cache_dir() / f"{path.stem}-{_content_key(path)}-{kind}"
+
+
+def _prune_cache(path: Path) -> None:
+    """Remove what earlier versions of this model file left in the cache (each weights
+    file is about 540 MB); files of other models and unfinished writes are left alone."""
+    keep = {_cache_file(path, kind).name for kind in _CACHE_KINDS}
+    for old in cache_dir().glob(f"{path.stem}-*"):
+        if old.name not in keep and old.name.endswith(_CACHE_KINDS):
+            try:
+                old.unlink()
+            except OSError:                 # read-only, or removed by another process
+                pass
 
 
 def _reader(path: Path):
@@ -295,7 +326,8 @@ def load_smollm2(path=None, dtype=np.float32, disk_cache: bool = True
     Speed: dequantising takes a few seconds, so the result is kept for the session and,
     with ``disk_cache`` (the default), saved as float32 arrays (about 540 MB) in
     :func:`cache_dir` (``~/.cache/transformers-course``); later sessions read that
-    instead. Delete the folder to free the space; nothing else uses it.
+    instead (one file per model: a new version replaces the old). Delete the folder to
+    free the space; nothing else uses it.
     """
     path = Path(smollm2_path() if path is None else path)
     key = (str(path.resolve()), np.dtype(dtype).str)
@@ -309,6 +341,7 @@ def load_smollm2(path=None, dtype=np.float32, disk_cache: bool = True
         loaded = _read_gguf(path)
         if disk_cache:
             _save_cache(_cache_file(path), *loaded)
+            _prune_cache(path)
     _MODEL_CACHE[f32_key] = loaded
     params, config = loaded
     if np.dtype(dtype) != np.float32:
@@ -349,8 +382,7 @@ def load_tokenizer(path=None):
     key = ("tokenizer", str(path.resolve()))
     if key in _MODEL_CACHE:
         return _MODEL_CACHE[key]
-    saved = _cache_file(path).with_name(_cache_file(path).stem.replace("float32", "tokenizer")
-                                        + ".json")
+    saved = _cache_file(path, "tokenizer.json")
     if saved.is_file():                                           # written by an earlier session
         try:
             _MODEL_CACHE[key] = Tokenizer.from_file(str(saved))

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from pathlib import Path
 
@@ -284,6 +285,35 @@ def test_disk_cache_holds_exactly_what_the_gguf_file_gives(model, tmp_path, monk
     np.testing.assert_array_equal(again["blocks"][7]["W_K"], params["blocks"][7]["W_K"])
     file.write_bytes(b"not an npz")                             # a damaged cache is rebuilt
     assert llama._load_cache(file) is None
+
+
+def test_cache_is_named_by_content_and_keeps_one_version_per_model(tmp_path, monkeypatch):
+    """A reinstall (new mtime, same bytes) finds the old cache; a changed file gets a new
+    name, and saving it removes the stale ~540 MB files of the same model only."""
+    monkeypatch.setattr(llama, "_MODEL_CACHE", {})
+    monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(tmp_path / "cache"))
+    model = tmp_path / "Tiny.Q4_1.gguf"
+    model.write_bytes(b"weights v1")
+    first = llama._cache_file(model)
+    model.write_bytes(b"weights v1")                            # reinstalled: same bytes
+    os.utime(model, ns=(1, 1))
+    assert llama._cache_file(model) == first
+    assert first.name.startswith("Tiny.Q4_1-") and first.name.endswith("-float32.npz")
+    model.write_bytes(b"weights v2")                            # an upgrade
+    current = llama._cache_file(model)
+    assert current != first
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    stale = [first, first.with_name(first.name.replace("float32.npz", "tokenizer.json")),
+             cache / "Tiny.Q4_1-98362432-1795296603097028377-float32.npz"]  # old naming
+    kept = [current, llama._cache_file(model, "tokenizer.json"),
+            cache / "Other.Q8_0-0123456789abcdef-float32.npz",  # another model
+            cache / (current.name + ".4242.tmp"),               # another process writing
+            cache / "Tiny.Q4_1-notes.txt"]                      # not ours
+    for f in stale + kept:
+        f.write_bytes(b"x")
+    llama._prune_cache(model)
+    assert sorted(cache.iterdir()) == sorted(kept)
 
 
 def test_missing_wheel_says_how_to_install(monkeypatch):
