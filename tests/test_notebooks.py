@@ -198,6 +198,52 @@ def test_solution_runs_without_error_or_stderr_in_tests(path: Path):
     assert not problems, f"{rel(path)} (ran in {run.seconds:.1f} s):\n" + "\n".join(problems)
 
 
+#: Appended to every answer cell: each function it defines first prints warnings (a new
+#: text each call, so Python never hides a repeat), then does the solution's work.
+_NOISY_ANSWER = """
+def _noisy(fn):
+    import functools, itertools, warnings
+    import numpy as np
+    calls = itertools.count()
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        warnings.warn(f"a harmless warning from a correct answer (call {next(calls)})",
+                      RuntimeWarning)
+        np.float64(1e308) * np.float64(10.0)             # NumPy: overflow in multiply
+        return fn(*args, **kwargs)
+    return wrapper
+
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SOLUTIONS, ids=nb_id)
+def test_correct_answers_that_print_warnings_keep_every_test_cell_quiet(path: Path):
+    """Under plain nbgrader any stderr output in a test cell scores it 0, so the test cells
+    (the contract checks and the notebooks' own tests) must silence the learner's
+    warnings. Every answer here is the solution plus warnings."""
+    nb = read(path)
+    noisy = 0
+    for cell in nb.cells:
+        names = sorted(defined_functions(cell.source)) if is_answer(cell) else []
+        if names:
+            cell.source += _NOISY_ANSWER + "".join(f"{n} = _noisy({n})\n" for n in names)
+            noisy += 1
+    assert noisy, "no answer cell defines a function"
+    run = execute(path, nb)
+    assert run.failure is None, run.failure
+    problems = []
+    for index, cell in enumerate(run.nb.cells):
+        if cell.cell_type != "code":
+            continue
+        problems += [f"{cell_label(cell, index)} raised {e}: {short(v)}" for e, v in errors(cell)]
+        if is_test(cell) and stderr_text(cell).strip():
+            problems.append(f"test cell {grade_id(cell)!r} printed a warning:\n"
+                            f"{short(stderr_text(cell))}")
+    assert not problems, rel(path) + ":\n" + "\n".join(problems)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", SOLUTIONS, ids=nb_id)
 def test_solution_runs_quickly(path: Path):
