@@ -1,7 +1,8 @@
 """The course notebooks: structure (nbgrader metadata against the contract) and execution.
 
 * Solutions (``solutions/``) run top to bottom without an error, print nothing on stderr
-  in any test cell (nbgrader scores such a cell 0), and run quickly.
+  in any test cell (nbgrader scores such a cell 0), not even for a correct answer that
+  prints warnings. How fast they run is measured by tools/benchmark_notebooks.py.
 * Student notebooks (``notebooks/``) run too: every answer is a stub that raises
   NotImplementedError, every test of an answer fails because of that (and for no other
   reason), and everything else (imports, demos, plots, explorers) works before the
@@ -31,10 +32,8 @@ from notebook_helpers import (
 
 SOLUTIONS = solution_notebooks()
 STUDENTS = student_notebooks()
-#: Target: each notebook runs in under 10 s. The asserted bound is looser because this
-#: suite shares 2 cores with other work; the measured times are printed.
-TARGET_SECONDS = 10
-BOUND_SECONDS = 30
+# How long each notebook takes is measured by tools/benchmark_notebooks.py, not asserted
+# here: a timing depends on the machine. A cell that hangs still fails (CELL_TIMEOUT).
 
 
 def rel(path: Path) -> str:
@@ -242,32 +241,6 @@ def test_correct_answers_that_print_warnings_keep_every_test_cell_quiet(path: Pa
             problems.append(f"test cell {grade_id(cell)!r} printed a warning:\n"
                             f"{short(stderr_text(cell))}")
     assert not problems, rel(path) + ":\n" + "\n".join(problems)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path", SOLUTIONS, ids=nb_id)
-def test_solution_runs_quickly(path: Path):
-    run = executed_solution(path)
-    if run.failure:
-        pytest.fail(f"{rel(path)} did not finish: {run.failure}")
-    assert run.seconds < BOUND_SECONDS, (
-        f"{rel(path)} took {run.seconds:.1f} s to execute (kernel start included); "
-        f"the target is {TARGET_SECONDS} s, the bound {BOUND_SECONDS} s"
-    )
-
-
-@pytest.mark.slow
-def test_course_execution_time(capsys):
-    """Runs (or reuses) every solution and prints the measured times and the total."""
-    runs = [executed_solution(path) for path in SOLUTIONS]
-    total = sum(r.seconds for r in runs)
-    lines = [f"  {nb_id(r.path):45s} {r.seconds:6.1f} s"
-             + (f"  (stopped: {r.failure})" if r.failure else "")
-             + ("  (over the 10 s target)" if r.seconds > TARGET_SECONDS else "") for r in runs]
-    with capsys.disabled():
-        print(f"\nsolution notebooks, execution time (kernel start included):\n"
-              + "\n".join(lines) + f"\n  {'course total':45s} {total:6.1f} s")
-    assert total < BOUND_SECONDS * len(runs), f"course total {total:.1f} s"
 
 
 # ---------------------------------------------------------------------------------------
