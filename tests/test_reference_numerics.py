@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import helpers
-from make_torch_reference import random_lm_params
+from make_torch_reference import random_block_params, random_lm_params
 
 BIG = np.finfo(np.float64).max                   # 1.797e308
 TINY = np.finfo(np.float64).smallest_subnormal   # 5e-324
@@ -276,3 +276,55 @@ def test_dot_any_finite_input(a, data):
         assert "overflows float64" in str(e)
     else:
         assert np.isfinite(value)
+
+
+# --- every function, inputs at every scale: a finite result or the clear overflow error -----
+SCALES = [1e-300, 1e-150, 1e-20, 1.0, 1e20, 1e100, 1e150, 1e200, 1e300, BIG]
+
+
+def _finite_or_overflow_error(call):
+    try:
+        out = call()
+    except ValueError as e:
+        assert "overflows float64" in str(e), e
+        return None
+    for a in out if isinstance(out, tuple) else (out,):
+        assert np.all(np.isfinite(a)), a
+    return out
+
+
+@given(st.sampled_from(SCALES), st.sampled_from(SCALES), st.integers(0, 2**32 - 1))
+def test_every_function_at_any_scale_is_finite_or_says_it_overflows(s_x, s_w, seed):
+    """Inputs scaled by s_x, weights by s_w (each anywhere from 1e-300 to the float64
+    maximum): never a NaN, an inf or a NumPy warning (the strict fixture raises those)."""
+    rng = np.random.default_rng(seed)
+    N, d = 4, 6
+
+    def U(scale, *shape):                   # entries in [-scale, scale]: no overflow here
+        return scale * rng.uniform(-1.0, 1.0, size=shape)
+
+    X = U(s_x, N, d)
+    W = [U(s_w, d, d) for _ in range(4)]
+    calls = [
+        lambda: helpers.pairwise_scores(X),
+        lambda: helpers.softmax(X),
+        lambda: helpers.simple_self_attention(X),
+        lambda: helpers.project_qkv(X, *W[:3]),
+        lambda: helpers.scaled_dot_product_attention(X, U(s_w, N, d), X, helpers.causal_mask(N)),
+        lambda: helpers.cross_attention(X, U(s_w, 2, d), *W[:3]),
+        lambda: helpers.multi_head_attention(X, *W, n_heads=2),
+        lambda: helpers.layer_norm(X, np.ones(d), np.zeros(d)),
+        lambda: helpers.feed_forward(X, W[0], np.zeros(d), W[1], np.zeros(d)),
+        lambda: helpers.lm_head(X, U(s_w, 5, d)),
+    ]
+    for call in calls:
+        _finite_or_overflow_error(call)
+    block = {**random_block_params(rng, d, 5), **dict(zip(("W_Q", "W_K", "W_V", "W_O"), W)),
+             "W1": U(s_w, d, 5)}
+    _finite_or_overflow_error(lambda: helpers.transformer_block(X, block, 2))
+    lm = random_lm_params(rng, V=7, n_ctx=6, d=d, d_ff=5, n_blocks=1)
+    lm = {**lm, "E": U(s_x, 7, d), "P": U(s_x, 6, d),
+          "blocks": [{**b, "W1": U(s_w, d, 5)} for b in lm["blocks"]]}
+    logits = _finite_or_overflow_error(lambda: helpers.language_model_forward([1, 2, 3], lm, 2))
+    if logits is not None:
+        _finite_or_overflow_error(lambda: helpers.cross_entropy(logits[:-1], [2, 3]))
