@@ -1,8 +1,8 @@
 """The tests are tested: every answer of the catalogue, graded by the real command.
 
-``tests/catalogue/<function>.py`` holds, for each of the 20 contract functions, the
-mistakes learners really make (WRONG) and correct answers written in other ways
-(CORRECT). All of them, the attacks of ``tests/attacks/`` and two honest students are
+``tests/catalogue/<function>.py`` holds, for each of the 20 contract functions and each
+of the notebooks' own exercises (``EXTRA_EXERCISES``), the mistakes learners really make
+(WRONG) and correct answers written in other ways (CORRECT). All of them, the attacks of ``tests/attacks/`` and two honest students are
 graded by ONE run of ``python -m autograder grade SUBMISSIONS --out OUT --jobs 2``
 (``tests/catalogue/run.py``, shared with ``tests/test_attacks.py``). Then, from
 OUT/grades.csv and the feedback pages:
@@ -15,7 +15,8 @@ OUT/grades.csv and the feedback pages:
 * no feedback page shows a line of a hidden test.
 
 The catalogue itself is checked without the grader: correct entries agree with
-``helpers.reference`` on every check case, wrong ones disagree on at least one. The
+``helpers.reference`` on every check case (the notebooks' own exercises: with the solution
+notebook's function on the module's ``CASES``), wrong ones disagree on at least one. The
 expected words are written by hand from the exercise contract, not read from the
 grader's tables.
 """
@@ -35,8 +36,8 @@ import pytest
 import helpers
 from autograder import SOLUTIONS_DIR
 from helpers import checks, reference
-from catalogue import (Entry, assignments, cells_testing, entries, graded_test_cells,
-                       hidden_lines, nbgrader, student_notebook, text)
+from catalogue import (EXTRA_EXERCISES, Entry, assignments, cells_testing, defined_function,
+                       entries, exercises, graded_test_cells, hidden_lines)
 from catalogue.run import HONEST, graded
 
 
@@ -101,10 +102,15 @@ def run():
 
 
 def _same(got, want) -> bool:
-    """Whether ``got`` equals the reference's ``want`` (tuples element-wise, rtol 1e-6)."""
+    """Whether ``got`` equals the reference's ``want`` (tuples element-wise, rtol 1e-6;
+    sets and strings exactly; integers exactly)."""
     if isinstance(want, tuple):
         return (isinstance(got, (tuple, list)) and len(got) == len(want)
                 and all(_same(g, w) for g, w in zip(got, want)))
+    if isinstance(want, (set, frozenset, str)):
+        return got == want
+    if isinstance(want, (int, np.integer)) and not isinstance(want, bool):
+        return np.ndim(got) == 0 and not isinstance(got, bool) and bool(got == want)
     try:
         g, w = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
     except (TypeError, ValueError):
@@ -113,17 +119,34 @@ def _same(got, want) -> bool:
 
 
 def _learner_function(entry: Entry):
-    """The entry's function, defined as in its notebook: the imports of the first code
-    cell and the solutions of the other answer cells, then the entry's source."""
-    nb = student_notebook(assignments()[entry.function], {entry.function: entry.source})
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    namespace: dict = {}
-    exec(text(code[0]), namespace)
-    for cell in code[1:]:
-        meta = nbgrader(cell)
-        if meta.get("solution") and not meta.get("grade"):
-            exec(text(cell), namespace)
-    return namespace[entry.function]
+    """The entry's function, defined as in its notebook (imports, the solutions of the
+    other answer cells, then the entry's source)."""
+    return defined_function(entry.function, entry.source)
+
+
+def _outcome(fn, args, kwargs):
+    """("value", what fn returns) or ("raises", the exception's type)."""
+    try:
+        return "value", fn(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+    except Exception as exc:                                     # noqa: BLE001
+        return "raises", type(exc)
+
+
+def _same_kind(got, want) -> bool:
+    """Arrays of the same kind (float, bool, int) as the solution's, element-wise."""
+    if isinstance(want, tuple):
+        return all(_same_kind(g, w) for g, w in zip(got, want))
+    if isinstance(want, np.ndarray):
+        return isinstance(got, np.ndarray) and got.dtype.kind == want.dtype.kind
+    return True
+
+
+def _agrees(got, want) -> bool:
+    """For the notebooks' own exercises: the same value, as an array of the same kind, or
+    an error where the solution raises one (of the same type or a subclass)."""
+    if want[0] == "raises":          # the solution rejects this input: so must the answer
+        return got[0] == "raises" and issubclass(got[1], want[1])
+    return got[0] == "value" and _same(got[1], want[1]) and _same_kind(got[1], want[1])
 
 
 # ---------------------------------------------------------------------------------------
@@ -131,8 +154,10 @@ def _learner_function(entry: Entry):
 # ---------------------------------------------------------------------------------------
 
 
-def test_every_contract_function_has_wrong_and_correct_answers():
-    for name in helpers.CONTRACT_FUNCTIONS:
+def test_every_exercise_has_wrong_and_correct_answers():
+    assert set(helpers.CONTRACT_FUNCTIONS) | set(EXTRA_EXERCISES) == set(assignments()), \
+        "an answer cell of solutions/ is not catalogued (or a catalogued one is gone)"
+    for name in exercises():
         module = importlib.import_module(f"catalogue.{name}")
         assert len(module.WRONG) >= 2, f"{name}: fewer than 2 wrong answers"
         assert len(module.CORRECT) >= 2, f"{name}: fewer than 2 correct answers"
@@ -169,8 +194,16 @@ def test_catalogue_entry_is_what_it_claims(entry):
             contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")
         fn = _learner_function(entry)
-        for case in checks.cases(entry.function, hidden=False) + checks.cases(entry.function,
-                                                                              hidden=True):
+        if entry.function in EXTRA_EXERCISES:        # the solution notebook's own function
+            solution = defined_function(entry.function)
+            cases = importlib.import_module(f"catalogue.{entry.function}").CASES
+            agree = [_agrees(_outcome(fn, args, kwargs), _outcome(solution, args, kwargs))
+                     for args, kwargs in cases]
+            cases = []
+        else:
+            cases = checks.cases(entry.function, hidden=False) + checks.cases(entry.function,
+                                                                              hidden=True)
+        for case in cases:
             if (entry.kind == "correct" and entry.function == "generate"
                     and case.kwargs.get("temperature", 0) > 0):
                 continue

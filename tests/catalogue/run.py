@@ -285,7 +285,10 @@ def correct_packs() -> list[list[Entry]]:
 @lru_cache(maxsize=1)
 def graded() -> Run:
     """Build SUBMISSIONS, grade it once with the real command, collect the evidence."""
-    from attacks import attacks, fill
+    from attacks import attacks as all_attacks, fill
+
+    def attacks():                      # CATALOGUE_ONLY (development): no attacks either
+        return [] if os.environ.get("CATALOGUE_ONLY") else all_attacks()
 
     from autograder import sandbox
 

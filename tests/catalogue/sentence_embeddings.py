@@ -1,0 +1,147 @@
+"""Answers to ``sentence_embeddings(ids, key_mask, params)`` (notebook 09)."""
+
+import numpy as np
+
+from helpers import bert as _bert
+
+WRONG = {
+    "not_normalised": ("""def sentence_embeddings(ids, key_mask, params):
+    ids = np.asarray(ids)
+    x = params["E"][ids] + params["P"][:ids.shape[-1]] + params["T"][0]
+    h = layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"], eps=1e-12)
+    for layer in params["layers"]:
+        h = bert_layer(h, layer, params["n_heads"], key_mask)
+    return mean_pool(h, key_mask)
+""", "the embeddings are not unit vectors"),
+    "cls_token": ("""def sentence_embeddings(ids, key_mask, params):
+    ids = np.asarray(ids)
+    x = params["E"][ids] + params["P"][:ids.shape[-1]] + params["T"][0]
+    h = layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"], eps=1e-12)
+    for layer in params["layers"]:
+        h = bert_layer(h, layer, params["n_heads"], key_mask)
+    s = h[:, 0]
+    return s / np.linalg.norm(s, axis=-1, keepdims=True)
+""", "this is the [CLS] token's vector"),
+    "mean_includes_padding": ("""def sentence_embeddings(ids, key_mask, params):
+    ids = np.asarray(ids)
+    x = params["E"][ids] + params["P"][:ids.shape[-1]] + params["T"][0]
+    h = layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"], eps=1e-12)
+    for layer in params["layers"]:
+        h = bert_layer(h, layer, params["n_heads"], key_mask)
+    s = h.mean(axis=1)
+    return s / np.linalg.norm(s, axis=-1, keepdims=True)
+""", "the mean includes the padding positions"),
+    "embedding_layer_norm_default_eps": ("""def sentence_embeddings(ids, key_mask, params):
+    ids = np.asarray(ids)
+    x = params["E"][ids] + params["P"][:ids.shape[-1]] + params["T"][0]
+    h = layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"])
+    for layer in params["layers"]:
+        h = bert_layer(h, layer, params["n_heads"], key_mask)
+    s = mean_pool(h, key_mask)
+    return s / np.linalg.norm(s, axis=-1, keepdims=True)
+""", "the embeddings' too"),
+    "no_segment_embedding": ("""def sentence_embeddings(ids, key_mask, params):
+    ids = np.asarray(ids)
+    x = params["E"][ids] + params["P"][:ids.shape[-1]]
+    h = layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"], eps=1e-12)
+    for layer in params["layers"]:
+        h = bert_layer(h, layer, params["n_heads"], key_mask)
+    s = mean_pool(h, key_mask)
+    return s / np.linalg.norm(s, axis=-1, keepdims=True)
+""", "first difference"),
+    "mask_not_passed_to_layers": ("""def sentence_embeddings(ids, key_mask, params):
+    ids = np.asarray(ids)
+    x = params["E"][ids] + params["P"][:ids.shape[-1]] + params["T"][0]
+    h = layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"], eps=1e-12)
+    for layer in params["layers"]:
+        h = bert_layer(h, layer, params["n_heads"])
+    s = mean_pool(h, key_mask)
+    return s / np.linalg.norm(s, axis=-1, keepdims=True)
+""", "first difference"),
+    "positions_by_token_id": ("""def sentence_embeddings(ids, key_mask, params):
+    ids = np.asarray(ids)
+    x = params["E"][ids] + params["P"][ids] + params["T"][0]
+    h = layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"], eps=1e-12)
+    for layer in params["layers"]:
+        h = bert_layer(h, layer, params["n_heads"], key_mask)
+    s = mean_pool(h, key_mask)
+    return s / np.linalg.norm(s, axis=-1, keepdims=True)
+""", "raised IndexError"),
+    "normalised_over_batch_axis": ("""def sentence_embeddings(ids, key_mask, params):
+    ids = np.asarray(ids)
+    x = params["E"][ids] + params["P"][:ids.shape[-1]] + params["T"][0]
+    h = layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"], eps=1e-12)
+    for layer in params["layers"]:
+        h = bert_layer(h, layer, params["n_heads"], key_mask)
+    s = mean_pool(h, key_mask)
+    return s / np.linalg.norm(s, axis=0, keepdims=True)
+""", "first difference"),
+}
+
+CORRECT = {
+    "real_tokens_only_per_sentence": """def sentence_embeddings(ids, key_mask, params):
+    ids = np.asarray(ids)
+    key_mask = np.asarray(key_mask, dtype=bool)
+    n = ids.shape[1]
+    out = []
+    for row, real in zip(ids, key_mask):
+        x = params["E"][row] + params["P"][:n] + params["T"][0]      # [N, d]
+        x = x[real]                       # keep the real tokens (with their positions)
+        h = layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"], eps=1e-12)
+        for layer in params["layers"]:
+            h = bert_layer(h, layer, params["n_heads"])                # nothing to mask
+        s = h.mean(axis=0)
+        out.append(s / np.sqrt(np.sum(s * s)))
+    return np.array(out)
+""",
+    "one_hot_einsum": """def sentence_embeddings(ids, key_mask, params):
+    ids = np.asarray(ids, dtype=np.int64)
+    B, N = ids.shape
+    one_hot = np.eye(params["E"].shape[0])[ids]                       # [B, N, V]
+    x = np.einsum("bnv,vd->bnd", one_hot, params["E"]) + params["P"][np.arange(N)] \\
+        + params["T"][np.zeros(N, dtype=int)]
+    mu = x.mean(axis=-1, keepdims=True)
+    sd = np.sqrt(x.var(axis=-1, keepdims=True) + 1e-12)
+    h = params["ln_e_gamma"] * (x - mu) / sd + params["ln_e_beta"]
+    for layer in params["layers"]:
+        h = bert_layer(h, layer, params["n_heads"], key_mask)
+    m = np.asarray(key_mask, dtype=float)
+    s = np.einsum("bnd,bn->bd", h, m) / m.sum(axis=1, keepdims=True)
+    return s / np.sqrt(np.einsum("bd,bd->b", s, s))[:, None]
+""",
+    "take_and_helpers": """def sentence_embeddings(ids, key_mask, params):
+    ids = np.asarray(ids)
+    n_tokens = ids.shape[-1]
+    x = np.take(params["E"], ids, axis=0)
+    x = x + params["P"][None, :n_tokens, :] + params["T"][0][None, None, :]
+    h = layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"], 1e-12)
+    layers = list(params["layers"])
+    while layers:
+        h = bert_layer(h, layers.pop(0), params["n_heads"], key_mask=key_mask)
+    pooled = mean_pool(h, key_mask)
+    lengths = np.linalg.norm(pooled, ord=2, axis=1)
+    return pooled / lengths.reshape(-1, 1)
+""",
+}
+
+_rng = np.random.default_rng(92)
+_mask_3x6 = np.array([[True] * 6, [True] * 4 + [False] * 2, [True] * 2 + [False] * 4])
+
+
+def _tiny(**kw):
+    return _bert._tiny_bert(_rng, **kw)
+
+
+#: (args, kwargs) on which each entry is compared with the solution's sentence_embeddings.
+CASES = [
+    ((_rng.integers(1, 30, size=(3, 6)), _mask_3x6,
+      _tiny(V=30, d=16, d_ff=24, n_heads=4, n_layers=2, n_ctx=10)), {}),
+    ((_rng.integers(1, 25, size=(3, 6)), _mask_3x6,
+      _tiny(V=25, d=12, d_ff=20, n_heads=3, n_layers=3, n_ctx=8, scale=3.0)), {}),
+    ((_rng.integers(1, 20, size=(2, 4)), np.ones((2, 4), dtype=bool),
+      _tiny(V=20, d=8, d_ff=16, n_heads=2, n_layers=1, n_ctx=6)), {}),
+    ((_rng.integers(1, 40, size=(1, 7)), np.array([[True] * 5 + [False] * 2]),
+      _tiny(V=40, d=12, d_ff=16, n_heads=2, n_layers=2, n_ctx=9)), {}),
+    ((_rng.integers(1, 30, size=(2, 5)), np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]),
+      _tiny(V=30, d=8, d_ff=12, n_heads=4, n_layers=2, n_ctx=5)), {}),
+]

@@ -1,0 +1,45 @@
+"""Answers to ``stack_tokens(vectors)`` (notebook 00)."""
+
+import numpy as np
+
+WRONG = {
+    "integer_dtype": ("""def stack_tokens(vectors):
+    return np.array(vectors)
+""", "expected dtype float64"),
+    "transposed": ("""def stack_tokens(vectors):
+    return np.array(vectors, dtype=float).T
+""", "expected shape (2, 3)"),
+    "pads_ragged_vectors": ("""def stack_tokens(vectors):
+    d = max(len(v) for v in vectors)
+    X = np.zeros((len(vectors), d))
+    for i, v in enumerate(vectors):
+        X[i, :len(v)] = v
+    return X
+""", "must raise a ValueError"),
+}
+
+CORRECT = {
+    "loop_with_check": """def stack_tokens(vectors):
+    d = len(vectors[0])
+    X = np.zeros((len(vectors), d))
+    for i, v in enumerate(vectors):
+        if len(v) != d:
+            raise ValueError("vectors differ in length")
+        X[i] = v
+    return X
+""",
+    "vstack": """def stack_tokens(vectors):
+    return np.vstack([np.asarray(v, dtype=float) for v in vectors])
+""",
+    "numpy_rejects_ragged": """def stack_tokens(vectors):
+    return np.array(vectors, dtype=np.float64)    # NumPy raises ValueError on ragged input
+""",
+}
+
+#: (args, kwargs) on which each entry is compared with the solution's stack_tokens.
+CASES = [
+    (([[1, 2, 3], [4, 5, 6]],), {}),
+    (([[1, 2, 3], [4, 5]],), {}),                       # ragged: must raise
+    (([np.arange(4) * k for k in range(5)],), {}),
+    (([[0.5]],), {}),
+]
