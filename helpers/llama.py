@@ -341,7 +341,8 @@ def load_smollm2(path=None, dtype=np.float32, disk_cache: bool = True
         loaded = _read_gguf(path)
         if disk_cache:
             _save_cache(_cache_file(path), *loaded)
-            _prune_cache(path)
+    if disk_cache:
+        _prune_cache(path)                  # files of earlier versions of this model
     _MODEL_CACHE[f32_key] = loaded
     params, config = loaded
     if np.dtype(dtype) != np.float32:

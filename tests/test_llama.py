@@ -316,6 +316,20 @@ def test_cache_is_named_by_content_and_keeps_one_version_per_model(tmp_path, mon
     assert sorted(cache.iterdir()) == sorted(kept)
 
 
+def test_loading_from_the_cache_removes_older_versions(model, tmp_path, monkeypatch):
+    """A cache left by an earlier version of the model (or of this code) goes as soon as
+    the current one is used, not only when a new one is written."""
+    monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(tmp_path))
+    saved = llama._cache_file(llama.smollm2_path())           # the current name, in tmp
+    llama._save_cache(saved, *model)
+    stale = tmp_path / f"{llama.smollm2_path().stem}-98362432-1795296603097028377-float32.npz"
+    stale.write_bytes(b"an older cache")
+    monkeypatch.setattr(llama, "_MODEL_CACHE", {})
+    params, cfg = llama.load_smollm2()
+    assert cfg == model[1] and not stale.exists() and saved.exists()
+    np.testing.assert_array_equal(params["blocks"][3]["W_V"], model[0]["blocks"][3]["W_V"])
+
+
 def test_missing_wheel_says_how_to_install(monkeypatch):
     monkeypatch.setattr(llama.importlib.util, "find_spec", lambda name: None)
 
