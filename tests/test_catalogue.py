@@ -2,8 +2,8 @@
 
 ``tests/catalogue/<function>.py`` holds, for each of the 20 contract functions and each
 of the notebooks' own exercises (``EXTRA_EXERCISES``), the mistakes learners really make
-(WRONG) and correct answers written in other ways (CORRECT). All of them, the attacks of ``tests/attacks/`` and two honest students are
-graded by ONE run of ``python -m autograder grade SUBMISSIONS --out OUT --jobs 2``
+(WRONG) and correct answers written in other ways (CORRECT). All of them, the attacks of
+``tests/attacks/`` and two honest students are graded by ONE run of ``python -m autograder grade SUBMISSIONS --out OUT --jobs 2``
 (``tests/catalogue/run.py``, shared with ``tests/test_attacks.py``). Then, from
 OUT/grades.csv and the feedback pages:
 
@@ -118,12 +118,6 @@ def _same(got, want) -> bool:
     return g.shape == w.shape and bool(np.allclose(g, w, rtol=1e-6, atol=1e-8))
 
 
-def _learner_function(entry: Entry):
-    """The entry's function, defined as in its notebook (imports, the solutions of the
-    other answer cells, then the entry's source)."""
-    return defined_function(entry.function, entry.source)
-
-
 def _outcome(fn, args, kwargs):
     """("value", what fn returns) or ("raises", the exception's type)."""
     try:
@@ -184,37 +178,47 @@ def test_catalogue_sources_define_their_function(entry):
         assert entry.words.strip(), "a wrong answer needs the words its feedback must contain"
 
 
+def _agreement_with_reference(entry: Entry, fn) -> list[bool]:
+    """Per check case of a contract function: does ``fn`` give the reference's output?"""
+    agree = []
+    for case in checks.cases(entry.function, hidden=False) + checks.cases(entry.function,
+                                                                          hidden=True):
+        if (entry.kind == "correct" and entry.function == "generate"
+                and case.kwargs.get("temperature", 0) > 0):
+            continue
+        want = getattr(reference, entry.function)(*copy.deepcopy(case.args),
+                                                  **copy.deepcopy(case.kwargs))
+        try:
+            got = fn(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+        except Exception:
+            agree.append(False)
+            continue
+        agree.append(_same(got, want))
+    return agree
+
+
+def _agreement_with_solution(entry: Entry, fn) -> list[bool]:
+    """Per case of the module's CASES (a notebook's own exercise): does ``fn`` do what the
+    solution notebook's function does?"""
+    solution = defined_function(entry.function)
+    cases = importlib.import_module(f"catalogue.{entry.function}").CASES
+    return [_agrees(_outcome(fn, args, kwargs), _outcome(solution, args, kwargs))
+            for args, kwargs in cases]
+
+
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
 def test_catalogue_entry_is_what_it_claims(entry):
     """Without the grader: a correct entry matches helpers.reference on every check case
     (sampling cases of generate aside: a correct sampler may consume the rng differently),
     a wrong one differs (or raises) on at least one (sampling cases included)."""
-    agree = []
     with warnings.catch_warnings(), np.errstate(all="ignore"), \
             contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")
-        fn = _learner_function(entry)
-        if entry.function in EXTRA_EXERCISES:        # the solution notebook's own function
-            solution = defined_function(entry.function)
-            cases = importlib.import_module(f"catalogue.{entry.function}").CASES
-            agree = [_agrees(_outcome(fn, args, kwargs), _outcome(solution, args, kwargs))
-                     for args, kwargs in cases]
-            cases = []
+        fn = defined_function(entry.function, entry.source)
+        if entry.function in EXTRA_EXERCISES:
+            agree = _agreement_with_solution(entry, fn)
         else:
-            cases = checks.cases(entry.function, hidden=False) + checks.cases(entry.function,
-                                                                              hidden=True)
-        for case in cases:
-            if (entry.kind == "correct" and entry.function == "generate"
-                    and case.kwargs.get("temperature", 0) > 0):
-                continue
-            want = getattr(reference, entry.function)(*copy.deepcopy(case.args),
-                                                      **copy.deepcopy(case.kwargs))
-            try:
-                got = fn(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
-            except Exception:
-                agree.append(False)
-                continue
-            agree.append(_same(got, want))
+            agree = _agreement_with_reference(entry, fn)
     assert agree
     if entry.kind == "correct":
         assert all(agree), f"differs from the reference on {agree.count(False)} case(s)"

@@ -247,11 +247,12 @@ def defined_function(function: str, source: str | None = None):
     answers = None if source is None else {function: source}
     nb = student_notebook(assignments()[function], answers)
     namespace: dict = {}
+    to_python = TransformerManager().transform_cell                # IPython magics -> Python
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
         meta = nbgrader(cell)
-        code = TransformerManager().transform_cell(text(cell))   # magics -> Python
+        code = to_python(text(cell))
         if meta.get("solution") and not meta.get("grade"):
             exec(code, namespace)
         elif not meta.get("grade"):
