@@ -28,7 +28,7 @@ help:
 	@echo "make lab      open the course in JupyterLab (http://localhost:$(PORT))"
 	@echo "make test     run the whole test suite"
 	@echo "make release  regenerate notebooks/ (student versions) from solutions/"
-	@echo "make grade-examples  grade autograder/examples/ and print the summary (docs/grading.md)"
+	@echo "make grade-examples  generate the example class, grade it, print the summary (docs/grading.md)"
 	@echo "make collect DOWNLOAD=... / grade / report / export FORMAT=canvas  a term's grading"
 
 install: $(STAMP)
@@ -62,8 +62,10 @@ release: $(STAMP)
 
 # The instructor's first five minutes: grade the example submissions, print the table.
 GRADE_OUT ?= grading-output/examples
+EXAMPLE_CLASS ?= grading-output/example-class
 grade-examples: $(STAMP)
-	$(BIN)python -m autograder grade autograder/examples/submissions --out $(GRADE_OUT) --cell-timeout 10 --timeout 60 --memory-mb 1024
+	$(BIN)python -m autograder make-examples --dest $(EXAMPLE_CLASS)
+	$(BIN)python -m autograder grade $(EXAMPLE_CLASS)/submissions --out $(GRADE_OUT) --cell-timeout 10 --timeout 60 --memory-mb 1024
 	@echo "feedback pages: $(GRADE_OUT)/feedback/<student>/<assignment>/<notebook>.html"
 
 # A term's grading (docs/grading.md): make collect DOWNLOAD=~/Downloads/submissions.zip,
@@ -82,9 +84,10 @@ report: $(STAMP)
 export: $(STAMP)
 	$(BIN)python -m autograder export "$(OUT)" --format $(FORMAT) $(if $(wildcard $(SUBMISSIONS)/_roster.csv),--roster "$(SUBMISSIONS)/_roster.csv")
 
-# Regenerate autograder/examples/ after a change to solutions/ (run `make release` first).
+# Refresh the committed expectations of the example class after a change to solutions/
+# (run `make release` first); the submissions themselves are generated on demand.
 examples: $(STAMP)
-	$(BIN)python -m autograder make-examples
+	$(BIN)python -m autograder make-examples --expected-only --dest tests/fixtures/examples
 
 constraints: $(STAMP)
 	{ sed -n "1,3p" constraints.txt; $(BIN)python -m pip freeze --exclude-editable \

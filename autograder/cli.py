@@ -7,7 +7,7 @@
   merge         join the outputs of several `grade --shard I/N` runs
   report        item analysis of a graded class (CSV and PNG)
   export        grades as a CSV an LMS gradebook imports (Canvas, Gradescope)
-  make-examples regenerate autograder/examples/ from the solution notebooks
+  make-examples generate the example class (submissions and EXPECTED.json)
 
 Exit status: 0 when the command did its job (for grade: every submission was graded,
 whatever the scores), 2 when it could not run (e.g. a folder is missing, or student code
@@ -136,7 +136,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_make_examples(args: argparse.Namespace) -> int:
     from autograder.make_examples import make_examples
 
-    changed = make_examples(Path(args.dest))
+    changed = make_examples(Path(args.dest), expected_only=args.expected_only)
     for path in changed:
         print(f"updated {_show(path)}")
     print(f"make-examples: {len(changed)} file(s) changed in {_show(Path(args.dest))}")
@@ -212,7 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("make-examples", help="regenerate the example submissions")
-    p.add_argument("--dest", default=str(EXAMPLES_DIR), help="default: autograder/examples/")
+    p.add_argument("--dest", default=str(EXAMPLES_DIR),
+                   help="default: grading-output/example-class/")
+    p.add_argument("--expected-only", action="store_true",
+                   help="write only EXPECTED.json and EXPECTED.md (make examples: into "
+                        "tests/fixtures/examples/)")
     p.set_defaults(func=cmd_make_examples)
     return parser
 

@@ -24,36 +24,42 @@ Merge (:func:`merge`)
       Copies of test cells that lost their metadata are dropped (the source's run).
 
 Execution (:mod:`autograder.executor`, :mod:`autograder.sandbox`, :mod:`autograder.slicing`)
+    Every graded exercise is declared once, in ``helpers/exercises/<name>.py`` (its
+    reference, visible and hidden cases, known mistakes, the earlier course functions it
+    uses, the references it refuses), and every test cell is the one line
+    ``check("<name>", <name>)`` (plus ``hidden=True`` in its hidden block).
+
     1. The *notebook run*: the merged notebook in a confined child of a pre-warmed
        worker, cell by cell: every answer and test cell, and of the other cells the
        statements those depend on (demonstrations that grading does not need, such as
        text generation or explorers, are skipped). A test cell passes iff it raised
        nothing and wrote nothing to stderr (nbgrader's rule). Hidden tests are not run
-       here (steps 2 and 3 judge them), so their source never enters the learner's
-       process.
-    2. The *authoritative verdict* for every contract function with a test cell: a
-       separate confined child whose ``helpers`` lacks the reference of that function
-       runs the function's answer cell and what it depends on (from the cells before
-       its first test), then calls the function on the cases of ``helpers.checks``
-       (visible and hidden) and returns only the outputs. This process (trusted)
-       compares them with ``helpers.checks.compare``.
-    3. The *isolated test run* for the other test cells (exercises outside the
-       contract): the test cells and the source notebook's own set-up cells run in one
-       confined child in which no learner code ever runs; the learner's answer cells
-       run in a second child that only answers calls, with a ``helpers`` whose functions
-       named like the notebook's answers (and those its modules' ``EXERCISE_REFERENCES``
-       list for them) are stubs that raise. The learner's names are bound to
-       stand-ins that forward each call (values in, values out, exceptions by type
-       name) to that second child. A test cell passes iff it raised nothing and wrote
-       nothing to stderr; a numeric last value is partial credit, as in nbgrader. The
-       visible and hidden parts run as separate pieces, so that a failure can be traced
-       to the part the notebook run also executed.
-    The points of every test cell come from step 2 or 3, never from step 1: a correct
-    answer keeps its points even if the notebook run failed (a warning on stderr, a
-    crash in an unrelated cell), and a test that passed in the notebook but fails its
-    authoritative run on the same checks scores 0 and is flagged "tampering suspected".
-    Step 1 is the learner's feedback (what their notebook does) and the witness for
-    those flags.
+       here (step 2 judges them), so their source never enters the learner's process.
+    2. The *authoritative verdict* for every exercise with a test cell: a separate
+       confined child whose ``helpers`` lacks the exercise's reference, the functions it
+       refuses and every hidden case, runs the statements its function needs (from the
+       cells before its first test: slow top-level work is not run again), binds the
+       earlier course functions it uses to the course's own (a mistake in the learner's
+       ``layer_norm`` costs points in ``layer_norm``'s test only, not again in
+       ``transformer_block``'s), then calls the function on every case of the registry
+       (visible and hidden; a *scenario* case runs a small script around it: two calls
+       sharing a KV cache, the same seed twice) and returns only the outputs. This
+       process (trusted) compares them with ``helpers.checks.compare``.
+    The points of every test cell come from step 2, never from step 1: a correct answer
+    keeps its points even if the notebook run failed (a warning on stderr, a crash or a
+    time-out in an unrelated cell), and a test that passed in the notebook but fails its
+    authoritative run on the same visible cases scores 0 and is flagged "tampering
+    suspected". Step 1 is the learner's feedback (what their notebook does) and the
+    witness for those flags.
+
+Budget per notebook: the notebook run has ``notebook_timeout`` seconds (default 120,
+``--timeout``) and each cell ``cell_timeout`` (default 30, ``--cell-timeout``); the
+verdicts share a second ``notebook_timeout``, each call of the learner's function at
+most ``cell_timeout``. A notebook run that runs out of time costs nothing by itself
+(its status says ``timeout``; the verdicts decide the points); an exercise whose calls
+run out of time loses that exercise's points, and the exercises after it in the budget
+are judged with what time is left. Every request to the worker carries an id that its
+reply repeats: a late reply is dropped, never taken for the next request's.
 
 Feedback never contains the source of hidden tests: tracebacks name test cells without
 quoting them, and captured output is scrubbed of every hidden-test line.
@@ -74,6 +80,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from autograder import SOLUTIONS_DIR, executor, sandbox, slicing
+from autograder import cells as cells_mod
 
 #: Submissions larger than this are not parsed.
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
@@ -181,21 +188,8 @@ def hidden_block(text: str) -> str:
     return _partition_hidden(text)[1]
 
 
-def _nbgrader(cell: dict) -> dict:
-    meta = cell.get("metadata") if isinstance(cell, dict) else None
-    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
-    return nbg if isinstance(nbg, dict) else {}
-
-
-def _kind(cell_type: str, nbg: dict) -> str:
-    grade, solution = bool(nbg.get("grade")), bool(nbg.get("solution"))
-    if (grade and solution) or nbg.get("task"):
-        return "manual"
-    if grade and cell_type == "code":
-        return "test"
-    if solution and cell_type == "code":
-        return "answer"
-    return "other"
+_nbgrader = cells_mod.nbgrader
+_kind = cells_mod.kind_of
 
 
 @lru_cache(maxsize=64)
@@ -239,10 +233,10 @@ def load_source(assignment: str, notebook: str | None = None,
 # ---------------------------------------------------------------------------------------
 
 
-def _contract_functions() -> tuple[str, ...]:
-    import helpers
+def _exercise_names() -> tuple[str, ...]:
+    from helpers import exercises
 
-    return tuple(helpers.CONTRACT_FUNCTIONS)
+    return exercises.names()
 
 
 def _check_call(node) -> tuple[str, bool, str | None] | None:
@@ -266,8 +260,9 @@ def _check_call(node) -> tuple[str, bool, str | None] | None:
 
 
 def function_of_test(grade_id: str, functions=None) -> str | None:
-    """The contract function a test cell is about: ``test_<function>...``, longest name."""
-    functions = functions or _contract_functions()
+    """The exercise a test cell is about by its grade_id: ``test_<exercise>...``, the
+    longest name winning (``test_softmax_with_temperature`` is not about ``softmax``)."""
+    functions = functions or _exercise_names()
     best = None
     for fn in functions:
         if grade_id == f"test_{fn}" or grade_id.startswith(f"test_{fn}_"):
@@ -278,7 +273,8 @@ def function_of_test(grade_id: str, functions=None) -> str | None:
 
 @dataclass(frozen=True)
 class CaseSpec:
-    """A set of check cases: those of ``function`` (visible/hidden/both), maybe a group."""
+    """A set of check cases: those of exercise ``function`` (visible/hidden/both), maybe
+    one group."""
 
     function: str
     hidden: bool | None       # None: visible and hidden
@@ -286,34 +282,22 @@ class CaseSpec:
     in_kernel: bool           # whether the notebook run executes these checks
 
 
-def case_specs(cell: SourceCell, kernel_source: str, local: tuple[str, ...] = ()) -> list[CaseSpec]:
-    """The check cases a source test cell stands for (empty: not a contract test).
-
-    ``check(...)`` calls in the cell say exactly which cases; without them the grade_id
-    ``test_<function>[_<group>]`` does, the longest name among the contract functions and
-    the notebook's own answer functions (``local``) winning: ``test_softmax_with_temperature``
-    is about a local ``softmax_with_temperature``, not about ``softmax``.
-    """
-    functions = _contract_functions()
+def case_specs(cell: SourceCell, kernel_source: str) -> list[CaseSpec]:
+    """The check cases a source test cell stands for: its ``check(...)`` calls (empty:
+    the cell checks nothing the grader knows, an error in the course's source)."""
+    functions = set(_exercise_names())
     specs = []
     try:
         tree = ast.parse(cell.source.replace(BEGIN_HIDDEN, "").replace(END_HIDDEN, ""))
         kernel_tree = ast.parse(kernel_source)
     except SyntaxError:
-        tree = kernel_tree = None
-    if tree is not None:
-        in_kernel = {_check_call(n) for n in ast.walk(kernel_tree)} - {None}
-        for node in ast.walk(tree):
-            call = _check_call(node)
-            if call and call[0] in functions:
-                specs.append(CaseSpec(call[0], call[1], call[2], call in in_kernel))
-    if specs:
-        return list(dict.fromkeys(specs))
-    fn = function_of_test(cell.grade_id or "", tuple(functions) + tuple(local))
-    if fn is None or fn not in functions:
         return []
-    suffix = (cell.grade_id or "")[len(f"test_{fn}"):].strip("_") or None
-    return [CaseSpec(fn, None, suffix, False)]   # group kept only if it exists (below)
+    in_kernel = {_check_call(n) for n in ast.walk(kernel_tree)} - {None}
+    for node in ast.walk(tree):
+        call = _check_call(node)
+        if call and call[0] in functions:
+            specs.append(CaseSpec(call[0], call[1], call[2], call in in_kernel))
+    return list(dict.fromkeys(specs))
 
 
 # ---------------------------------------------------------------------------------------
@@ -409,7 +393,7 @@ def merge(source: Source, student: list[dict]) -> Merged:
                 answers[gid] = text
                 out.append(("answer", gid, text))
             continue
-        if nbg.get("grade") and not nbg.get("solution") and ctype == "code":
+        if _kind(ctype, nbg) == "test":
             flags.append(f"unknown test cell {gid!r} ignored")
             continue
         if ctype != "code":
@@ -467,15 +451,14 @@ def merge(source: Source, student: list[dict]) -> Merged:
 
 
 class _Resources:
-    """Per-process copies of ``helpers`` (full, stripped per contract function, with
-    a notebook's exercise references stubbed) and data."""
+    """Per-process copies of ``helpers`` (full, and one per exercise with what that
+    exercise must not find stubbed) and data."""
 
     def __init__(self, worker: executor.Worker):
         self.worker = worker
         self.base = worker.home
         os.chmod(self.base, 0o711)
         self._helpers: dict[str | None, str] = {}
-        self._exercise_helpers: dict[tuple[str, ...], str] = {}
         self._data: dict[str, str | None] = {}
         self._jobs = 0
 
@@ -486,21 +469,6 @@ class _Resources:
             os.chmod(dest, 0o755)
             self._helpers[strip] = str(sandbox.prepare_helpers(dest, strip=strip))
         return self._helpers[strip]
-
-    def exercise_helpers(self, exercises) -> str:
-        """The copy for the learner's side of the isolated test run: the references of
-        a notebook's exercises (its answer grade_ids) stubbed in every helpers module,
-        on disk (see ``sandbox.hide_exercise_references``); one per answer set."""
-        key = tuple(sorted(set(exercises)))
-        if key not in self._exercise_helpers:
-            import hashlib
-
-            digest = hashlib.blake2b("\n".join(key).encode(), digest_size=8).hexdigest()
-            dest = self.base / f"helpers-exercises-{digest}"
-            dest.mkdir(exist_ok=True)
-            os.chmod(dest, 0o755)
-            self._exercise_helpers[key] = str(sandbox.prepare_helpers(dest, exercises=key))
-        return self._exercise_helpers[key]
 
     def data(self, source: Source) -> str | None:
         key = str(source.path.parent)
@@ -549,26 +517,29 @@ def _course_caches() -> dict[str, str]:
     return {home: "TRANSFORMERS_COURSE_CACHE"} if Path(home).is_dir() else {}
 
 
-_WARMED: set[str] = set()
+_PREPARED: set[str] = set()
 
 
-def _warm_model_caches(source: Source) -> None:
-    """Build the converted-weights cache of a notebook's pretrained model in a trusted
-    subprocess before any child needs it (the children see the cache read-only, so a
-    missing cache would cost every graded notebook a conversion). Once per process;
-    a failure here only costs speed, never a grade."""
-    uses_llama = any("llama" in c.source for c in source.cells if c.cell_type == "code")
-    if not uses_llama or "llama" in _WARMED:
-        return
-    _WARMED.add("llama")
-    code = ("from helpers import llama\n"
-            "if not llama.missing_requirements():\n"
-            "    llama.load_smollm2()\n")
-    try:
-        subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=600,
-                       env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
-    except (OSError, subprocess.SubprocessError):
-        pass
+def _prepare(source: Source) -> None:
+    """Run what the assignment declares it needs prepared (``helpers.exercises.PREPARE``,
+    e.g. building the SmolLM2 weights cache), once per process, in a trusted subprocess
+    before any child needs it: the children see the caches read-only, so a missing
+    cache would cost every graded notebook a conversion. A failure here only costs
+    speed, never a grade."""
+    from helpers import exercises
+
+    for spec in exercises.PREPARE.get(source.assignment, ()):
+        if spec in _PREPARED:
+            continue
+        _PREPARED.add(spec)
+        module, _, function = spec.partition(":")
+        code = f"import {module} as m\nm.{function}()\n"
+        try:
+            subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=600,
+                           cwd=str(sandbox.REPO_ROOT),
+                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+        except (OSError, subprocess.SubprocessError):
+            pass
 
 
 def _resources() -> _Resources:
@@ -676,37 +647,48 @@ class _Verdict:
 
 
 @lru_cache(maxsize=None)
-def _load_cases(function: str) -> tuple[tuple, tuple[bool, ...], tuple[str, ...]]:
-    """The visible then hidden cases of ``function``, which are hidden, and their
-    encoded arguments (computed once per grading process; cases are fixed)."""
-    from helpers import checks
+@lru_cache(maxsize=None)
+def _load_cases(function: str) -> tuple[tuple, tuple[bool, ...], tuple[str, ...],
+                                         tuple[str | None, ...], tuple[tuple[str, str], ...]]:
+    """The visible then hidden cases of exercise ``function``, which are hidden, their
+    encoded arguments, their scenarios, and the ``(name, "module:function")`` of the
+    course functions it uses (computed once per grading process; cases are fixed)."""
+    from helpers import checks, exercises
 
     visible = list(checks.cases(function, hidden=False))
     hidden = list(checks.cases(function, hidden=True))
     cases = tuple(visible + hidden)
     payloads = tuple(sandbox.b64(sandbox.encode((tuple(c.args), dict(c.kwargs))))
                      for c in cases)
-    return cases, (False,) * len(visible) + (True,) * len(hidden), payloads
+    uses = tuple((dep, exercises.qualified(exercises.get(dep).reference))
+                 for dep in exercises.get(function).uses)
+    return (cases, (False,) * len(visible) + (True,) * len(hidden), payloads,
+            tuple(c.scenario for c in cases), uses)
 
 
 def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
              source: Source, res: _Resources, cell_timeout: float, notebook_timeout: float,
              limits: sandbox.Limits) -> _Verdict:
-    """Step 2 for one contract function: its outputs on every case, from a child whose
-    ``helpers`` lacks its reference, compared here with ``helpers.checks.compare``."""
+    """Step 2 for one exercise: its outputs on every case, from a child whose ``helpers``
+    lacks its reference (and what it refuses), in which the earlier course functions it
+    uses are the course's own, compared here with ``helpers.checks.compare``.
+
+    The child runs, from the cells before the exercise's first test, only the statements
+    its function needs (:mod:`autograder.slicing`): slow top-level work in answer cells
+    (a demo, a timing loop) is not run again."""
     from helpers import checks
 
-    cases, hidden, payloads = _load_cases(function)
+    cases, hidden, payloads, scenarios, uses = _load_cases(function)
     groups = [str(getattr(c, "group", "") or "") for c in cases]
     first_test = min((c.index for c in merged.cells if c.kind == "test"
                       and function in {s.function for s in specs_of.get(c.grade_id, [])}),
                      default=len(merged.cells))
-    own = {gid for gid, names in _answer_functions(source).items() if function in names}
-    code = slicing.slice_cells([slicing.CellCode(c.index, c.source, c.grade_id in own)
+    code = slicing.slice_cells([slicing.CellCode(c.index, c.source, False)
                                 for c in merged.cells if c.kind != "test" and c.index < first_test],
                                {function})
     cells = [{"index": i, "kind": "code", "source": src} for i, src in sorted(code.items())]
     job = {"kind": "calls", "cells": cells, "function": function, "cases": list(payloads),
+           "scenarios": list(scenarios), "uses": dict(uses),
            "cell_timeout": cell_timeout, "case_timeout": cell_timeout,
            "timeout": notebook_timeout}
     reply = res.worker.run(job, res.conf(function, source), limits)
@@ -735,7 +717,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
             if err.startswith("timeout"):
                 status = "timeout" if status == "ok" else status
             inconclusive[-1] = err.startswith(("timeout", "MemoryError"))
-            problems.append(_case_error(function, case, err))
+            problems.append(_case_error(function, case, err, str(line.get("where") or "")))
             continue
         try:
             got = sandbox.decode(sandbox.unb64(line.get("value")))
@@ -762,17 +744,24 @@ def _summary(text: str) -> str:
     return (f"{mistake} ({where}{problem})" if mistake else f"{where}{problem}")
 
 
-def _case_error(function: str, case, err: str) -> str:
-    """Words for a case on which the isolated call raised (``err``: "Type: text")."""
+def _case_error(function: str, case, err: str, where: str = "") -> str:
+    """Words for a case on which the isolated call raised (``err``: "Type: text";
+    ``where``: the innermost function of the learner's code it came from)."""
+    from helpers import checks
+
     if err.startswith("NotImplementedError"):
+        if where and where != function and where.isidentifier():
+            return (f"{where} is not implemented yet (your {function} calls it): replace "
+                    f"`raise NotImplementedError()` in {where} by your code")
         return f"{function} is not implemented yet: replace `raise NotImplementedError()` by your code"
-    if sandbox.REFERENCE_STUB_MARK in err:
-        return (f"{function} must be your own implementation: it called the reference "
-                f"helpers.{function}")
-    where = f"case {getattr(case, 'name', '?')!r} ({getattr(case, 'description', '')})"
+    stub = re.search(rf"([\w.]+) {re.escape(sandbox.REFERENCE_STUB_MARK)}", err)
+    if stub:
+        return (f"{function} must be your own implementation: it called {stub.group(1)} "
+                f"(the course's answer, hidden while yours is graded)")
     if err.startswith("timeout"):
-        return f"{where}: {function} did not finish ({err})"
-    return f"{where}: your {function} raised {_short(err, 400)}"
+        label = f"case {getattr(case, 'name', '?')!r} ({getattr(case, 'description', '')})"
+        return f"{label}: {function} did not finish ({err})"
+    return checks.error_text(function, case, _short(err, 400))
 
 
 def _answer_functions(source: Source) -> dict[str, list[str]]:
@@ -821,87 +810,6 @@ def _feedback(line: dict | None, scrub: _Scrubber, extra: list[str]) -> str:
     return text if len(text) <= FEEDBACK_CHARS else text[:FEEDBACK_CHARS] + "\n[...]"
 
 
-def _isolated_tests(grade_ids: list[str], merged: Merged, source: Source, res: _Resources,
-                    cell_timeout: float, timeout: float, limits: sandbox.Limits) -> _Run:
-    """The authoritative run of test cells outside the contract (see module doc).
-
-    The test cells and the source notebook's own set-up run in one child (full
-    ``helpers``: it computes expected values); the learner's answers run in another and
-    only answer calls (values in, values out), importing a ``helpers`` in which the
-    course's own version of every exercise of the notebook is a stub that raises. So
-    nothing the learner wrote runs where the tests decide, and no answer can hand the
-    reference's work back as its own.
-    """
-    answers = source.by_id("answer")
-    names = sorted({n for cell in answers.values() for n in slicing.bound_names(cell.source)})
-    student = slicing.slice_cells(
-        [slicing.CellCode(c.index, c.source, c.kind == "answer")
-         for c in merged.cells if c.kind != "test"], set(names))
-    wanted = set(grade_ids)
-    setup = [(i, c) for i, c in enumerate(source.cells) if c.cell_type == "code"
-             and (c.kind == "other" or (c.kind == "test" and c.grade_id in wanted))]
-    code = slicing.slice_cells([slicing.CellCode(i, c.source, c.kind == "test")
-                                for i, c in setup])
-    cells, part_of = [], {}        # a test cell becomes its visible and hidden pieces
-    for i, c in setup:
-        if i not in code:
-            continue
-        if c.kind != "test":
-            cells.append({"index": len(cells), "kind": "other", "source": code[i]})
-            continue
-        for piece, hidden in segments(c.source):
-            part_of[len(cells)] = (c.grade_id, hidden)
-            cells.append({"index": len(cells), "kind": "test", "grade_id": c.grade_id,
-                          "source": piece})
-    job = {"kind": "tests", "cells": cells, "names": names, "cell_timeout": cell_timeout,
-           "timeout": timeout,
-           "serve": {"cells": [{"index": i, "kind": "code", "source": src}
-                               for i, src in sorted(student.items())],
-                     "helpers_parent": res.exercise_helpers(list(answers)),
-                     "cell_timeout": cell_timeout}}
-    reply = res.worker.run(job, res.conf(None, source), limits)
-    lines = executor.parse_lines(reply.get("output", ""))
-    pieces: dict[str, list[tuple[bool, dict | None]]] = {}
-    seen = {line.get("cell"): line for line in reversed(lines) if "cell" in line}
-    for k, (gid, hidden) in part_of.items():
-        pieces.setdefault(gid, []).append((hidden, seen.get(k)))
-    by_id = {gid: _join_pieces(parts) for gid, parts in pieces.items()}
-    by_id = {gid: line for gid, line in by_id.items() if line is not None}
-    done = any(line.get("done") is True for line in lines)
-    if reply.get("exit") == executor.EXIT_TIMEOUT or any(l.get("timeout") for l in by_id.values()):
-        return _Run(by_id, "timeout", "the isolated test run ran out of time")
-    if not done:
-        return _Run(by_id, "crashed", "the isolated test run stopped unexpectedly")
-    return _Run(by_id, "ok", "")
-
-
-def _join_pieces(parts: list[tuple[bool, dict | None]]) -> dict | None:
-    """One cell's line from the lines of its pieces (None: its first piece never ran).
-
-    The cell fails at its first failing piece; ``visible_failed`` says whether that
-    piece was visible (the part the notebook run also executed)."""
-    if not parts or parts[0][1] is None:
-        return None
-    joined = {"stdout": "", "stderr": "", "error": None, "timeout": False, "memory": False,
-              "value": None, "visible_failed": False}
-    for hidden, line in parts:
-        if line is None:          # the run stopped before this piece
-            joined["error"] = joined["error"] or {"ename": "Stopped", "evalue": "not run",
-                                                  "traceback": ""}
-            break
-        joined["stdout"] += str(line.get("stdout") or "")
-        joined["stderr"] += str(line.get("stderr") or "")
-        joined["timeout"] |= bool(line.get("timeout"))
-        joined["memory"] |= bool(line.get("memory"))
-        joined["value"] = line.get("value")
-        failed = isinstance(line.get("error"), dict) or str(line.get("stderr") or "").strip()
-        if failed:
-            joined["error"] = line.get("error") if isinstance(line.get("error"), dict) else None
-            joined["visible_failed"] = not hidden
-            break
-    return joined
-
-
 @dataclass
 class _Run:
     """What the notebook run reported: the first line per cell, and how it ended."""
@@ -944,53 +852,10 @@ def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout:
     return _Run(by_cell, "ok", "")
 
 
-def _plain_cell(scell: SourceCell, line: dict | None, run: _Run, iline: dict | None,
-                irun: _Run, note: str, scrub: _Scrubber) -> tuple[CellResult, bool]:
-    """A test cell outside the contract: the isolated test run (``iline``) decides,
-    by nbgrader's rule; the notebook run (``line``) is the learner's feedback.
-
-    As in nbgrader, a cell that passes and whose last expression is a number earns that
-    many points (partial credit, clipped to ``[0, points]``). Returns the result and
-    whether it contradicts a pass in the notebook run (tampering). A failure caused by a
-    call to an exercise's reference (a stub in the learner's process) says so and is not
-    counted as tampering: in the notebook run the reference was there.
-    """
-    passed, text = _kernel_outcome(iline, irun.status)
-    k_pass, k_text = _kernel_outcome(line, run.status)
-    if passed:
-        status, points, message = "ok", scell.points, "passed"
-        value = iline.get("value")
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            points = min(max(float(value), 0.0), scell.points)
-            message = f"partial credit: {points:g} of {scell.points:g}"
-        if not k_pass:
-            message += f" (in the isolated run; notebook run: {scrub(k_text)})"
-    else:
-        points = 0.0
-        status = irun.status if iline is None and irun.status != "ok" else "failed"
-        message = scrub(text)
-    inconclusive = iline is None or bool(iline.get("timeout") or iline.get("memory"))
-    tampered = k_pass and not passed and not inconclusive and bool(iline.get("visible_failed"))
-    called = None if passed else re.search(
-        rf"(helpers[\w.]*) {re.escape(sandbox.REFERENCE_STUB_MARK)}", text)
-    if called:      # the learner's code used the course's version: said so, not tampering
-        tampered = False
-        message = (f"answers must be your own implementation: your code called the course's "
-                   f"{called.group(1)} ({message})")
-    if tampered:
-        message = ("tampering suspected: the test passed in the notebook but failed when run "
-                   f"apart from your code ({message})")
-    message += f" ({note})" if note else ""
-    extra = [] if passed or iline is None else [
-        "isolated test run: " + scrub(_kernel_outcome(iline, irun.status)[1])]
-    return (CellResult(scell.grade_id, "test", points, scell.points, status, _short(message),
-                       _feedback(line, scrub, [note] + extra)), tampered)
-
-
-def _contract_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str, _Verdict],
+def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str, _Verdict],
                    line: dict | None, run: _Run, note: str, missing: dict[str, str],
                    scrub: _Scrubber) -> tuple[CellResult, list[str]]:
-    """A test cell about contract functions: the isolated verdicts decide.
+    """A test cell (its ``check`` calls): the isolated verdicts decide.
 
     Returns the cell's result and the functions whose verdict contradicts a pass in the
     notebook run on the same (visible) cases: tampering.
@@ -1067,7 +932,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
         result.seconds = time.perf_counter() - t0
         return result
 
-    _warm_model_caches(source)
+    _prepare(source)
     merged = merge(source, student)
     result.answers, result.flags = merged.answers, list(merged.flags)
     limits = sandbox.Limits(memory_mb=memory_mb, cpu_seconds=int(notebook_timeout) + 10)
@@ -1078,10 +943,9 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     run = _notebook_run(merged, source, res, cell_timeout, notebook_timeout, limits)
     result.status, result.message = run.status, run.message
 
-    # 2. The authoritative verdicts, one isolated run per contract function tested.
+    # 2. The authoritative verdicts, one isolated run per exercise tested.
     answer_functions = _answer_functions(source)
-    local_functions = tuple(fn for names in answer_functions.values() for fn in names)
-    specs = {c.grade_id: case_specs(c.source_cell, _kernel_source(c.source_cell), local_functions)
+    specs = {c.grade_id: case_specs(c.source_cell, _kernel_source(c.source_cell))
              for c in merged.cells if c.kind == "test"}
     # They share one budget of notebook_timeout seconds (so grading a notebook takes at
     # most twice notebook_timeout, plus a few seconds, whatever it does).
@@ -1093,11 +957,6 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
                                 limits)
     missing = {fn: gid for gid, names in answer_functions.items() if gid in merged.missing
                for fn in names}
-    plain = [c.grade_id for c in merged.cells if c.kind == "test" and not specs[c.grade_id]]
-    irun = _Run({}, "ok", "")
-    if plain:
-        left = max(1.0, budget_end - time.monotonic())
-        irun = _isolated_tests(plain, merged, source, res, min(cell_timeout, left), left, limits)
     if res.worker.mode == "fallback":
         res.cleanup_fallback()
 
@@ -1112,21 +971,19 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
         elif scell.kind == "test":
             line = run.by_cell.get(index_of[scell.grade_id])
             note = merged.notes.get(scell.grade_id, "")
-            if specs[scell.grade_id]:
-                cell, tampered = _contract_cell(scell, specs[scell.grade_id], verdicts, line,
-                                                run, note, missing, scrub)
-                if tampered:
-                    result.flags.append(
-                        f"tampering suspected in {scell.grade_id}: the test passed in the "
-                        f"notebook, but the isolated re-run of {', '.join(tampered)} failed "
-                        f"the same checks")
-            else:
-                cell, tampered = _plain_cell(scell, line, run, irun.by_cell.get(scell.grade_id),
-                                             irun, note, scrub)
-                if tampered:
-                    result.flags.append(
-                        f"tampering suspected in {scell.grade_id}: the test passed in the "
-                        f"notebook but failed when run apart from the learner's code")
+            if not specs[scell.grade_id]:
+                result.cells.append(CellResult(
+                    scell.grade_id, "test", 0.0, scell.points, "invalid",
+                    "grader error: this test cell of the course's source calls no check(...) "
+                    "of a known exercise; tell your instructor"))
+                continue
+            cell, tampered = _exercise_cell(scell, specs[scell.grade_id], verdicts, line,
+                                            run, note, missing, scrub)
+            if tampered:
+                result.flags.append(
+                    f"tampering suspected in {scell.grade_id}: the test passed in the "
+                    f"notebook, but the isolated re-run of {', '.join(tampered)} failed "
+                    f"the same checks")
             result.cells.append(cell)
     result.seconds = time.perf_counter() - t0
     return result

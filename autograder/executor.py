@@ -15,7 +15,7 @@ killing it tears down everything it started. B runs in its own session, so
 nor the grader. The worker caps what it reads (a flood cannot exhaust memory), and the
 grader parses every line defensively: nothing from B is trusted.
 
-Three kinds of job:
+Two kinds of job:
 
 ``notebook``
     Run the merged notebook cell by cell with ``InteractiveShell.run_cell``, capturing
@@ -24,17 +24,14 @@ Three kinds of job:
     but never quotes their source), timeout/memory markers. Stops at the first timeout
     or ``MemoryError``.
 ``calls``
-    The authoritative run of one contract function: run the (non-test) cells with
-    output discarded, then call the function on each case (arguments arrive as
-    ``sandbox.encode`` bytes) and send back its return value, encoded, one line per case.
-``tests``
-    The authoritative run of test cells outside the contract, in two confined children
-    joined by a socket: a *server* runs the learner's cells and answers calls (values
-    in, values out), importing the ``helpers`` copy ``job["serve"]["helpers_parent"]``
-    when given (the exercises' references stubbed); the *tests* child, with the full
-    ``helpers``, binds the learner's names to stand-ins that forward calls, runs the
-    source's set-up and the test cells, and alone holds the result pipe. No learner
-    code runs in the process that reports the results.
+    The authoritative run of one exercise: run the cells its answer needs with output
+    discarded, bind the earlier course functions it may call (``uses``) to the course's
+    own, then call the function on each case (arguments arrive as ``sandbox.encode``
+    bytes; a case with a ``scenario`` runs ``scenario(fn, *args)``, e.g. two calls
+    sharing a cache) and send back each return value, encoded, one line per case.
+
+Every request to the worker carries an id that its reply repeats; a reply with another
+id (left over from a request whose reader gave up) is dropped.
 
 Cost: forking the warm worker and confining the child take a few milliseconds; the
 course's notebooks need 0.02-0.13 s of CPU each to grade (0.5 s for the language-model
@@ -55,7 +52,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 from autograder import sandbox
@@ -294,6 +291,17 @@ def _job_notebook(job: dict, fd: int) -> None:
     _send(fd, {"done": True, "cpu": _cpu_seconds()})
 
 
+def _resolve(spec: str):
+    """The object ``"module:attr"`` names (imported from the child's helpers copy)."""
+    import importlib
+
+    module, _, attr = spec.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def _job_calls(job: dict, fd: int) -> None:
     import warnings
 
@@ -304,8 +312,18 @@ def _job_calls(job: dict, fd: int) -> None:
         res = runner.run(c["index"], c["source"], job["cell_timeout"], 1000)
         _send(fd, {"cell": c["index"], "error": res["error"], "timeout": res["timeout"],
                    "memory": res["memory"]})
+    ns = runner.shell.user_ns
     name = job["function"]
-    fn = runner.shell.user_ns.get(name)
+    fn = ns.get(name)
+    # The earlier course functions this one may call are the course's own while it is
+    # graded: a mistake in the learner's version is charged in its own exercise only.
+    for dep, spec in (job.get("uses") or {}).items():
+        if dep != name and (dep not in ns or callable(ns[dep])):
+            try:
+                ns[dep] = _resolve(spec)
+            except Exception:              # not importable in this copy: leave the name
+                pass
+    scenarios = job.get("scenarios") or [None] * len(job["cases"])
     stopped = None
     for k, payload in enumerate(job["cases"]):
         line: dict = {"case": k}
@@ -325,7 +343,10 @@ def _job_calls(job: dict, fd: int) -> None:
             try:
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
                     warnings.simplefilter("ignore")
-                    value = fn(*args, **kwargs)
+                    if scenarios[k]:
+                        value = _resolve(scenarios[k])(fn, *args, **kwargs)
+                    else:
+                        value = fn(*args, **kwargs)
             finally:
                 runner.timer.stop()
             line["value"] = sandbox.b64(sandbox.encode(value))
@@ -337,6 +358,7 @@ def _job_calls(job: dict, fd: int) -> None:
         except BaseException as exc:  # the student's function may raise anything
             try:
                 line["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+                line["where"] = _innermost_learner_function(exc)
             except BaseException:
                 line["error"] = "the function raised an unprintable exception"
         finally:
@@ -345,216 +367,17 @@ def _job_calls(job: dict, fd: int) -> None:
     _send(fd, {"done": True, "cpu": _cpu_seconds()})
 
 
-#: Largest argument payload the learner's side accepts (the tests' side is trusted).
-ARGS_CAP = 1 << 30
+def _innermost_learner_function(exc: BaseException) -> str:
+    """The name of the innermost function of the learner's cells in ``exc``'s traceback."""
+    name, tb = "", exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.startswith("<cell"):
+            name = tb.tb_frame.f_code.co_name
+        tb = tb.tb_next
+    return name[:100]
 
 
-def _frame_send(sock, header: dict, payload: bytes = b"") -> None:
-    """One frame: 4-byte header length, JSON header, 8-byte payload length, payload."""
-    head = json.dumps(header).encode()
-    sock.sendall(len(head).to_bytes(4, "big") + head + len(payload).to_bytes(8, "big"))
-    if payload:
-        sock.sendall(payload)
-
-
-def _frame_recv(sock, payload_cap: int) -> tuple[dict, bytes] | None:
-    """One frame, or None at EOF or when it is malformed or too large."""
-    def exactly(n: int) -> bytes | None:
-        buf = bytearray(n)
-        view, got = memoryview(buf), 0
-        while got < n:
-            k = sock.recv_into(view[got:], min(n - got, 1 << 22))
-            if not k:
-                return None
-            got += k
-        return bytes(buf)
-
-    head_len = exactly(4)
-    if head_len is None or int.from_bytes(head_len, "big") > (1 << 20):
-        return None
-    head = exactly(int.from_bytes(head_len, "big"))
-    size = exactly(8)
-    if head is None or size is None or int.from_bytes(size, "big") > payload_cap:
-        return None
-    payload = exactly(int.from_bytes(size, "big")) if int.from_bytes(size, "big") else b""
-    try:
-        header = json.loads(head)
-    except ValueError:
-        return None
-    return (header, payload) if isinstance(header, dict) and payload is not None else None
-
-
-def _job_serve(job: dict, chan: int) -> None:
-    """The learner's side of a ``tests`` job: run their code, then answer calls.
-
-    Requests: ``{"op": "describe", "names": [...]}`` and ``{"op": "call", "name": ...,
-    "args": <encoded (args, kwargs)>}``. Replies carry encoded values or the exception's
-    type name and text. Output and warnings of the learner's code go nowhere.
-    """
-    import socket
-    import warnings
-
-    import numpy as np
-
-    sock = socket.socket(fileno=chan)
-    refs = sandbox.ArrayRefs()
-    runner = _Runner(job["cells"], {})
-    for c in job["cells"]:
-        runner.run(c["index"], c["source"], job["cell_timeout"], 1000)
-    ns = runner.shell.user_ns
-    sink = _Capped(1000)
-    while True:
-        try:
-            frame = _frame_recv(sock, ARGS_CAP)
-        except OSError:
-            return
-        if frame is None:
-            return
-        req, payload = frame
-        reply: dict
-        value_bytes = b""
-        sys.stdout, sys.stderr = sink, sink
-        try:
-            if req.get("op") == "describe":
-                reply = {}
-                for name in req.get("names", []):
-                    value = ns.get(name, _MISSING)
-                    if value is _MISSING:
-                        reply[name] = {"kind": "missing"}
-                    elif callable(value):
-                        reply[name] = {"kind": "function"}
-                    else:
-                        reply[name] = {"kind": "value", "value": sandbox.b64(sandbox.encode(value))}
-            else:
-                fn = ns.get(req.get("name"))
-                refs.given.clear()
-                args, kwargs = sandbox.decode(payload, ARGS_CAP, refs)
-                with warnings.catch_warnings(), np.errstate(all="ignore"):
-                    warnings.simplefilter("ignore")
-                    value = fn(*args, **kwargs)
-                # the value, and the arguments as the call left them (copy-restore)
-                value_bytes = sandbox.encode((value, args, kwargs), refs)
-                reply = {"ok": True}
-        except BaseException as exc:  # the learner's function may raise anything
-            try:
-                reply = {"ok": False, "etype": type(exc).__name__, "message": str(exc)[:2000]}
-            except BaseException:
-                reply = {"ok": False, "etype": "Exception", "message": "unprintable exception"}
-        finally:
-            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        try:
-            _frame_send(sock, reply, value_bytes)
-        except OSError:
-            return
-
-
-_MISSING = object()
-
-
-class LearnerError(Exception):
-    """The learner's function raised an exception that is not a built-in one."""
-
-
-class _Channel:
-    """The tests' side of a ``tests`` job: calls forwarded to the learner's process."""
-
-    def __init__(self, chan: int):
-        import socket
-
-        self.sock = socket.socket(fileno=chan)
-        self.refs = sandbox.ArrayRefs()
-
-    def request(self, req: dict, payload: bytes = b"") -> tuple[dict, bytes]:
-        try:
-            _frame_send(self.sock, req, payload)
-            frame = _frame_recv(self.sock, sandbox.MAX_VALUE_BYTES)
-        except OSError:
-            frame = None
-        if frame is None:
-            raise LearnerError("the process running your code stopped (it crashed, ran out of "
-                               "time or memory, or exited)")
-        return frame
-
-    def call(self, name: str, args: tuple, kwargs: dict):
-        reply, payload = self.request({"op": "call", "name": name},
-                                      sandbox.encode((args, kwargs), self.refs))
-        if reply.get("ok") is True:
-            try:
-                value, new_args, new_kwargs = sandbox.decode(payload, refs=self.refs)
-                sandbox.restore(args, tuple(new_args))
-                sandbox.restore(kwargs, dict(new_kwargs))
-                return value
-            except (sandbox.DecodeError, TypeError, ValueError) as exc:
-                raise LearnerError(f"{name} returned something that cannot be checked "
-                                   f"({exc})") from None
-        etype = str(reply.get("etype", "Exception"))
-        message = str(reply.get("message", ""))[:2000]
-        import builtins
-
-        cls = getattr(builtins, etype, None)
-        if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == "builtins":
-            try:
-                raise cls(message)
-            except TypeError:
-                pass
-        raise LearnerError(f"{etype}: {message}")
-
-
-class _LearnerFunction:
-    """Stands for one of the learner's functions in the tests' process."""
-
-    def __init__(self, name: str, channel: _Channel):
-        self.__name__ = self.__qualname__ = name
-        self._channel = channel
-
-    def __call__(self, *args, **kwargs):
-        return self._channel.call(self.__name__, args, kwargs)
-
-    def __repr__(self) -> str:
-        return f"<your function {self.__name__}>"
-
-
-def _job_tests(job: dict, wfd: int, chan: int) -> None:
-    """The tests' side of a ``tests`` job: no learner code runs in this process.
-
-    The learner's names (``job["names"]``) are bound to stand-ins that forward calls to
-    the learner's process, or to copies of their values; then the source notebook's own
-    set-up cells and the test cells run here, reported like a notebook run.
-    """
-    channel = _Channel(chan)
-    cells = job["cells"]
-    labels = {f"<cell {c['index']}>": f"test cell {c['grade_id']}"
-              for c in cells if c.get("kind") == "test"}
-    runner = _Runner(cells, labels)
-    ns = runner.shell.user_ns
-    runner.timer.start(job["cell_timeout"])
-    try:
-        described = channel.request({"op": "describe", "names": job["names"]})[0]
-    except (LearnerError, CellTimeout):
-        described = {}
-    finally:
-        runner.timer.stop()
-    for name in job["names"]:
-        info = described.get(name) if isinstance(described, dict) else None
-        kind = info.get("kind") if isinstance(info, dict) else "function"
-        if kind == "value":
-            try:
-                ns[name] = sandbox.decode(sandbox.unb64(info.get("value")))
-                continue
-            except sandbox.DecodeError:
-                pass
-        if kind != "missing":
-            ns[name] = _LearnerFunction(name, channel)
-    for c in cells:
-        res = runner.run(c["index"], c["source"], job["cell_timeout"], job.get("cap", OUTPUT_CAP))
-        if c.get("kind") == "test":
-            _send(wfd, res)
-        if res["timeout"] or res["memory"]:
-            break
-    _send(wfd, {"done": True, "cpu": _cpu_seconds()})
-
-
-def _child_b(job: dict, conf: sandbox.Confinement, wfd: int | None, chan: int | None) -> None:
+def _child_b(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
     """Process B: confine, silence fds 0-2, run the job, exit."""
     code = 0
     try:
@@ -573,19 +396,14 @@ def _child_b(job: dict, conf: sandbox.Confinement, wfd: int | None, chan: int | 
         sys.stdin = open(os.devnull)
         if job["kind"] == "notebook":
             _job_notebook(job, wfd)
-        elif job["kind"] == "calls":
-            _job_calls(job, wfd)
-        elif job["kind"] == "serve":
-            _job_serve(job, chan)
         else:
-            _job_tests(job, wfd, chan)
+            _job_calls(job, wfd)
     except BaseException:
         code = 1
     os._exit(code)
 
 
-def _child_a(job: dict, conf: sandbox.Confinement, wfd: int | None,
-             chan: int | None = None) -> None:
+def _child_a(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
     """Process A: enter namespaces, fork B, enforce the deadline, exit with B's fate."""
     code = 1
     try:
@@ -593,7 +411,7 @@ def _child_a(job: dict, conf: sandbox.Confinement, wfd: int | None,
             sandbox.unshare_outer()
         pid = os.fork()
         if pid == 0:
-            _child_b(job, conf, wfd, chan)
+            _child_b(job, conf, wfd)
 
         def stop(signum, frame):      # the worker is done with us: take B's world down
             sandbox.kill_quietly(pid)
@@ -602,9 +420,7 @@ def _child_a(job: dict, conf: sandbox.Confinement, wfd: int | None,
             os._exit(EXIT_TIMEOUT)
 
         signal.signal(signal.SIGTERM, stop)
-        for fd in (wfd, chan):
-            if fd is not None:
-                os.close(fd)
+        os.close(wfd)
         deadline = time.monotonic() + job["timeout"]
         pidfd = os.pidfd_open(pid)
         status = None
@@ -657,43 +473,22 @@ def _prewarm() -> None:
     _SHELL = _make_shell()
 
 
-def _fork_a(job: dict, conf: sandbox.Confinement, wfd: int | None, chan: int | None) -> int:
-    """Fork an A for ``job`` that keeps only ``wfd`` and ``chan`` open (besides 0-2)."""
+def _fork_a(job: dict, conf: sandbox.Confinement, wfd: int) -> int:
+    """Fork an A for ``job`` that keeps only ``wfd`` open (besides 0-2)."""
     pid = os.fork()
     if pid == 0:
         try:
-            keep = sorted(fd for fd in (wfd, chan) if fd is not None)
-            low = 3
-            for fd in keep:
-                os.closerange(low, fd)
-                low = fd + 1
-            os.closerange(low, 1 << 16)
+            os.closerange(3, wfd)
+            os.closerange(wfd + 1, 1 << 16)
         finally:
-            _child_a(job, conf, wfd, chan)
+            _child_a(job, conf, wfd)
     return pid
 
 
 def _run_job(job: dict, conf: sandbox.Confinement) -> dict:
-    import socket
-
     r, w = os.pipe()
     t0 = time.perf_counter()
-    helper_pid = None
-    if job["kind"] == "tests":
-        # The learner's code serves calls in one child; the tests run in another, which
-        # alone can write results. They share only a socket.
-        runner_end, student_end = socket.socketpair()
-        serve = dict(job["serve"], kind="serve", timeout=job["timeout"])
-        # The learner's side may import another helpers copy (references hidden).
-        serve_helpers = serve.pop("helpers_parent", None)
-        serve_conf = (conf if not isinstance(serve_helpers, str)
-                      else replace(conf, helpers_parent=serve_helpers))
-        helper_pid = _fork_a(serve, serve_conf, None, student_end.fileno())
-        student_end.close()
-        pid = _fork_a(job, conf, w, runner_end.fileno())
-        runner_end.close()
-    else:
-        pid = _fork_a(job, conf, w, None)
+    pid = _fork_a(job, conf, w)
     os.close(w)
     chunks, size, truncated = [], 0, False
     deadline = time.monotonic() + job["timeout"] + 10
@@ -724,9 +519,6 @@ def _run_job(job: dict, conf: sandbox.Confinement) -> dict:
     os.close(r)
     if status is None:
         _, status = os.waitpid(pid, 0)
-    if helper_pid is not None:
-        sandbox.kill_quietly(helper_pid, signal.SIGTERM)
-        os.waitpid(helper_pid, 0)
     code = os.waitstatus_to_exitcode(status)
     return {"output": b"".join(chunks).decode("utf-8", "replace"), "truncated": truncated,
             "exit": code, "seconds": round(time.perf_counter() - t0, 4)}
@@ -753,13 +545,16 @@ def serve(infd: int = 0, outfd: int = 1) -> None:
 
 def _serve_loop(rin, out, mode: str) -> None:
     for raw in rin:
+        job_id = None
         try:
             req = json.loads(raw)
+            job_id = req.pop("id", None)
             conf = sandbox.Confinement(mode=mode, limits=sandbox.Limits(**req.pop("limits")),
                                        **req.pop("conf"))
             reply = _run_job(req, conf)
         except Exception as exc:
             reply = {"worker_error": f"{type(exc).__name__}: {exc}"}
+        reply["id"] = job_id
         out.write((json.dumps(reply) + "\n").encode())
         out.flush()
 
@@ -783,6 +578,8 @@ class Worker:
         self._lock = threading.Lock()
         self._owner = os.getpid()
         self._proc: subprocess.Popen | None = None
+        self._next_id = 0
+        self.dropped = 0            # late replies read and ignored (see run)
         self.mode: str | None = None
         self.home = Path(tempfile.mkdtemp(prefix=HOME_PREFIX))
         (self.home / "root").mkdir()
@@ -815,20 +612,30 @@ class Worker:
             raise WorkerError("the grading worker failed to start") from None
 
     def run(self, job: dict, conf: dict, limits: sandbox.Limits) -> dict:
-        request = dict(job, conf=conf, limits=asdict(limits))
-        line = (json.dumps(request) + "\n").encode()
+        """Run ``job``; its reply. Every request carries a fresh id and only the reply
+        with that id is accepted: a reply left over from an earlier request (one whose
+        reader gave up) is read and dropped, never taken for this one's."""
         with self._lock:
             for attempt in range(2):
+                self._next_id += 1
+                request = dict(job, id=self._next_id, conf=conf, limits=asdict(limits))
+                line = (json.dumps(request) + "\n").encode()
                 if self._proc is None or self._proc.poll() is not None:
                     self._start()
                 try:
                     self._proc.stdin.write(line)
                     self._proc.stdin.flush()
-                    reply = self._proc.stdout.readline()
-                    if reply:
+                    while True:
+                        reply = self._proc.stdout.readline()
+                        if not reply:
+                            break
                         data = json.loads(reply)
+                        if data.get("id") != self._next_id:
+                            self.dropped += 1          # a late reply: not this job's
+                            continue
                         if "worker_error" in data:
                             raise WorkerError(data["worker_error"])
+                        data.pop("id", None)
                         return data
                 except (BrokenPipeError, OSError, ValueError):
                     pass

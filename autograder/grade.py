@@ -44,6 +44,7 @@ from types import SimpleNamespace
 from typing import Callable, Iterable
 
 from autograder import SOLUTIONS_DIR
+from autograder import cells as nbcells
 
 #: Columns of ``grades.csv`` (one row per graded cell).
 GRADE_COLUMNS = ["student_id", "assignment", "notebook", "grade_id", "kind", "points",
@@ -85,9 +86,9 @@ def course_notebooks(solutions: Path = SOLUTIONS_DIR) -> dict[tuple[str, str], l
         for path in sorted(folder.glob("*.ipynb")):
             cells = []
             for cell in json.loads(path.read_text(encoding="utf-8")).get("cells", []):
-                meta = cell.get("metadata", {}).get("nbgrader", {})
-                if meta.get("grade"):
-                    kind = "test" if cell["cell_type"] == "code" and not meta.get("solution") else "manual"
+                kind = nbcells.kind(cell)
+                if kind in (nbcells.TEST, nbcells.MANUAL):
+                    meta = nbcells.nbgrader(cell)
                     cells.append(GradedCell(meta["grade_id"], kind, float(meta.get("points", 0))))
             found[(folder.name, path.name)] = cells
     return found

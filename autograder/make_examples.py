@@ -1,7 +1,8 @@
-"""Build ``autograder/examples/``: example submissions for the instructor's first run.
+"""Example submissions for the instructor's first run, generated on demand.
 
-``python -m autograder make-examples`` (or ``make examples``) writes, from the course's
-own solution and student notebooks:
+``python -m autograder make-examples [--dest DIR]`` writes into ``DIR`` (default
+``grading-output/example-class/``, never committed), from the course's own solution and
+student notebooks:
 
 ``submissions/<student>/<assignment>/<notebook>.ipynb`` for these students:
 
@@ -24,12 +25,11 @@ own solution and student notebooks:
   cell emptied).
 
 ``EXPECTED.json`` says what grading each example must give, derived from the solution
-notebooks by the rules above (``tests/test_examples.py`` grades the examples and checks
-it); ``EXPECTED.md`` is the same as a table for people. ``make grade-examples`` grades
-them and prints the summary.
-
-The files are generated, committed, and checked to be up to date by the tests: after
-changing a solution notebook, run ``make release examples``.
+notebooks by the rules above (``tests/test_examples.py`` generates the examples, grades
+them and checks it); ``EXPECTED.md`` is the same as a table for people. Only these two
+are committed, in ``tests/fixtures/examples/`` (``make examples`` refreshes them, and the
+tests fail while they are stale); ``make grade-examples`` generates the class, grades it
+and prints the summary.
 """
 
 from __future__ import annotations
@@ -41,10 +41,14 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR, notebook_format
+from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR, notebook_format
+from autograder import cells as nbcells
 from autograder.feedback import tests_of
 
-EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+#: Where ``make-examples`` writes the example class by default (generated, not committed).
+EXAMPLES_DIR = REPO_ROOT / "grading-output" / "example-class"
+#: The committed expectations (``EXPECTED.json``, ``EXPECTED.md``).
+EXPECTED_DIR = REPO_ROOT / "tests" / "fixtures" / "examples"
 
 #: Wrong answers students typically write, per contract function: (what is wrong, cell source).
 MISTAKES: dict[str, list[tuple[str, str]]] = {
@@ -306,18 +310,9 @@ WRITTEN_ANSWER = "An example written answer (graded by hand)."
 
 # --------------------------------------------------------------------------- notebooks
 
-def _grading(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def _is_answer(cell) -> bool:
-    meta = _grading(cell)
-    return bool(meta.get("solution")) and not meta.get("grade") and cell.cell_type == "code"
-
-
-def _is_test(cell) -> bool:
-    meta = _grading(cell)
-    return bool(meta.get("grade")) and not meta.get("solution") and cell.cell_type == "code"
+_grading = nbcells.nbgrader
+_is_answer = nbcells.is_answer
+_is_test = nbcells.is_test
 
 
 def _without_markers(source: str) -> str:
@@ -536,9 +531,12 @@ def expected_markdown(expected: dict) -> str:
 
 
 def make_examples(dest: Path = EXAMPLES_DIR, solutions: Path = SOLUTIONS_DIR,
-                  released: Path = NOTEBOOKS_DIR) -> list[Path]:
-    """(Re)write the examples into ``dest``; return the files that changed (or went)."""
+                  released: Path = NOTEBOOKS_DIR, expected_only: bool = False) -> list[Path]:
+    """(Re)write the examples into ``dest``; return the files that changed (or went).
+    With ``expected_only``, only ``EXPECTED.json`` and ``EXPECTED.md``."""
     files, expected = build(solutions, released)
+    if expected_only:
+        files = {}
     files["EXPECTED.json"] = json.dumps(expected, indent=1, sort_keys=False) + "\n"
     files["EXPECTED.md"] = expected_markdown(expected)
     changed = []

@@ -36,11 +36,12 @@ Both modes apply rlimits: address space (``RLIMIT_AS``), CPU seconds, file size,
 open files, core dumps, and (as ``nobody``) processes.
 
 :func:`prepare_helpers` builds the copies of ``helpers`` a child may import: the full
-package for the grading kernel, and for each contract function a *stripped* copy whose
-``reference.<function>`` is replaced by a stub that raises (an AST rewrite, so the
-reference code of that function is not in the child's process at all), with
-``helpers/checks.py`` replaced by a harmless stand-in and ``helpers/mistakes.py`` left
-out (known-mistake implementations are close to correct ones).
+package for the grading kernel, and for each exercise a *stripped* copy in which its
+reference and the functions it refuses are stubs that raise (an AST rewrite, so that
+code is not in the child's process at all), every function of the exercise modules
+(hidden cases, known mistakes: close to correct answers) is a stub too, except the
+``scenario_*`` functions the calls run, and ``helpers/checks.py`` is a harmless
+stand-in.
 
 Data crosses the process boundary only as JSON and uncompressed ``.npz`` bytes read
 with ``allow_pickle=False`` (:func:`encode` / :func:`decode`), both size-capped. Besides
@@ -464,71 +465,71 @@ def _stub_function(tree: ast.Module, name: str, label: str | None = None) -> boo
     return found
 
 
-#: Module-level dicts of a helpers module that map an exercise (an answer grade_id) to
-#: the functions of that module that would do its work. ``helpers/llama.py`` names its
-#: own ``_REFERENCES`` (older name, still read).
-REFERENCE_LISTS = ("EXERCISE_REFERENCES", "_REFERENCES")
+def exercise_stubs(name: str) -> dict[str, set[str]]:
+    """What the learner's code must not find while exercise ``name`` is graded:
+    ``{module: {function}}`` for its reference and the functions it ``refuse``s."""
+    from helpers import exercises
+
+    ex = exercises.get(name)
+    out: dict[str, set[str]] = {}
+    out.setdefault(ex.reference.__module__, set()).add(ex.reference.__name__)
+    for spec in ex.refuse:
+        module, _, attr = spec.partition(":")
+        out.setdefault(module, set()).add(attr)
+    return out
 
 
-def _listed_references(tree: ast.Module, exercises: set[str]) -> set[str]:
-    """The names a module's :data:`REFERENCE_LISTS` dicts give for ``exercises`` (read
-    from the source: the module is not imported)."""
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        else:
-            continue
-        if not any(isinstance(t, ast.Name) and t.id in REFERENCE_LISTS for t in targets):
-            continue
-        try:
-            listed = ast.literal_eval(value)
-        except (ValueError, TypeError, SyntaxError, RecursionError):
-            continue
-        if not isinstance(listed, dict):
-            continue
-        for exercise, refs in listed.items():
-            if exercise in exercises and isinstance(refs, (tuple, list, set, frozenset)):
-                names |= {r for r in refs if isinstance(r, str)}
-    return names
+def _module_file(pkg: Path, module: str) -> Path:
+    parts = module.split(".")[1:]                  # without the leading "helpers"
+    base = pkg.joinpath(*parts) if parts else pkg
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
 
 
-def hide_exercise_references(pkg: Path, exercises) -> dict[str, list[str]]:
-    """Stub, on disk in the copy ``pkg`` of ``helpers``, every top-level function named
-    like one of ``exercises`` (a notebook's answer grade_ids) in any of its modules, and
-    the functions its modules list for them in :data:`REFERENCE_LISTS`; returns
-    ``{module file: stubbed names}``. Every other function stays as it is."""
-    exercises = set(exercises)
+def _stub_file(py: Path, names, label_of) -> list[str]:
+    tree = ast.parse(py.read_text(encoding="utf-8"))
+    stubbed = sorted(n for n in names if _stub_function(tree, n, label_of(n)))
+    if stubbed:
+        py.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
+    return stubbed
+
+
+def hide_exercise(pkg: Path, name: str) -> dict[str, list[str]]:
+    """In the copy ``pkg`` of ``helpers``: stub the reference of exercise ``name`` and the
+    functions it refuses, and every function of the exercise modules
+    (``helpers/exercises/*.py``: references, case builders with the hidden cases, known
+    mistakes) except the ``scenario_*`` functions the grader's calls run. Returns
+    ``{module file: stubbed names}``."""
+    from helpers import exercises
+
+    # the course's versions of the earlier functions it uses stay callable
+    keep = {(f.__module__, f.__name__) for f in
+            (exercises.get(dep).reference for dep in exercises.get(name).uses)}
     hidden: dict[str, list[str]] = {}
-    for py in sorted(pkg.rglob("*.py")):
-        text = py.read_text(encoding="utf-8")
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
-        parts = py.relative_to(pkg.parent).with_suffix("").parts
-        module = ".".join(p for p in parts if p != "__init__")
+    for module, names in exercise_stubs(name).items():
+        py = _module_file(pkg, module)
         # helpers.reference is re-exported by the package: name it as learners call it
-        prefix = "helpers" if module in ("helpers", "helpers.reference") else module
-        wanted = exercises | _listed_references(tree, exercises)
-        stubbed = sorted(n for n in wanted if _stub_function(tree, n, f"{prefix}.{n}"))
+        prefix = "helpers" if module == "helpers.reference" else module
+        stubbed = _stub_file(py, names, lambda n, p=prefix: f"{p}.{n}")
         if stubbed:
-            py.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
+            hidden[str(py.relative_to(pkg))] = stubbed
+    for py in sorted((pkg / "exercises").glob("*.py")):
+        if py.name == "__init__.py":
+            continue
+        tree = ast.parse(py.read_text(encoding="utf-8"))
+        names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and not n.name.startswith("scenario_")
+                 and (f"helpers.exercises.{py.stem}", n.name) not in keep}
+        stubbed = _stub_file(py, names, lambda n, m=py.stem: f"helpers.exercises.{m}.{n}")
+        if stubbed:
             hidden[str(py.relative_to(pkg))] = stubbed
     return hidden
 
 
-def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = None,
-                    exercises=()) -> Path:
+def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = None) -> Path:
     """Copy ``helpers/`` to ``dest/helpers`` (compiled); return ``dest`` (for sys.path).
 
-    With ``strip``, the copy's ``reference.<strip>`` becomes a stub that raises, the
-    checks module a no-op stand-in, and the known-mistakes module is left out. With
-    ``exercises`` (a notebook's answer grade_ids), the references of those exercises
-    become stubs in every module (:func:`hide_exercise_references`): the copy the
-    learner's answers to exercises outside the contract run with.
+    With ``strip`` (an exercise's name), the copy is the one that exercise is graded
+    with (:func:`hide_exercise`), and its checks module is a no-op stand-in.
     """
     source = HELPERS_DIR if source is None else source
     pkg = dest / "helpers"
@@ -537,15 +538,14 @@ def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = 
     shutil.copytree(source, pkg, ignore=shutil.ignore_patterns(
         "__pycache__", "*.pyc", ".ipynb_checkpoints"))
     if strip is not None:
-        ref = pkg / "reference.py"
-        tree = ast.parse(ref.read_text(encoding="utf-8"))
-        if not _stub_function(tree, strip):
-            raise ValueError(f"helpers/reference.py defines no function {strip!r}")
-        ref.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
+        from helpers import exercises
+
+        ref = exercises.get(strip).reference
+        hidden = hide_exercise(pkg, strip)
+        where = str(_module_file(pkg, ref.__module__).relative_to(pkg))
+        if ref.__name__ not in hidden.get(where, ()):
+            raise ValueError(f"{where} defines no function {ref.__name__} to hide")
         (pkg / "checks.py").write_text(_CHECKS_STAND_IN, encoding="utf-8")
-        (pkg / "mistakes.py").unlink(missing_ok=True)
-    if exercises:
-        hide_exercise_references(pkg, exercises)
     for py in pkg.rglob("*.py"):
         py_compile.compile(str(py), doraise=False, quiet=2)
     return dest

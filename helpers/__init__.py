@@ -39,7 +39,7 @@ from helpers.reference import (  # noqa: F401  (re-exported)
     transformer_block,
 )
 
-#: The exercise functions of the contract (``shared/curriculum.md``), in course order.
+#: The exercise functions of the contract (``docs/contract.md``), in course order.
 CONTRACT_FUNCTIONS = (
     "dot", "cosine_similarity", "pairwise_scores",
     "softmax",

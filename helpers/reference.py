@@ -13,7 +13,7 @@ the lecture slides (Jurafsky & Martin, *Speech and Language Processing*, ch. 9-1
                       t5 = FFN(t4); h = t5 + t3
     LM                X = E[ids] + P[:N]; blocks; logits = h E^T (tied weights)
 
-Conventions (the exercise contract, ``shared/curriculum.md``):
+Conventions (the exercise contract, ``docs/contract.md``):
 
 * row vectors: a sequence is ``X`` of shape ``[N, d]``, one token per row;
 * arrays are ``float64``; every function accepts array-likes (nested lists too);

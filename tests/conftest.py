@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
@@ -24,3 +25,14 @@ settings.register_profile(
 )
 settings.register_profile("explore", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def example_class(tmp_path_factory):
+    """The example class of ``python -m autograder make-examples`` (generated, not
+    committed): ``<dir>/submissions/<student>/...`` and ``<dir>/EXPECTED.json``."""
+    from autograder.make_examples import make_examples
+
+    dest = tmp_path_factory.mktemp("example-class")
+    make_examples(dest)
+    return dest

@@ -26,6 +26,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
+from autograder import cells as nbcells
 
 #: The slides' text (lecture seeds), beside the repository; absent outside the project.
 SEEDS_DIR = REPO_ROOT.parent / "shared" / "seeds"
@@ -82,20 +83,14 @@ def grade_id(cell) -> str | None:
     return nbgrader(cell).get("grade_id")
 
 
-def is_answer(cell) -> bool:
-    """An autograded answer: a code cell the student writes (``solution: true``)."""
-    return cell.cell_type == "code" and bool(nbgrader(cell).get("solution"))
-
-
-def is_test(cell) -> bool:
-    """An autograded test: a code cell with ``grade: true``."""
-    return cell.cell_type == "code" and bool(nbgrader(cell).get("grade"))
+# The cell kinds are the grader's own (autograder/cells.py): one definition.
+is_answer = nbcells.is_answer
+is_test = nbcells.is_test
 
 
 def is_manual(cell) -> bool:
     """A manually graded written answer: a markdown cell with grade and solution."""
-    meta = nbgrader(cell)
-    return cell.cell_type == "markdown" and bool(meta.get("grade")) and bool(meta.get("solution"))
+    return cell.cell_type == "markdown" and nbcells.is_manual(cell)
 
 
 def cell_label(cell, index: int) -> str:

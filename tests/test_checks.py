@@ -1,4 +1,4 @@
-"""The instant checks (helpers.checks) and the known mistakes they diagnose (helpers.mistakes).
+"""The instant checks (helpers.checks) and the known mistakes they diagnose (helpers/exercises).
 
 What is verified:
 * the reference passes every case of every contract function, printing one line and
@@ -32,7 +32,10 @@ import pytest
 import helpers
 from helpers import checks, reference
 from helpers.checks import CheckFailed, assert_close, cases, check, compare, diagnose
-from helpers.mistakes import MISTAKES
+from helpers import exercises
+from helpers.exercises import generate as GEN
+
+MISTAKES = {n: exercises.get(n).mistakes for n in helpers.CONTRACT_FUNCTIONS}
 
 NAMES = helpers.CONTRACT_FUNCTIONS
 
@@ -77,7 +80,7 @@ def test_reference_passes_visible_and_hidden_with_nothing_on_stderr(name, capfd)
 @pytest.mark.parametrize("name", NAMES)
 def test_every_function_has_visible_and_more_hidden_cases(name):
     vis, hid = cases(name), cases(name, hidden=True)
-    assert 2 <= len(vis) <= 5
+    assert 2 <= len(vis) <= 6
     assert len(hid) > len(vis)
     assert len({c.name for c in vis + hid}) == len(vis + hid)
     assert all(not c.hidden for c in vis) and all(c.hidden for c in hid)
@@ -692,7 +695,7 @@ def test_no_two_mistakes_coincide_on_every_case(name):
     for i, k1 in enumerate(keys):
         for k2 in keys[i + 1:]:
             same = all(kind1 == kind2 and (o1 == o2 if kind1 == "error" else
-                                           checks._same_output(name, o1, o2))
+                                           checks._same_output(exercises.get(name), o1, o2))
                        for (kind1, o1), (kind2, o2) in zip(outputs[k1], outputs[k2]))
             assert not same, f"{name}: mistakes {k1} and {k2} agree on every case"
 
@@ -700,7 +703,7 @@ def test_no_two_mistakes_coincide_on_every_case(name):
 def test_sampling_mistakes_have_different_distributions():
     samplers = [m for m in MISTAKES["generate"] if m.sampler is not None]
     logits = np.array([2.0, -1.0, 0.5, 3.0, 0.0])
-    probs = [checks._correct_sampler(logits, 0.5)] + [m.sampler(logits, 0.5) for m in samplers]
+    probs = [GEN._correct_sampler(logits, 0.5)] + [m.sampler(logits, 0.5) for m in samplers]
     for i, p in enumerate(probs):
         np.testing.assert_allclose(p.sum(), 1.0)
         for q in probs[i + 1:]:
@@ -741,12 +744,21 @@ def test_ignoring_the_rng_fails_the_determinism_check():
 
     _, exc = run_check("generate", generate, group="sampling")
     assert exc is not None and "same seeded rng gave different ids" in str(exc)
-    c = cases("generate", group="sampling")[0]
-    first, second = (generate(*c.fresh_args()[0], **c.fresh_args()[1]) for _ in range(2))
-    assert "rng argument was not used" in checks.repeat_problem("generate", c, first, second)
-    right = _gen_with(_choice)
-    assert checks.repeat_problem("generate", c, *(right(*c.fresh_args()[0], **c.fresh_args()[1])
-                                                  for _ in range(2))) is None
+    assert "rng argument was not used" in str(exc)
+    c = next(c for c in cases("generate") if c.scenario)    # the same seed twice, another once
+    assert "rng argument was not used" in compare("generate", c, c.run(generate))
+    assert compare("generate", c, c.run(_gen_with(_choice))) is None
+
+
+def test_a_generator_that_ignores_the_seed_it_is_given_fails_the_scenario():
+    """Same seed, same ids is not enough: another seed must give other ids."""
+    def generate(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
+        return _gen_with(_choice)(token_ids, params, n_heads, n_new, temperature,
+                                  np.random.default_rng(0))
+
+    c = next(c for c in cases("generate") if c.scenario)
+    problem = compare("generate", c, c.run(generate))
+    assert problem is not None and "differently seeded generators gave the same ids" in problem
 
 
 # ---------------------------------------------------------------------------------------
@@ -928,17 +940,6 @@ def test_unknown_name_and_group():
         check("softmax", softmax_logsumexp, group="mask")
 
 
-def test_module_docstring_lists_the_groups_of_every_function():
-    doc = checks.__doc__
-    for name in NAMES:
-        parts = []
-        for g in checks.groups(name):
-            where = [w for w, hidden in (("V", False), ("H", True))
-                     if any(c.group == g for c in cases(name, hidden))]
-            parts.append(f"{g} ({' '.join(where)})")
-        assert f"{name:29s}  {', '.join(parts)}\n" in doc, name
-
-
 def test_groups_select_subsets():
     assert checks.groups("softmax", hidden=False) == ["slides", "basic", "axis", "stability"]
     out, exc = run_check("softmax", softmax_logsumexp, group="axis")
@@ -1056,8 +1057,10 @@ def test_greedy_cases_have_no_near_ties():
 def test_reference_samples_look_like_samples():
     for c in cases("generate", group="sampling") + cases("generate", hidden=True,
                                                          group="sampling"):
-        (z, impossible), = checks._sampling_statistics(c, c.expected(),
-                                                       [checks._correct_sampler])
+        if c.scenario:                  # three outputs: judged in test_checks' rng tests
+            continue
+        (z, impossible), = GEN._sampling_statistics(c, c.expected(),
+                                                       [GEN._correct_sampler])
         assert impossible == 0 and abs(z) < 3.0, (c.name, z)
 
 
@@ -1103,121 +1106,93 @@ def test_compare_never_raises_on_strange_answers():
 
 
 # ---------------------------------------------------------------------------------------
-# check_against: the same mechanism for exercises outside the contract (notebooks 09, 10)
+# The capstones' exercises (notebooks 09, 10) are judged by the same check()
 # ---------------------------------------------------------------------------------------
 
 
-def _cube_module():
-    """A stand-in for helpers.bert / helpers.llama: one exercise, ``cube``, whose reference
-    is ``module.cube`` and whose helper ``module.power`` would also do its work."""
-    module = types.ModuleType("helpers.fake_capstone")
-
-    def power(x, k):
-        return np.asarray(x, dtype=float) ** k
-
-    def cube(x):
-        return module.power(x, 3)
-
-    module.power, module.cube = power, cube
-    return module
+def _erf_gelu(x):
+    x = np.asarray(x, dtype=float)
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
 
 
-def _check_cube(fn, **options):
-    module = _cube_module()
-    cases = [("x = [-2, 0.5, 3]", (np.array([-2.0, 0.5, 3.0]),)),
-             checks.ExerciseCase("a [2, 2] array given as a list", ([[1.0, -1.0], [2.0, 0.1]],))]
-    checks.check_against("cube", fn, cases, lambda x: np.asarray(x, float) * x * x,
-                         module=module, refuse=("cube", "power"),
-                         mistakes=lambda args, kwargs: {"this is the square, not the cube":
-                                                        np.asarray(args[0], float) ** 2},
-                         **options)
-    return module
-
-
-def test_check_against_passes_an_answer_and_prints_one_line(capfd):
-    module = _check_cube(lambda x: np.multiply(np.square(x), x))
+def test_a_capstone_answer_passes_and_prints_one_line(capfd):
+    checks.check("gelu", _erf_gelu)
+    checks.check("gelu", _erf_gelu, hidden=True)
     out, err = capfd.readouterr()
-    assert out == "cube: 2/2 checks passed\n" and err == ""
-    assert module.cube([2.0]).tolist() == [8.0]            # the references are restored
+    assert out == "gelu: 3/3 checks passed\ngelu (hidden): 3/3 checks passed\n" and err == ""
 
 
-def test_check_against_names_mistakes_and_differences():
-    with pytest.raises(CheckFailed, match=r"cube on x = \[-2, 0.5, 3\]: this is the square"):
-        _check_cube(lambda x: np.asarray(x, float) ** 2)
+def test_a_capstone_mistake_is_named_and_a_near_miss_hinted():
+    with pytest.raises(CheckFailed, match="Likely mistake: this is ReLU, not GELU"):
+        checks.check("gelu", lambda x: np.maximum(np.asarray(x, float), 0.0))
     with pytest.raises(CheckFailed) as info:
-        _check_cube(lambda x: np.asarray(x, float) ** 3 + 1)
-    text = str(info.value)
-    assert "cube on x = [-2, 0.5, 3]: first difference at index (0,): expected -8, got -7" in text
-    assert "nearly right" not in text
-    with pytest.raises(CheckFailed, match=r"\(nearly right: is it x \* x \* x\?\)"):
-        _check_cube(lambda x: np.asarray(x, float) ** 3 * (1 + 1e-4),
-                    near_miss="is it x * x * x?")
-    with pytest.raises(CheckFailed, match=r"wrong shape: expected \(3,\), got \(1, 3\)"):
-        _check_cube(lambda x: (np.asarray(x, float) ** 3)[None])
+        checks.check("gelu", lambda x: _erf_gelu(x) * (1 + 1e-4))
+    assert "nearly right: is it an approximation?" in str(info.value)
+    with pytest.raises(CheckFailed, match=r"wrong shape: expected \(21,\), got \(1, 21\)"):
+        checks.check("gelu", lambda x: _erf_gelu(x)[None])
 
 
-def test_check_against_refuses_the_references_wherever_the_answer_holds_them():
-    module = _cube_module()
-    own = "cube must be your own implementation"
-    for fn in (module.cube, functools.partial(module.power, k=3)):
-        with pytest.raises(CheckFailed, match=f"{own}; this is helpers.fake_capstone"):
-            checks.check_against("cube", fn, [("x", (np.ones(2),))], lambda x: x ** 3,
-                                 module=module, refuse=("cube", "power"))
-    power = module.power
+def test_a_capstone_refuses_its_references_wherever_the_answer_holds_them():
+    from helpers.llama import model
 
-    def by_closure(x):
-        return power(x, 3)
+    rotate_half = model.rotate_half
+    own = "apply_rope must be your own implementation; it called helpers.llama.rotate_half"
 
-    def by_default(x, p=module.power):
-        return p(x, 3)
+    def by_closure(x, positions, theta=10000.0):
+        x = np.asarray(x, float)
+        a = np.asarray(positions, float)[:, None] * theta ** (-np.arange(0, x.shape[-1], 2)
+                                                              / x.shape[-1])
+        a = np.concatenate([a, a], axis=-1)
+        return x * np.cos(a) + rotate_half(x) * np.sin(a)
 
-    def by_module(x):
-        return module.power(x, 3)
+    def by_default(x, positions, theta=10000.0, r=model.rotate_half):
+        x = np.asarray(x, float)
+        return x * 0.0 + r(x)
 
-    def swallowing(x):
-        try:
-            return module.cube(x)
-        except Exception:
-            return np.asarray(x, float) ** 3
+    def by_module(x, positions, theta=10000.0):
+        from helpers import llama
+        return llama.apply_rope(x, positions, theta)
 
-    for fn in (by_closure, by_default, by_module, swallowing):
-        with pytest.raises(CheckFailed, match=own):
-            checks.check_against("cube", fn, [("x", (np.ones(2),))], lambda x: x ** 3,
-                                 module=module, refuse=("cube", "power"))
-    assert module.power is power and by_default.__defaults__ == (power,)     # restored
-    assert by_closure(np.array([2.0])).tolist() == [8.0]
+    for fn in (by_closure, by_default, by_module, model.apply_rope):
+        with pytest.raises(CheckFailed, match="apply_rope must be your own implementation"):
+            checks.check("apply_rope", fn)
+    with pytest.raises(CheckFailed, match=own):
+        checks.check("apply_rope", by_closure)
+    assert model.rotate_half is rotate_half and by_default.__defaults__[1] is rotate_half
 
 
-def test_check_against_explains_stubs_errors_and_missing_returns():
-    with pytest.raises(CheckFailed, match="cube is not implemented yet: replace `raise "
+def test_a_capstone_explains_stubs_errors_and_missing_returns():
+    def stub(x):
+        raise NotImplementedError()
+
+    with pytest.raises(CheckFailed, match="gelu is not implemented yet: replace `raise "
                                           "NotImplementedError\\(\\)`"):
-        _check_cube(lambda x: (_ for _ in ()).throw(NotImplementedError()))
+        checks.check("gelu", stub)
 
     def broken(x):
         return x.shape[5]
 
-    with pytest.raises(CheckFailed, match=r"cube on x = \[-2, 0.5, 3\] raised IndexError: "
-                                          r".*\(in broken, line \d+"):
-        _check_cube(broken)
-    with pytest.raises(CheckFailed, match="returned None: is a `return` missing"):
-        _check_cube(lambda x: None)
-    with pytest.raises(CheckFailed, match="returned dict, not an array of numbers"):
-        _check_cube(lambda x: {"x": x})
+    with pytest.raises(CheckFailed, match=r"your gelu raised IndexError: .*\(in broken, line \d+"):
+        checks.check("gelu", broken)
+    with pytest.raises(CheckFailed, match="is None: is a `return` missing"):
+        checks.check("gelu", lambda x: None)
+    with pytest.raises(CheckFailed, match="could not be read as an array of numbers"):
+        checks.check("gelu", lambda x: {"x": x})
 
 
-def test_check_against_silences_warnings_and_gives_fresh_inputs(capfd):
+def test_a_capstone_check_silences_warnings_and_gives_fresh_inputs(capfd):
     def in_place(x):
         x = np.asarray(x, dtype=float)
         with np.errstate(all="warn"):
             np.log(np.zeros(1))                                   # a RuntimeWarning
         warnings.warn("a learner's warning")
-        x *= x * x                                                # modifies its input
-        return x
+        y = _erf_gelu(x)
+        x *= 0.0                                                  # overwrites its input
+        return y
 
-    x = np.array([-2.0, 0.5, 3.0])
-    case = checks.ExerciseCase("x = [-2, 0.5, 3]", (x,))
-    checks.check_against("cube", in_place, [case, case], lambda x: x ** 3,
-                         module=_cube_module(), refuse=("cube",))
+    before = [c.args[0] for c in cases("gelu")]
+    checks.check("gelu", in_place)
     out, err = capfd.readouterr()
-    assert out == "cube: 2/2 checks passed\n" and err == ""
-    assert case.args[0] is x and x.tolist() == [-2.0, 0.5, 3.0]   # the case is unchanged
+    assert out == "gelu: 3/3 checks passed\n" and err == ""
+    for b, c in zip(before, cases("gelu")):
+        np.testing.assert_array_equal(np.asarray(b), np.asarray(c.args[0]))

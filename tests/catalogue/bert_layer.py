@@ -3,6 +3,7 @@
 import numpy as np
 
 from helpers import bert as _bert
+from helpers.exercises import _bert_inputs as _bi
 
 _SOLUTION_LIKE = """def bert_layer(x, layer, n_heads, key_mask=None):
     x = np.asarray(x, dtype=float)
@@ -177,7 +178,7 @@ _rng = np.random.default_rng(91)
 
 
 def _layer(d, d_ff, scale=1.5):
-    return _bert._random_layer(_rng, d, d_ff, scale)
+    return _bi.random_layer(_rng, d, d_ff, scale)
 
 
 _mask_2x5 = np.array([[True] * 5, [True] * 3 + [False] * 2])

@@ -43,6 +43,14 @@ WRONG = {
     return np.array(ids)
 """, "n_new - 1"),
     "uniform_sampling": (_gen(scaled="np.zeros_like(logits)"), "uniformly"),
+    # NumPy's global generator: the same seed gives other ids on the next call
+    "rng_ignored": (_GEN.format(**{**_OK}).replace("rng.choice(len(p), p=p)",
+                                                   "np.random.choice(len(p), p=p)"),
+                    "rng argument was not used"),
+    # a generator of its own, always seeded the same: another seed gives the same ids
+    "rng_reseeded": (_GEN.format(**{**_OK}).replace(
+        "rng.choice(len(p), p=p)", "np.random.default_rng(0).choice(len(p), p=p)"),
+        "differently seeded generators gave the same ids"),
 }
 
 CORRECT = {

@@ -36,7 +36,8 @@ from pathlib import Path
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
 
-from catalogue import Entry, assignments, catalogue_notebook, entries, student_notebook
+from catalogue import (Entry, assignments, catalogue_notebook, entries, nbgrader,
+                       student_notebook, text)
 
 #: Limits of the run (the command's options): generous for honest notebooks, short
 #: enough that the hanging attacks do not dominate the run.
@@ -232,6 +233,44 @@ def _read_records(out: Path) -> dict[tuple[str, str], dict]:
     return records
 
 
+#: Students of the trust findings (one exercise, one place), graded in the same run.
+SLOW, CASCADE = "trust-slow-honest", "trust-cascade"
+#: Seconds of top-level work at the end of each of two answer cells of SLOW's notebook 04:
+#: each under the cell limit, together under the notebook limit.
+SLOW_SECONDS = 12
+
+
+def cascade_breaks() -> dict[str, dict[str, str]]:
+    """assignment -> {exercise: wrong source}: in every notebook, each exercise that a
+    later exercise of the same notebook uses gets a wrong answer (the first of its
+    catalogue; ``embed`` is left unanswered); the exercises that use them stay right."""
+    from helpers import exercises as registry
+
+    wrong = {}
+    for e in entries():
+        if e.kind == "wrong" and e.function not in wrong:
+            wrong[e.function] = e.source
+    out: dict[str, dict[str, str]] = {}
+    for assignment, names in registry.NOTEBOOKS.items():
+        used = {dep for n in names for dep in registry.get(n).uses if dep in names}
+        if used:
+            out[assignment] = {
+                n: ("def embed(token_ids, E, P):\n    raise NotImplementedError()\n"
+                    if n == "embed" else wrong[n]) for n in used}
+    return out
+
+
+def trust_students() -> dict[str, dict[str, dict]]:
+    """student -> assignment -> notebook, for :data:`SLOW` and :data:`CASCADE`."""
+    slow = student_notebook("04_queries_keys_values")
+    for cell in slow["cells"]:
+        if nbgrader(cell).get("grade_id") in ("project_qkv", "scaled_dot_product_attention"):
+            cell["source"] = (text(cell) + f"\n\nimport time\ntime.sleep({SLOW_SECONDS})"
+                              "   # slow top-level work, under the cell limit\n")
+    return {SLOW: {"04_queries_keys_values": slow},
+            CASCADE: {a: student_notebook(a, breaks) for a, breaks in cascade_breaks().items()}}
+
+
 def _write(nb: dict, root: Path, student: str, assignment: str) -> None:
     path = root / student / assignment / f"{assignment}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -329,6 +368,10 @@ def graded() -> Run:
         sid = student_id("atk", n, attack.key)
         students[sid], student_of[attack.key] = attack, sid
         for assignment, nb in attack.notebooks(places).items():
+            _write(nb, submissions, sid, assignment)
+    for sid, notebooks in trust_students().items():
+        students[sid] = sid
+        for assignment, nb in notebooks.items():
             _write(nb, submissions, sid, assignment)
     honest = {a: student_notebook(a) for a in sorted({p.parent.name for p in
                                                       SOLUTIONS_DIR.glob("*/*.ipynb")})}

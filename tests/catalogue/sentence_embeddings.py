@@ -3,6 +3,7 @@
 import numpy as np
 
 from helpers import bert as _bert
+from helpers.exercises import _bert_inputs as _bi
 
 WRONG = {
     "not_normalised": ("""def sentence_embeddings(ids, key_mask, params):
@@ -129,7 +130,7 @@ _mask_3x6 = np.array([[True] * 6, [True] * 4 + [False] * 2, [True] * 2 + [False]
 
 
 def _tiny(**kw):
-    return _bert._tiny_bert(_rng, **kw)
+    return _bi.tiny_bert(_rng, **kw)
 
 
 #: (args, kwargs) on which each entry is compared with the solution's sentence_embeddings.

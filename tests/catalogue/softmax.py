@@ -1,6 +1,11 @@
 """Answers to ``softmax(z, axis=-1)`` (notebook 02)."""
 
 WRONG = {
+    "mean_shift": ("""def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.mean(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+""", "stable"),
     "no_max_shift": ("""def softmax(z, axis=-1):
     e = np.exp(np.asarray(z, dtype=float))
     return e / e.sum(axis=axis, keepdims=True)

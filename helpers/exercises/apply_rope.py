@@ -1,0 +1,68 @@
+"""``apply_rope`` (notebook 10_modern_llm): rotary position embeddings."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.exercises import Exercise, case
+from helpers.exercises._llama_variants import rope_variant
+from helpers.llama import model
+
+EXERCISE = Exercise("apply_rope", model.apply_rope,
+                    refuse=("helpers.llama.model:rotate_half", "helpers.llama.model:rope_angles",
+                            "helpers.exercises._llama_variants:rope_variant"))
+
+
+@EXERCISE.cases
+def cases():
+    normal = np.random.default_rng(1010).standard_normal
+    c1, s1, c01, s01 = np.cos(1), np.sin(1), np.cos(0.1), np.sin(0.1)
+    visible = [
+        case("worked_example", "x = [[1, 2, 3, 4]] at position 1, theta = 100: pair (1, 3) "
+             "turns by 1 radian, pair (2, 4) by 100^(-1/2) = 0.1",
+             ([[1.0, 2.0, 3.0, 4.0]], [1]), {"theta": 100.0}, group="slides",
+             expected=np.array([[c1 - 3 * s1, 2 * c01 - 4 * s01, 3 * c1 + s1,
+                                 4 * c01 + 2 * s01]])),
+        case("heads", "x [2, 5, 8] (2 heads), positions 0..4, theta=10000",
+             (normal((2, 5, 8)), np.arange(5)), {"theta": 10000.0}),
+        case("positions", "x [3, 8] at positions [3, 4, 10], theta=100",
+             (normal((3, 8)), np.array([3, 4, 10])), {"theta": 100.0}),
+    ]
+    normal = np.random.default_rng(1011).standard_normal
+    x0 = np.random.default_rng(10).standard_normal((2, 3, 6))
+    hidden = [
+        case("smollm2_base", "x [4, 6, 16] at positions 100..105, theta=100000 (SmolLM2's base)",
+             (normal((4, 6, 16)), np.arange(100, 106)), {"theta": 1e5}, hidden=True),
+        case("lists", "x [1, 2, 4] as Python lists, positions [0, 7], default theta",
+             (normal((1, 2, 4)).tolist(), [0, 7]), hidden=True),
+        case("position_0", "every row at position 0 (nothing turns)", (x0, [0, 0, 0]),
+             hidden=True, expected=x0),
+    ]
+    return visible + hidden
+
+
+@EXERCISE.mistake("interleaved", "neighbouring features (2m, 2m+1) were paired: this course "
+                  "pairs feature m with m + d_h/2 (rotate_half)")
+def _interleaved(x, positions, theta=10000.0):
+    return rope_variant(x, positions, theta, interleaved=True)
+
+
+@EXERCISE.mistake("wrong_way", "the rotation goes the wrong way (sign of the sin terms)")
+def _wrong_way(x, positions, theta=10000.0):
+    return rope_variant(x, positions, theta, sign=-1.0)
+
+
+@EXERCISE.mistake("frequencies", "the frequencies use theta^(-m/d_h); they are theta^(-2m/d_h)")
+def _frequencies(x, positions, theta=10000.0):
+    return rope_variant(x, positions, theta, exponent=1.0)
+
+
+@EXERCISE.mistake("positions_ignored", "the positions argument was ignored (rows were rotated "
+                  "for 0, 1, 2, ...)")
+def _positions_ignored(x, positions, theta=10000.0):
+    return rope_variant(x, np.arange(np.shape(x)[-2]), theta)
+
+
+@EXERCISE.mistake("not_rotated", "nothing was rotated")
+def _not_rotated(x, positions, theta=10000.0):
+    return np.asarray(x, dtype=np.float64)

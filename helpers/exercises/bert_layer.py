@@ -1,0 +1,139 @@
+"""``bert_layer`` (notebook 09_sentence_encoder): one post-norm encoder layer of BERT."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from helpers import bert
+from helpers import reference as ref
+from helpers.exercises import Exercise, case
+from helpers.exercises._bert_inputs import random_layer
+
+
+def _signature(x, layer, n_heads, key_mask=None):
+    """The notebook's signature (the reference also takes ``eps``)."""
+
+
+EXERCISE = Exercise(
+    "bert_layer", bert.bert_layer, signature=_signature,
+    uses=("layer_norm", "scaled_dot_product_attention", "split_heads", "merge_heads", "gelu"),
+    refuse=("helpers.bert:bert_attention", "helpers.bert:bert_forward",
+            "helpers.bert:sentence_embeddings", "helpers.bert:encode",
+            "helpers.bert:token_vectors"),
+    near_miss="do BOTH layer norms use eps=1e-12, and is GELU the exact (erf) one?")
+
+
+@EXERCISE.cases
+def cases():
+    rng = np.random.default_rng(909)
+    small = functools.partial(random_layer, rng)
+    mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
+    visible = [
+        case("one_sentence", "one sentence x [5, 8], 2 heads, no padding (key_mask=None)",
+             (rng.normal(size=(5, 8)), small(8, 12, 1.5), 2, None)),
+        case("padded_batch", "a batch x [2, 5, 8], 2 heads, the 2nd sentence padded after "
+             "3 tokens", (rng.normal(size=(2, 5, 8)), small(8, 12, 1.5), 2, mask),
+             group="mask"),
+    ]
+    rng = np.random.default_rng(910)
+    mask = np.array([[True] * 6, [True] * 2 + [False] * 4])
+    hidden = [
+        case("large_values", "a batch x [2, 6, 16] with large values, 4 heads, padding",
+             (20 * rng.normal(size=(2, 6, 16)), random_layer(rng, 16, 24, 3.0), 4, mask),
+             group="stability", hidden=True),
+    ]
+    if not bert.missing_requirements():            # the real model, where it is installed
+        params, tokenizer = bert.load_encoder()
+        batch = bert.tokenize(["Padding hides these tokens.", "Hi"], tokenizer)
+        x = bert.bert_embeddings(batch.ids, params)
+        hidden.append(case(
+            "minilm_layer_1", "layer 1 of all-MiniLM-L6-v2 on a padded batch of two sentences",
+            (x, params["layers"][0], params["n_heads"], batch.mask), group="model",
+            hidden=True))
+    return visible + hidden
+
+
+def _layer_variant(x, p, n_heads, key_mask, *, pre_norm=False, causal=False, padding=True,
+                   eps=bert.LN_EPS, act=bert.gelu, biases=True, residual=True):
+    """The layer with one thing changed: the outputs of known mistakes."""
+    x = np.asarray(x, dtype=np.float64)
+    zero = np.zeros(np.shape(p["b_Q"]))
+    b = (lambda name: p[name]) if biases else (lambda name: zero)
+    n = x.shape[-2]
+    mask = None
+    if padding and key_mask is not None:
+        mask = np.asarray(key_mask, dtype=bool)[..., None, None, :]     # [B, 1, 1, N]
+    if causal:
+        mask = ref.causal_mask(n) if mask is None else mask & ref.causal_mask(n)
+
+    def mha(v):
+        Qh = ref.split_heads(v @ p["W_Q"] + b("b_Q"), n_heads)
+        Kh = ref.split_heads(v @ p["W_K"] + b("b_K"), n_heads)
+        Vh = ref.split_heads(v @ p["W_V"] + b("b_V"), n_heads)
+        heads, _ = ref.scaled_dot_product_attention(Qh, Kh, Vh, mask)
+        return ref.merge_heads(heads) @ p["W_O"] + b("b_O")
+
+    def ffn(v):
+        return act(v @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"]
+
+    def ln1(v):
+        return ref.layer_norm(v, p["ln1_gamma"], p["ln1_beta"], eps=eps)
+
+    def ln2(v):
+        return ref.layer_norm(v, p["ln2_gamma"], p["ln2_beta"], eps=eps)
+
+    if pre_norm:
+        t = x + mha(ln1(x))
+        return t + ffn(ln2(t))
+    keep = 1.0 if residual else 0.0
+    h = ln1(keep * x + mha(x))
+    return ln2(keep * h + ffn(h))
+
+
+def _relu(x):
+    return np.maximum(0.0, x)
+
+
+@EXERCISE.mistake("pre_norm", "pre-norm order (layer norm before attention and feed-forward); "
+                  "BERT is post-norm: h = LN1(x + MHA(x)), out = LN2(h + FFN(h))")
+def _pre_norm(x, layer, n_heads, key_mask=None):
+    return _layer_variant(x, layer, n_heads, key_mask, pre_norm=True)
+
+
+@EXERCISE.mistake("causal", "a causal mask: BERT's tokens also see the tokens after them; only "
+                  "padding keys are masked")
+def _causal(x, layer, n_heads, key_mask=None):
+    return _layer_variant(x, layer, n_heads, key_mask, causal=True)
+
+
+@EXERCISE.mistake("padding_ignored", "the padding mask is ignored: keys where key_mask is False "
+                  "must get weight 0")
+def _padding_ignored(x, layer, n_heads, key_mask=None):
+    return _layer_variant(x, layer, n_heads, key_mask, padding=False)
+
+
+@EXERCISE.mistake("eps_1e-5", "layer norm with eps=1e-5; BERT uses eps=1e-12")
+def _eps(x, layer, n_heads, key_mask=None):
+    return _layer_variant(x, layer, n_heads, key_mask, eps=1e-5)
+
+
+@EXERCISE.mistake("gelu_tanh", "the tanh approximation of GELU; BERT uses the exact (erf) GELU")
+def _tanh(x, layer, n_heads, key_mask=None):
+    return _layer_variant(x, layer, n_heads, key_mask, act=bert.gelu_tanh)
+
+
+@EXERCISE.mistake("relu", "ReLU in the feed-forward network; BERT uses GELU")
+def _relu_ffn(x, layer, n_heads, key_mask=None):
+    return _layer_variant(x, layer, n_heads, key_mask, act=_relu)
+
+
+@EXERCISE.mistake("no_biases", "the attention biases b_Q, b_K, b_V, b_O are missing")
+def _no_biases(x, layer, n_heads, key_mask=None):
+    return _layer_variant(x, layer, n_heads, key_mask, biases=False)
+
+
+@EXERCISE.mistake("no_residual", "no residual connections (x + MHA(x), h + FFN(h))")
+def _no_residual(x, layer, n_heads, key_mask=None):
+    return _layer_variant(x, layer, n_heads, key_mask, residual=False)

@@ -1,0 +1,60 @@
+"""``causal_mask`` (notebook 05_masking_cross_attention): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import reference
+from helpers.exercises import Exercise, case
+
+
+EXERCISE = Exercise('causal_mask', reference.causal_mask, output='mask')
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    return [
+        ("slides_4", "n = 4 (the four tokens of 'The cat sat <end>')", (4,), {}, "slides", False),
+        ("n_1", "n = 1", (1,), {}, "basic", False),
+        ("n_2", "n = 2", (2,), {}, "basic", True),
+        ("n_3", "n = 3", (3,), {}, "basic", True),
+        ("n_6", "n = 6", (6,), {}, "basic", True),
+        ("n_9", "n = 9", (9,), {}, "basic", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("inverted",
+                  "mask inverted (True above the diagonal): True means 'may attend', i.e. key j <= "
+                  "query i")
+def _cm_inverted(n):
+    return np.triu(np.ones((n, n), dtype=bool), k=1)
+
+
+@EXERCISE.mistake("strict",
+                  "the diagonal is False (j < i): a token may attend to itself, so use j <= i")
+def _cm_strict(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=-1)
+
+
+@EXERCISE.mistake("transposed",
+                  "upper triangle (j >= i): row i is query i, and it may attend to keys j <= i")
+def _cm_transposed(n):
+    return np.triu(np.ones((n, n), dtype=bool))
+
+
+@EXERCISE.mistake("all_true", "every entry is True: later keys must be masked out (False)")
+def _cm_all_true(n):
+    return np.ones((n, n), dtype=bool)
+
+
+@EXERCISE.mistake("additive",
+                  "returned an additive mask (0 and -inf); the contract wants booleans, True = may attend")
+def _cm_additive(n):
+    return np.where(np.tril(np.ones((n, n), dtype=bool)), 0.0, -np.inf)
+

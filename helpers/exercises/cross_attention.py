@@ -1,0 +1,102 @@
+"""``cross_attention`` (notebook 05_masking_cross_attention): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import examples as ex
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _normal
+from helpers.exercises._variants import _xattn
+
+
+EXERCISE = Exercise('cross_attention', reference.cross_attention, uses=('project_qkv', 'scaled_dot_product_attention'))
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    n = _normal
+    return [
+        ("slides_cat", "decoder: 'The cat' (2 rows of the slides' X); encoder: all 4 rows; "
+         "the slides' W_Q, W_K, W_V", (ex.CAT_X[:2], ex.CAT_X, ex.CAT_W_Q, ex.CAT_W_K, ex.CAT_W_V),
+         {}, "slides", False),
+        ("shapes", "N_dec = 2, N_enc = 5, d = 3, d_enc = 4, d_k = 2, d_v = 3",
+         tuple(n(91 + i, s, decimals=1) for i, s in
+               enumerate([(2, 3), (5, 4), (3, 2), (4, 2), (4, 3)])), {}, "shapes", False),
+        ("more_dec", "N_dec = 4 > N_enc = 3, d = 5, d_enc = 2, d_k = 3, d_v = 2",
+         tuple(n(96 + i, s) for i, s in enumerate([(4, 5), (3, 2), (5, 3), (2, 3), (2, 2)])),
+         {}, "shapes", True),
+        ("one_query", "a single decoder token, N_enc = 6",
+         tuple(n(101 + i, s) for i, s in enumerate([(1, 4), (6, 4), (4, 3), (4, 3), (4, 5)])),
+         {}, "shapes", True),
+        ("square", "N_dec = N_enc = 3 and d = d_enc = 3 (all weights 3x3)",
+         tuple(n(106 + i, s) for i, s in enumerate([(3, 3), (3, 3), (3, 3), (3, 3), (3, 3)])),
+         {}, "basic", True),
+        ("large", "large inputs (scores in the thousands)",
+         tuple(n(111 + i, s, sc) for i, (s, sc) in
+               enumerate([((2, 4), 20.0), ((3, 4), 20.0), ((4, 4), 1.0), ((4, 4), 1.0),
+                          ((4, 2), 1.0)])), {}, "stability", True),
+        ("lists", "plain lists, N_dec = 2, N_enc = 2, d = d_enc = 2, d_k = d_v = 2",
+         ([[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [-1.0, 0.5]], [[1.0, 0.5], [0.0, 1.0]],
+          [[0.5, 0.0], [1.0, 1.0]], [[1.0, -1.0], [0.0, 2.0]]), {}, "basic", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("roles_swapped",
+                  "queries came from the encoder and keys/values from the decoder; it is the other "
+                  "way round: Q = X_dec W_Q, K = H_enc W_K, V = H_enc W_V")
+def _xa_swapped(X_dec, H_enc, W_Q, W_K, W_V):
+    return _xattn(X_dec, H_enc, W_Q, W_K, W_V, q_from="enc", kv_from="dec")[0]
+
+
+@EXERCISE.mistake("self_attention",
+                  "keys and values came from the decoder (that is self-attention); take them from H_enc")
+def _xa_self(X_dec, H_enc, W_Q, W_K, W_V):
+    return _xattn(X_dec, H_enc, W_Q, W_K, W_V, kv_from="dec")[0]
+
+
+@EXERCISE.mistake("no_scale", "scores were not divided by sqrt(d_k)")
+def _xa_no_scale(X_dec, H_enc, W_Q, W_K, W_V):
+    return _xattn(X_dec, H_enc, W_Q, W_K, W_V, scale=1.0)[0]
+
+
+@EXERCISE.mistake("scale_sqrt_d_v",
+                  "scores were divided by sqrt(d_v); the scale is sqrt(d_k), the width of the queries")
+def _xa_sqrt_dv(X_dec, H_enc, W_Q, W_K, W_V):
+    return _xattn(X_dec, H_enc, W_Q, W_K, W_V, scale=np.sqrt(np.shape(W_V)[1]))[0]
+
+
+@EXERCISE.mistake("scale_sqrt_d",
+                  "scores were divided by sqrt(d) (the width of X_dec); the scale is sqrt(d_k)")
+def _xa_sqrt_d(X_dec, H_enc, W_Q, W_K, W_V):
+    return _xattn(X_dec, H_enc, W_Q, W_K, W_V, scale=np.sqrt(np.shape(X_dec)[1]))[0]
+
+
+@EXERCISE.mistake("causal",
+                  "a causal mask was applied; cross-attention has no mask (the encoder's output is "
+                  "complete)")
+def _xa_causal(X_dec, H_enc, W_Q, W_K, W_V):
+    n_dec, n_enc = np.shape(X_dec)[0], np.shape(H_enc)[0]
+    mask = np.tril(np.ones((n_dec, n_enc), dtype=bool))
+    return _xattn(X_dec, H_enc, W_Q, W_K, W_V, mask=mask)[0]
+
+
+@EXERCISE.mistake("softmax_axis_0",
+                  "softmax taken over the wrong axis (axis 0): each query's weights over the encoder "
+                  "positions must sum to 1")
+def _xa_axis0(X_dec, H_enc, W_Q, W_K, W_V):
+    return _xattn(X_dec, H_enc, W_Q, W_K, W_V, axis=0)[0]
+
+
+@EXERCISE.mistake("returns_weights",
+                  "returned the attention weights; the output is weights @ V")
+def _xa_weights(X_dec, H_enc, W_Q, W_K, W_V):
+    return _xattn(X_dec, H_enc, W_Q, W_K, W_V)[1]
+

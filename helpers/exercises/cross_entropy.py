@@ -1,0 +1,139 @@
+"""``cross_entropy`` (notebook 08_language_model): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _normal, _rng
+from helpers.exercises._variants import _f, _ids, _naive_softmax, _nll_rows
+
+
+EXERCISE = Exercise('cross_entropy', reference.cross_entropy, uses=('softmax',), output='scalar', nan_hint='is it stable? Compute log softmax(z)[t] = z[t] - logsumexp(z) with the maximum subtracted, rather than log(softmax(z))')
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    return [
+        ("small", "2 rows, V = 3", (np.array([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]]),
+                                   np.array([0, 1])), {}, "basic", False),
+        ("lists", "lists, 3 rows, V = 4, targets not at the largest logit",
+         ([[1.0, 2.0, 0.0, -1.0], [0.0, 0.0, 3.0, 1.0], [2.0, -2.0, 1.0, 0.0]], [3, 0, 1]), {},
+         "basic", False),
+        ("large", "large logits (around 1000)", (np.array([[1000.0, 0.0, -1000.0],
+                                                          [0.0, 1000.0, 2.0]]), np.array([1, 2])),
+         {}, "stability", False),
+        ("huge", "logits up to 1e300", (np.array([[1e300, 0.0, -1e300], [1e3, 1e10, 1e100]]),
+                                        np.array([1, 0])), {}, "stability", True),
+        ("rows_scales", "rows at very different scales (1e-3 to 1e3)",
+         (_normal(261, (3, 5)) * np.array([[1e-3], [1.0], [1e3]]), np.array([4, 0, 2])), {},
+         "scales", True),
+        ("very_negative", "very negative logits (-1000 and below)",
+         (np.array([[-1000.0, -1002.0, -1001.0]]), np.array([1])), {}, "stability", True),
+        ("one_row", "a single row, V = 6", (_normal(262, (1, 6)), np.array([5])), {}, "basic",
+         True),
+        ("random", "6 rows, V = 10", (_normal(263, (6, 10), 2.0), _rng(264).integers(0, 10, 6)),
+         {}, "basic", True),
+        ("confident_right", "large logits with the target at the largest one",
+         (np.array([[50.0, 0.0, -3.0], [1.0, 40.0, 2.0]]), np.array([0, 1])), {}, "stability",
+         True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("sum_not_mean",
+                  "summed over the rows; the cross-entropy is the mean over rows")
+def _ce_sum(logits, targets):
+    return float(_nll_rows(logits, targets).sum())
+
+
+@EXERCISE.mistake("naive_softmax_log",
+                  "log of a softmax computed without the max shift: exp overflows on large logits. "
+                  "Use log softmax(z)[t] = z[t] - logsumexp(z), logsumexp(z) = m + log(sum(exp(z - "
+                  "m))), m = max(z)")
+def _ce_naive(logits, targets):
+    p = _naive_softmax(logits)
+    t = _ids(targets)
+    return float(-np.log(p[np.arange(len(t)), t]).mean())
+
+
+@EXERCISE.mistake("log_of_softmax",
+                  "took the log of a (stable) softmax: a probability that underflows to 0 gives "
+                  "log(0) = -inf. Compute log softmax directly: z[t] - logsumexp(z) with the max "
+                  "subtracted")
+def _ce_log_softmax(logits, targets):
+    p = reference.softmax(logits, axis=-1)
+    t = _ids(targets)
+    return float(-np.log(p[np.arange(len(t)), t]).mean())
+
+
+@EXERCISE.mistake("shifted_targets",
+                  "shifted the targets inside the function (logits[:-1] with targets[1:]); the "
+                  "caller already aligned them: row i of logits goes with targets[i]")
+def _ce_shifted(logits, targets):
+    return float(_nll_rows(_f(logits)[:-1], _ids(targets)[1:]).mean())
+
+
+@EXERCISE.mistake("wrong_sign",
+                  "the sign is wrong: the loss is the mean of -log p (positive), not of log p")
+def _ce_sign(logits, targets):
+    return float(-_nll_rows(logits, targets).mean())
+
+
+@EXERCISE.mistake("log2", "used log base 2; the course uses the natural log (nats)")
+def _ce_log2(logits, targets):
+    return float(_nll_rows(logits, targets).mean() / np.log(2))
+
+
+@EXERCISE.mistake("index_matrix",
+                  "indexed logp[:, targets], which picks an [N, N] matrix; pick one entry per row: "
+                  "logp[np.arange(N), targets]")
+def _ce_matrix(logits, targets):
+    z = _f(logits)
+    logp = z - (z.max(axis=-1, keepdims=True) + np.log(
+        np.exp(z - z.max(axis=-1, keepdims=True)).sum(axis=-1, keepdims=True)))
+    return float(-logp[:, _ids(targets)].mean())
+
+
+@EXERCISE.mistake("mean_over_vocab",
+                  "averaged -log p over the whole vocabulary; only the target's -log p counts in each row")
+def _ce_mean_vocab(logits, targets):
+    z = _f(logits)
+    m = z.max(axis=-1, keepdims=True)
+    logp = z - (m + np.log(np.exp(z - m).sum(axis=-1, keepdims=True)))
+    return float(-logp.mean())
+
+
+@EXERCISE.mistake("softmax_axis_0",
+                  "softmax taken over the wrong axis (axis 0); each row's probabilities over the "
+                  "vocabulary must sum to 1")
+def _ce_axis0(logits, targets):
+    z = _f(logits)
+    t = _ids(targets)
+    p = reference.softmax(z, axis=0)
+    return float(-np.log(p[np.arange(len(t)), t]).mean())
+
+
+@EXERCISE.mistake("naive_logsumexp",
+                  "logsumexp computed as log(sum(exp(z))) without the max shift: exp overflows on "
+                  "large logits. Use logsumexp(z) = m + log(sum(exp(z - m))), m = max(z)")
+def _ce_naive_lse(logits, targets):
+    z = _f(logits)
+    t = _ids(targets)
+    return float((np.log(np.exp(z).sum(axis=-1)) - z[np.arange(len(t)), t]).mean())
+
+
+@EXERCISE.mistake("no_softmax",
+                  "took -log of the target's logit itself; logits are not probabilities: use "
+                  "-log softmax(z)[t] = logsumexp(z) - z[t]")
+def _ce_no_softmax(logits, targets):
+    z = _f(logits)
+    t = _ids(targets)
+    return float(-np.log(z[np.arange(len(t)), t]).mean())
+

@@ -1,0 +1,81 @@
+"""``embed`` (notebook 08_language_model): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import examples as ex
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _rng
+from helpers.exercises._variants import _f, _ids
+
+
+EXERCISE = Exercise('embed', reference.embed)
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    r = _rng(231)
+    E5, P6 = np.round(r.normal(size=(5, 3)), 1) + 0.0, np.round(r.normal(size=(6, 3)), 1) + 0.0
+    E9, P12 = r.normal(size=(9, 4)), r.normal(size=(12, 4))
+    P_aaba = np.round(0.1 * np.arange(12.0).reshape(6, 2), 1)
+    return [
+        ("slides_aaba", "'A A B A' with one-hot token embeddings E and a small P (n_ctx = 6)",
+         (ex.AABA_IDS, ex.AABA_E, P_aaba), {}, "slides", False),
+        ("repeats", "ids [3, 1, 4, 1] (a repeated id), V = 5, d = 3, n_ctx = 6",
+         (np.array([3, 1, 4, 1]), E5, P6), {}, "basic", False),
+        ("list_ids", "ids as a list [2, 0], V = 5, n_ctx = 6", ([2, 0], E5, P6), {}, "basic",
+         True),
+        ("full_context", "N = n_ctx = 6", (np.array([4, 4, 0, 2, 3, 1]), E5, P6), {}, "shapes",
+         True),
+        ("one_token", "a single token", (np.array([2]), E9, P12), {}, "shapes", True),
+        ("large_vocab", "V = 9, n_ctx = 12, ids above n_ctx/2",
+         (np.array([8, 7, 5, 8, 6], dtype=np.int32), E9, P12), {}, "basic", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("positions_by_token_id",
+                  "position embeddings were indexed by token id (P[ids]); position i uses P[i], "
+                  "i.e. P[:N]")
+def _embed_p_ids(token_ids, E, P):
+    ids = _ids(token_ids)
+    return _f(E)[ids] + _f(P)[ids]
+
+
+@EXERCISE.mistake("no_positions", "the position embeddings are missing: X = E[ids] + P[:N]")
+def _embed_no_p(token_ids, E, P):
+    return _f(E)[_ids(token_ids)]
+
+
+@EXERCISE.mistake("no_token_embeddings",
+                  "the token embeddings are missing: X = E[ids] + P[:N]")
+def _embed_no_e(token_ids, E, P):
+    return _f(P)[: len(_ids(token_ids))]
+
+
+@EXERCISE.mistake("positions_not_cropped",
+                  "all n_ctx position rows were added; take the first N of them: P[:N]")
+def _embed_p_full(token_ids, E, P):
+    return _f(E)[_ids(token_ids)] + _f(P)
+
+
+@EXERCISE.mistake("positions_off_by_one",
+                  "positions start at 1 (P[1:N+1]); the first token uses P[0]")
+def _embed_p_shift(token_ids, E, P):
+    ids = _ids(token_ids)
+    return _f(E)[ids] + _f(P)[1: len(ids) + 1]
+
+
+@EXERCISE.mistake("concatenated",
+                  "token and position embeddings were concatenated; they are added: E[ids] + P[:N]")
+def _embed_concat(token_ids, E, P):
+    ids = _ids(token_ids)
+    return np.concatenate([_f(E)[ids], _f(P)[: len(ids)]], axis=1)
+

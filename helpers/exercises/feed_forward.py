@@ -1,0 +1,72 @@
+"""``feed_forward`` (notebook 07_transformer_block): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _ffn_args
+from helpers.exercises._variants import _ffn
+
+
+EXERCISE = Exercise('feed_forward', reference.feed_forward)
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    return [
+        ("small", "2 tokens, d = 3, d_ff = 4 (some hidden units are cut by the ReLU)",
+         _ffn_args(181, 2, 3, 4, decimals=1), {}, "basic", False),
+        ("lists", "plain lists, 3 tokens, d = 2, d_ff = 3",
+         tuple(a.tolist() for a in _ffn_args(186, 3, 2, 3, decimals=1)), {}, "basic", False),
+        ("wide", "5 tokens, d = 4, d_ff = 6", _ffn_args(191, 5, 4, 6), {}, "shapes", True),
+        ("one_token", "1 token, d = 2, d_ff = 8", _ffn_args(196, 1, 2, 8), {}, "shapes", True),
+        ("large", "large inputs", _ffn_args(201, 3, 3, 5, scale=100.0), {}, "basic", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("no_relu", "the ReLU is missing: ReLU(x W1 + b1) = max(0, x W1 + b1)")
+def _ffn_no_relu(x, W1, b1, W2, b2):
+    return _ffn(x, W1, b1, W2, b2, act=lambda a: a)
+
+
+@EXERCISE.mistake("relu_on_output",
+                  "a ReLU was applied to the output too; only the hidden layer gets ReLU")
+def _ffn_relu_out(x, W1, b1, W2, b2):
+    return _ffn(x, W1, b1, W2, b2, relu_out=True)
+
+
+@EXERCISE.mistake("missing_b1", "b1 is missing: ReLU(x W1 + b1)")
+def _ffn_no_b1(x, W1, b1, W2, b2):
+    return _ffn(x, W1, b1, W2, b2, use_b1=False)
+
+
+@EXERCISE.mistake("missing_b2", "b2 is missing: ... W2 + b2")
+def _ffn_no_b2(x, W1, b1, W2, b2):
+    return _ffn(x, W1, b1, W2, b2, use_b2=False)
+
+
+@EXERCISE.mistake("b1_after_relu",
+                  "b1 was added after the ReLU; it goes inside: ReLU(x W1 + b1)")
+def _ffn_b1_after(x, W1, b1, W2, b2):
+    return _ffn(x, W1, b1, W2, b2, b1_after=True)
+
+
+@EXERCISE.mistake("gelu", "used GELU; this course's FFN uses ReLU, max(0, .)")
+def _ffn_gelu(x, W1, b1, W2, b2):
+    def gelu(a):
+        return 0.5 * a * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3)))
+    return _ffn(x, W1, b1, W2, b2, act=gelu)
+
+
+@EXERCISE.mistake("abs_activation", "used abs(.) as the activation; ReLU is max(0, .)")
+def _ffn_abs(x, W1, b1, W2, b2):
+    return _ffn(x, W1, b1, W2, b2, act=np.abs)
+

@@ -1,0 +1,64 @@
+"""``grouped_query_attention`` (notebook 10_modern_llm): causal attention in which groups
+of query heads share a key/value head."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.exercises import Exercise, case
+from helpers.exercises._llama_variants import gqa_variant
+from helpers.llama import model
+
+EXERCISE = Exercise("grouped_query_attention", model.grouped_query_attention,
+                    uses=("softmax", "scaled_dot_product_attention"),
+                    refuse=("helpers.llama.model:repeat_kv",
+                            "helpers.exercises._llama_variants:gqa_variant"))
+
+
+@EXERCISE.cases
+def cases():
+    normal = np.random.default_rng(1010).standard_normal
+    visible = [
+        case("worked_example", "zero queries: 2 query heads share 1 key/value head with keys "
+             "[1, 0], [0, 1] and values [1, 0], [3, 4]; each head averages the two values",
+             (np.zeros((2, 1, 2)), np.array([[[1.0, 0.0], [0.0, 1.0]]]),
+              np.array([[[1.0, 0.0], [3.0, 4.0]]])), group="slides",
+             expected=np.array([[[2.0, 2.0]], [[2.0, 2.0]]])),
+        case("grouped", "6 query heads, 2 key/value heads, N_q = N_k = 4, d_h = 8",
+             (normal((6, 4, 8)), normal((2, 4, 8)), normal((2, 4, 8)))),
+        case("one_new_query", "4 query heads, 2 key/value heads, ONE new query after 4 cached "
+             "keys (N_q = 1, N_k = 5)", (normal((4, 1, 8)), normal((2, 5, 8)), normal((2, 5, 8))),
+             group="cache"),
+    ]
+    normal = np.random.default_rng(1011).standard_normal
+    hidden = [
+        case("multi_query", "one key/value head for 6 query heads (multi-query), N_q = 3, "
+             "N_k = 7, d_v = 5 != d_h = 4, large scores",
+             (4 * normal((6, 3, 4)), 4 * normal((1, 7, 4)), normal((1, 7, 5))), group="cache",
+             hidden=True),
+        case("multi_head", "3 query heads and 3 key/value heads (ordinary multi-head), N = 5",
+             (normal((3, 5, 6)), normal((3, 5, 6)), normal((3, 5, 6))), hidden=True),
+    ]
+    return visible + hidden
+
+
+@EXERCISE.mistake("tiled", "query head c used key/value head c % n_kv_heads (tiled); "
+                  "consecutive query heads share one: c // (n_heads // n_kv_heads)")
+def _tiled(Q, K, V):
+    return gqa_variant(Q, K, V, grouped=False)
+
+
+@EXERCISE.mistake("no_mask", "no causal mask")
+def _no_mask(Q, K, V):
+    return gqa_variant(Q, K, V, mask=None)
+
+
+@EXERCISE.mistake("scale_d", "scores were divided by d_h instead of sqrt(d_h)")
+def _scale_d(Q, K, V):
+    return gqa_variant(Q, K, V, scale=float(np.shape(Q)[-1]))
+
+
+@EXERCISE.mistake("mask_from_0", "the causal mask starts at key 0: the queries are the LAST "
+                  "N_q positions, so query i may see keys j <= N_k - N_q + i")
+def _mask_from_0(Q, K, V):
+    return gqa_variant(Q, K, V, mask="start")

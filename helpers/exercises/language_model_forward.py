@@ -1,0 +1,93 @@
+"""``language_model_forward`` (notebook 08_language_model): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _lm_params
+from helpers.exercises._variants import _lm
+
+
+EXERCISE = Exercise('language_model_forward', reference.language_model_forward, uses=('embed', 'transformer_block', 'layer_norm', 'lm_head'))
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    p1 = _lm_params(251, V=7, d=4, n_ctx=8, n_blocks=1, ln_f=False)
+    p2 = _lm_params(252, V=7, d=4, n_ctx=8, n_blocks=2, ln_f=True)
+    p3 = _lm_params(253, V=6, d=6, n_ctx=6, n_blocks=3, ln_f=True)
+    p4 = _lm_params(254, V=5, d=8, n_ctx=5, n_blocks=2, ln_f=False)
+    return [
+        ("one_block", "V = 7, d = 4, n_ctx = 8, 1 block, n_heads = 2, no final layer norm",
+         (np.array([1, 4, 2, 6, 0]), p1, 2), {}, "basic", False),
+        ("two_blocks_ln_f", "ids as a list, 2 blocks, n_heads = 2, with a final layer norm",
+         ([3, 3, 5], p2, 2), {}, "blocks", False),
+        ("three_blocks", "V = 6, d = 6, 3 blocks, n_heads = 3, final layer norm, N = n_ctx",
+         (np.array([5, 0, 1, 1, 4, 2]), p3, 3), {}, "blocks", True),
+        ("h1", "2 blocks, n_heads = 1", (np.array([0, 2, 1, 6]), p2, 1), {}, "blocks", True),
+        ("h4_one_token", "d = 8, n_heads = 4, a single token", (np.array([3]), p4, 4), {},
+         "shapes", True),
+        ("h4", "d = 8, n_heads = 4, 2 blocks, no final layer norm",
+         (np.array([1, 1, 4, 0]), p4, 4), {}, "blocks", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("no_positions", "the position embeddings are missing: X = E[ids] + P[:N]")
+def _lmf_no_pos(token_ids, params, n_heads):
+    return _lm(token_ids, params, n_heads, positions=False)
+
+
+@EXERCISE.mistake("positions_by_token_id",
+                  "position embeddings were indexed by token id (P[ids]); use P[:N]")
+def _lmf_pos_ids(token_ids, params, n_heads):
+    return _lm(token_ids, params, n_heads, pos_by_id=True)
+
+
+@EXERCISE.mistake("no_final_layer_norm",
+                  "the final layer norm (ln_f_gamma, ln_f_beta) was skipped although params has it")
+def _lmf_no_lnf(token_ids, params, n_heads):
+    return _lm(token_ids, params, n_heads, ln_f=False)
+
+
+@EXERCISE.mistake("not_causal",
+                  "the blocks were not causal: a language model must not look at later tokens")
+def _lmf_not_causal(token_ids, params, n_heads):
+    return _lm(token_ids, params, n_heads, causal=False)
+
+
+@EXERCISE.mistake("blocks_not_chained",
+                  "every block read the embeddings X; each block must read the previous block's output")
+def _lmf_not_chained(token_ids, params, n_heads):
+    return _lm(token_ids, params, n_heads, chain=False)
+
+
+@EXERCISE.mistake("first_block_only",
+                  "only the first block was applied; apply all of params['blocks'] in order")
+def _lmf_first(token_ids, params, n_heads):
+    return _lm(token_ids, params, n_heads, blocks=lambda b: b[:1])
+
+
+@EXERCISE.mistake("blocks_reversed", "the blocks were applied in reverse order")
+def _lmf_reversed(token_ids, params, n_heads):
+    return _lm(token_ids, params, n_heads, blocks=lambda b: b[::-1])
+
+
+@EXERCISE.mistake("probabilities",
+                  "returned probabilities (softmax applied); language_model_forward returns logits")
+def _lmf_probs(token_ids, params, n_heads):
+    return _lm(token_ids, params, n_heads, probs=True)
+
+
+@EXERCISE.mistake("last_position_only",
+                  "returned the logits of the last position only; return all N rows (one per position)")
+def _lmf_last(token_ids, params, n_heads):
+    return _lm(token_ids, params, n_heads)[-1]
+

@@ -1,0 +1,125 @@
+"""``layer_norm`` (notebook 07_transformer_block): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import examples as ex
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _normal, _rng
+from helpers.exercises._variants import _ln
+
+
+EXERCISE = Exercise('layer_norm', reference.layer_norm, nan_hint='is eps inside the square root, (x - mean) / sqrt(var + eps)?')
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    g4, b4 = np.array([1.0, 2.0, 0.5, 1.5]), np.array([0.0, 0.1, -0.2, 1.0])
+    small = 5.0 + _normal(171, (3, 6), 1e-3)
+    tiny = np.array([[1.0, 1.0 + 1e-4, 1.0 - 1e-4, 1.0], [0.0, 1e-3, 2e-3, -1e-3]])
+    scales = _normal(172, (3, 5)) * np.array([[1e-3], [1.0], [1e3]])
+    r = _rng(173)
+    g6, b6 = 1.0 + 0.3 * r.normal(size=6), 0.2 * r.normal(size=6)
+    g5, b5 = 1.0 + 0.3 * r.normal(size=5), 0.2 * r.normal(size=5)
+    g8, b8 = 1.0 + 0.3 * r.normal(size=8), 0.2 * r.normal(size=8)
+    return [
+        ("slides_cat", "the embeddings of 'The cat sat <end>', gamma = 1, beta = 0",
+         (ex.CAT_X, np.ones(4), np.zeros(4)), {}, "slides", False),
+        ("lists_gamma_beta", "lists, with gamma and beta that are not 1 and 0",
+         ([[1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 9.0]], g4.tolist(), b4.tolist()), {}, "basic",
+         False),
+        ("small_variance", "rows whose variance (~1e-6) is smaller than eps",
+         (small, g6, b6), {}, "eps", False),
+        ("explicit_eps", "eps = 0.01 given as an argument, rows of small variance",
+         (0.1 * _normal(176, (2, 5)), g5, b5), {"eps": 1e-2}, "eps", False),
+        ("tiny_variance", "rows with variance ~1e-8 and ~1e-6", (tiny, g4, b4), {}, "eps", True),
+        ("constant_row", "a constant row (variance 0) next to a normal one",
+         (np.array([[3.0, 3.0, 3.0, 3.0], [1.0, -1.0, 2.0, 0.5]]), g4, b4), {}, "eps", True),
+        ("eps_1e-3", "eps = 1e-3 given as an argument", (small[:2] * 10.0, g6, b6),
+         {"eps": 1e-3}, "eps", True),
+        ("eps_0.1", "eps = 0.1 given as an argument", (_normal(174, (2, 5)), g5, b5),
+         {"eps": 0.1}, "eps", True),
+        ("scales", "rows at very different scales (1e-3 to 1e3)", (scales, g5, b5), {},
+         "scales", True),
+        ("random", "5 random rows, d = 8, offset from 0",
+         (3.0 + _normal(175, (5, 8), 2.0), g8, b8), {}, "basic", True),
+        ("one_row", "a single row", (np.array([[0.5, -1.5, 2.0, 4.0]]), g4, b4), {}, "basic",
+         True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("ddof_1",
+                  "variance with ddof=1 (divided by d - 1); layer norm uses the population variance "
+                  "(divide by d, np.var's default)")
+def _ln_ddof(x, gamma, beta, eps=1e-5):
+    return _ln(x, gamma, beta, eps, ddof=1)
+
+
+@EXERCISE.mistake("eps_outside_sqrt",
+                  "eps was added outside the square root (std + eps); it goes inside: sqrt(var + eps)")
+def _ln_eps_out(x, gamma, beta, eps=1e-5):
+    return _ln(x, gamma, beta, eps, eps_mode="outside")
+
+
+@EXERCISE.mistake("no_eps", "eps is missing: divide by sqrt(var + eps)")
+def _ln_no_eps(x, gamma, beta, eps=1e-5):
+    return _ln(x, gamma, beta, eps, eps_mode="none")
+
+
+@EXERCISE.mistake("eps_ignored",
+                  "the eps argument was ignored (a fixed 1e-5 used instead): use the eps passed in")
+def _ln_eps_fixed(x, gamma, beta, eps=1e-5):
+    return _ln(x, gamma, beta, 1e-5)
+
+
+@EXERCISE.mistake("no_gamma_beta",
+                  "gamma and beta were not applied: return gamma * normalised + beta")
+def _ln_no_affine(x, gamma, beta, eps=1e-5):
+    return _ln(x, gamma, beta, eps, affine=False)
+
+
+@EXERCISE.mistake("gamma_beta_swapped",
+                  "gamma and beta are swapped: gamma multiplies, beta is added")
+def _ln_swapped(x, gamma, beta, eps=1e-5):
+    return _ln(x, gamma, beta, eps, swap=True)
+
+
+@EXERCISE.mistake("beta_inside",
+                  "beta was added before multiplying by gamma; it is gamma * normalised + beta")
+def _ln_beta_inside(x, gamma, beta, eps=1e-5):
+    return _ln(x, gamma, beta, eps, beta_inside=True)
+
+
+@EXERCISE.mistake("divided_by_variance",
+                  "divided by the variance; divide by the standard deviation sqrt(var + eps)")
+def _ln_by_var(x, gamma, beta, eps=1e-5):
+    return _ln(x, gamma, beta, eps, power=1.0)
+
+
+@EXERCISE.mistake("no_centering",
+                  "the mean was not subtracted (this is RMS norm): use (x - mean) / sqrt(var + eps)")
+def _ln_rms(x, gamma, beta, eps=1e-5):
+    return _ln(x, gamma, beta, eps, center=False)
+
+
+@EXERCISE.mistake("axis_0",
+                  "normalised over the wrong axis (axis 0, over tokens); normalise each token's vector "
+                  "over its features, axis=-1 with keepdims=True")
+def _ln_axis0(x, gamma, beta, eps=1e-5):
+    return _ln(x, gamma, beta, eps, axis=0)
+
+
+@EXERCISE.mistake("whole_array",
+                  "mean and variance were taken over the whole array; take them per row (axis=-1, "
+                  "keepdims=True)")
+def _ln_whole(x, gamma, beta, eps=1e-5):
+    return _ln(x, gamma, beta, eps, axis=None)
+

@@ -1,0 +1,63 @@
+"""``lm_head`` (notebook 08_language_model): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import examples as ex
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _rng
+from helpers.exercises._variants import _f
+
+
+EXERCISE = Exercise('lm_head', reference.lm_head)
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    r = _rng(241)
+    return [
+        ("slides_aaba", "'A A B A': h is the one-hot embeddings, E the one-hot table",
+         (ex.AABA_E[ex.AABA_IDS], ex.AABA_E), {}, "slides", False),
+        ("small", "2 positions, d = 3, V = 5", (np.round(r.normal(size=(2, 3)), 1) + 0.0,
+                                               np.round(r.normal(size=(5, 3)), 1) + 0.0), {},
+         "basic", False),
+        ("square", "V = d = 4 (E is square, not symmetric)", (r.normal(size=(3, 4)),
+                                                              r.normal(size=(4, 4))), {},
+         "shapes", True),
+        ("lists", "plain lists, 2 positions, d = 2, V = 3",
+         ([[1.0, 2.0], [-1.0, 0.5]], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), {}, "basic", True),
+        ("tall", "6 positions, d = 5, V = 9", (r.normal(size=(6, 5)), r.normal(size=(9, 5))), {},
+         "shapes", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("no_transpose",
+                  "computed h @ E; the tied head multiplies by the transpose, logits = h @ E.T")
+def _lm_no_t(h, E):
+    return _f(h) @ _f(E)
+
+
+@EXERCISE.mistake("logits_transposed",
+                  "the logits are transposed ([V, N]): logits = h @ E.T has one row per position")
+def _lm_t(h, E):
+    return _f(E) @ _f(h).T
+
+
+@EXERCISE.mistake("softmax_applied",
+                  "a softmax was applied: lm_head returns the raw logits h @ E.T")
+def _lm_softmax(h, E):
+    return reference.softmax(_f(h) @ _f(E).T, axis=-1)
+
+
+@EXERCISE.mistake("scaled", "the logits were divided by sqrt(d); they are just h @ E.T")
+def _lm_scaled(h, E):
+    return _f(h) @ _f(E).T / np.sqrt(np.shape(E)[1])
+

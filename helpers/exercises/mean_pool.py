@@ -1,0 +1,67 @@
+"""``mean_pool`` (notebook 09_sentence_encoder): the mean of the real tokens' vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import bert
+from helpers.exercises import Exercise, case
+
+EXERCISE = Exercise("mean_pool", bert.mean_pool,
+                    refuse=("helpers.bert:sentence_embeddings", "helpers.bert:encode"),
+                    near_miss="is every real token counted once, and nothing else?")
+
+
+@EXERCISE.cases
+def cases():
+    rng = np.random.default_rng(909)
+    visible = [
+        case("worked_example", "h = [[1, 2], [3, 0], [9, 9]], key_mask = [True, True, False]: "
+             "the mean of the first two rows", ([[1.0, 2.0], [3.0, 0.0], [9.0, 9.0]],
+                                                [True, True, False]),
+             group="slides", expected=np.array([2.0, 1.0])),
+        case("one_sentence", "one sentence h [4, 3], all tokens real",
+             (rng.normal(size=(4, 3)), np.ones(4, dtype=bool))),
+        case("padded_batch", "a batch h [2, 4, 3], the 2nd sentence padded after 2 tokens",
+             (rng.normal(size=(2, 4, 3)), np.array([[True] * 4, [True] * 2 + [False] * 2])),
+             group="mask"),
+        case("int_mask", "a batch h [2, 3, 2] with key_mask given as 0/1 integers",
+             (rng.normal(size=(2, 3, 2)), np.array([[1, 1, 0], [1, 0, 0]])), group="mask"),
+    ]
+    rng = np.random.default_rng(910)
+    mask = np.array([[1, 1, 1, 1, 0], [1, 0, 0, 0, 0], [1, 1, 1, 0, 0]])
+    hidden = [
+        case("large_padding", "a batch h [3, 5, 6] with large padding values, key_mask as 0/1",
+             (np.where(mask[..., None] > 0, 1.0, 1e6) * rng.normal(size=(3, 5, 6)), mask),
+             group="mask", hidden=True),
+    ]
+    return visible + hidden
+
+
+def _hm(h, key_mask):
+    h = np.asarray(h, dtype=np.float64)
+    return h, np.asarray(key_mask, dtype=np.float64)[..., None]       # [..., N, d], [..., N, 1]
+
+
+@EXERCISE.mistake("padding_included", "the mean includes the padding positions: average only "
+                  "where key_mask is True")
+def _with_padding(h, key_mask):
+    return _hm(h, key_mask)[0].mean(axis=-2)
+
+
+@EXERCISE.mistake("sum", "a sum, not a mean: divide by the number of real tokens")
+def _sum(h, key_mask):
+    h, m = _hm(h, key_mask)
+    return (h * m).sum(axis=-2)
+
+
+@EXERCISE.mistake("divided_by_n", "the real tokens were summed but divided by N (all positions, "
+                  "padding included)")
+def _by_n(h, key_mask):
+    h, m = _hm(h, key_mask)
+    return (h * m).sum(axis=-2) / h.shape[-2]
+
+
+@EXERCISE.mistake("first_token", "this is the first token's vector, not the mean")
+def _first(h, key_mask):
+    return _hm(h, key_mask)[0][..., 0, :]

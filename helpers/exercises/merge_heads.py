@@ -1,0 +1,67 @@
+"""``merge_heads`` (notebook 06_multi_head_attention): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _normal
+from helpers.exercises._variants import _f
+
+
+EXERCISE = Exercise('merge_heads', reference.merge_heads)
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    return [
+        ("arange_2x4x3", "H = arange(24) as 2 heads x 4 tokens x 3",
+         (np.arange(24.0).reshape(2, 4, 3),), {}, "basic", False),
+        ("lists_2x3x2", "nested lists: 2 heads, 3 tokens, d_h = 2",
+         ([[[1, 2], [3, 4], [5, 6]], [[7, 8], [9, 10], [11, 12]]],), {}, "basic", False),
+        ("h3", "3 heads x 5 tokens x 2", (_normal(131, (3, 5, 2)),), {}, "heads", True),
+        ("h1", "1 head x 3 tokens x 4", (_normal(132, (1, 3, 4)),), {}, "heads", True),
+        ("h4", "4 heads x 2 tokens x 2", (_normal(133, (4, 2, 2)),), {}, "heads", True),
+        ("h2_square", "2 heads x 2 tokens x 3", (_normal(134, (2, 2, 3)),), {}, "basic", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("reshape_without_transpose",
+                  "reshaped [n_heads, N, d_h] straight to [N, n_heads*d_h]: that mixes tokens. "
+                  "Swap the first two axes first (to [N, n_heads, d_h]), then reshape")
+def _merge_reshape(H):
+    H = _f(H)
+    h, N, d_h = H.shape
+    return H.reshape(N, h * d_h)
+
+
+@EXERCISE.mistake("concatenate_rows",
+                  "concatenated the heads below each other (axis 0); put them side by side (columns)")
+def _merge_rows(H):
+    return np.concatenate(list(_f(H)), axis=0)
+
+
+@EXERCISE.mistake("interleaved",
+                  "interleaved the heads' columns; head c's columns are the block c*d_h : (c+1)*d_h")
+def _merge_interleaved(H):
+    H = _f(H)
+    h, N, d_h = H.shape
+    return H.transpose(1, 2, 0).reshape(N, h * d_h)
+
+
+@EXERCISE.mistake("sum_heads", "added the heads up; concatenate them side by side instead")
+def _merge_sum(H):
+    return _f(H).sum(axis=0)
+
+
+@EXERCISE.mistake("mean_heads", "averaged the heads; concatenate them side by side instead")
+def _merge_mean(H):
+    return _f(H).mean(axis=0)
+

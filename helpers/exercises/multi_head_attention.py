@@ -1,0 +1,114 @@
+"""``multi_head_attention`` (notebook 06_multi_head_attention): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import examples as ex
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _mha_args, _normal
+from helpers.exercises._variants import _mha
+from helpers.exercises.merge_heads import _merge_interleaved
+from helpers.exercises.merge_heads import _merge_reshape
+from helpers.exercises.split_heads import _split_interleaved
+from helpers.exercises.split_heads import _split_reshape
+
+
+EXERCISE = Exercise('multi_head_attention', reference.multi_head_attention, uses=('split_heads', 'merge_heads', 'scaled_dot_product_attention', 'causal_mask', 'softmax'))
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    W_O = _normal(141, (4, 4), 0.5, decimals=1)
+    return [
+        ("slides_cat", "X and W_Q, W_K, W_V of 'The cat sat <end>', a random W_O, "
+         "n_heads = 2, causal", (ex.CAT_X, ex.CAT_W_Q, ex.CAT_W_K, ex.CAT_W_V, W_O, 2), {},
+         "slides", False),
+        ("not_causal", "3 tokens, d_model = 4, n_heads = 2, causal=False",
+         (*_mha_args(142, 3, 4, decimals=1), 2), {"causal": False}, "causal", False),
+        ("h3_causal", "5 tokens, d_model = 6, n_heads = 3, causal",
+         (*_mha_args(147, 5, 6), 3), {}, "heads", True),
+        ("h2_not_causal", "4 tokens, d_model = 6, n_heads = 2, causal=False",
+         (*_mha_args(152, 4, 6), 2), {"causal": False}, "causal", True),
+        ("h4", "3 tokens, d_model = 8, n_heads = 4, causal=True passed explicitly",
+         (*_mha_args(157, 3, 8), 4), {"causal": True}, "heads", True),
+        ("h1", "4 tokens, d_model = 4, n_heads = 1", (*_mha_args(162, 4, 4), 1), {}, "heads",
+         True),
+        ("large", "large inputs (scores in the hundreds), n_heads = 2",
+         (*_mha_args(167, 4, 4, scale=15.0), 2), {}, "stability", True),
+        ("lists", "plain lists, 2 tokens, d_model = 2, n_heads = 2",
+         ([[1.0, 2.0], [0.5, -1.0]], [[1.0, 0.0], [0.5, 1.0]], [[0.5, 1.0], [1.0, 0.0]],
+          [[1.0, 1.0], [0.0, 2.0]], [[1.0, -1.0], [0.5, 0.5]], 2), {}, "basic", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("split_reshape_without_transpose",
+                  "the heads were split by reshaping [N, d_model] straight to [n_heads, N, d_h] "
+                  "(rows of different tokens get mixed); reshape to [N, n_heads, d_h] and swap axes")
+def _mha_split_reshape(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    return _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal, split=_split_reshape)
+
+
+@EXERCISE.mistake("merge_reshape_without_transpose",
+                  "the heads were merged by reshaping [n_heads, N, d_h] straight to [N, d_model]; "
+                  "swap the first two axes first")
+def _mha_merge_reshape(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    return _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal, merge=_merge_reshape)
+
+
+@EXERCISE.mistake("interleaved_heads",
+                  "head c took every n_heads-th column; it takes the block of columns c*d_h : (c+1)*d_h")
+def _mha_interleaved(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    return _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal, split=_split_interleaved,
+                merge=_merge_interleaved)
+
+
+@EXERCISE.mistake("missing_W_O",
+                  "the output projection W_O is missing: multiply the merged heads by W_O")
+def _mha_no_wo(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    return _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal, use_W_O=False)
+
+
+@EXERCISE.mistake("scale_sqrt_d_model",
+                  "scores were divided by sqrt(d_model); each head divides by sqrt(d_h) = "
+                  "sqrt(d_model / n_heads)")
+def _mha_sqrt_dmodel(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    return _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal, scale=np.sqrt(np.shape(X)[-1]))
+
+
+@EXERCISE.mistake("no_scale", "scores were not divided by sqrt(d_h)")
+def _mha_no_scale(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    return _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal, scale=1.0)
+
+
+@EXERCISE.mistake("not_causal",
+                  "no causal mask although causal=True: a token must not attend to later tokens")
+def _mha_not_causal(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    return _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal, mask_on=False)
+
+
+@EXERCISE.mistake("always_causal",
+                  "a causal mask was applied although causal=False: use the mask only when causal is True")
+def _mha_always_causal(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    return _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal, mask_on=True)
+
+
+@EXERCISE.mistake("one_head",
+                  "n_heads was ignored (one head over all d_model columns, scaled by sqrt(d_model)): "
+                  "split Q, K, V into n_heads heads of width d_h")
+def _mha_one_head(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    return _mha(X, W_Q, W_K, W_V, W_O, 1, causal)
+
+
+@EXERCISE.mistake("softmax_axis_0",
+                  "softmax taken over the wrong axis (axis 0): each query's weights must sum to 1")
+def _mha_axis0(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    return _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal, axis=0)
+

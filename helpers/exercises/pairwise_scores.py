@@ -1,0 +1,87 @@
+"""``pairwise_scores`` (notebook 01_dot_products): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import examples as ex
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _normal
+from helpers.exercises._variants import _f
+
+
+EXERCISE = Exercise('pairwise_scores', reference.pairwise_scores, uses=('dot',))
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    X_scales = _normal(13, (4, 3)) * np.array([[1e-2], [1.0], [1e2], [1e3]])
+    return [
+        ("slides_cat", "the embeddings X of 'The cat sat <end>' (4 tokens, d = 4)",
+         (ex.CAT_X,), {}, "slides", False),
+        ("lists_3x2", "a list of 3 rows with d = 2 (N != d)", ([[1, 2], [3, -4], [5, 6]],), {},
+         "shapes", False),
+        ("random_5x3", "5 random rows, d = 3", (_normal(11, (5, 3)),), {}, "basic", True),
+        ("wide_2x6", "2 rows, d = 6", (_normal(12, (2, 6)),), {}, "shapes", True),
+        ("scales", "rows at very different scales (1e-2 to 1e3)", (X_scales,), {}, "scales", True),
+        ("one_row", "a single row", (np.array([[1.5, -2.0, 0.5]]),), {}, "shapes", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("gram_of_columns",
+                  "computed X.T @ X (columns against columns); the scores between rows are X @ X.T")
+def _pair_xtx(X):
+    X = _f(X)
+    return X.T @ X
+
+
+@EXERCISE.mistake("x_times_x",
+                  "computed X @ X; the second factor must be transposed: X @ X.T")
+def _pair_xx(X):
+    X = _f(X)
+    return X @ X
+
+
+@EXERCISE.mistake("elementwise",
+                  "computed X * X (entry by entry); the scores are the matrix product X @ X.T")
+def _pair_elementwise(X):
+    X = _f(X)
+    return X * X
+
+
+@EXERCISE.mistake("cosine",
+                  "normalised the rows (cosine similarities); the scores are plain dot products")
+def _pair_cosine(X):
+    X = _f(X)
+    n = np.linalg.norm(X, axis=1, keepdims=True)
+    return (X / n) @ (X / n).T
+
+
+@EXERCISE.mistake("scaled",
+                  "divided by sqrt(d): that scaling belongs to attention, not to the raw scores")
+def _pair_scaled(X):
+    X = _f(X)
+    return X @ X.T / np.sqrt(X.shape[1])
+
+
+@EXERCISE.mistake("softmaxed",
+                  "applied a softmax: the scores are the raw dot products, before any softmax")
+def _pair_softmaxed(X):
+    X = _f(X)
+    return reference.softmax(X @ X.T, axis=-1)
+
+
+@EXERCISE.mistake("upper_triangle_only",
+                  "only the pairs j >= i were filled in (the loop started at i); the matrix is "
+                  "symmetric, S[j, i] = S[i, j], so fill both halves")
+def _pair_upper(X):
+    X = _f(X)
+    return np.triu(X @ X.T)
+

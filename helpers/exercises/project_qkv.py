@@ -1,0 +1,72 @@
+"""``project_qkv`` (notebook 04_queries_keys_values): cases and known mistakes."""
+
+from __future__ import annotations
+
+
+from helpers import examples as ex
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _normal
+from helpers.exercises._variants import _f
+
+
+EXERCISE = Exercise('project_qkv', reference.project_qkv, output='tuple', parts=('Q', 'K', 'V'))
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    return [
+        ("slides_cat", "X, W_Q, W_K, W_V of the slides' example 'The cat sat <end>'",
+         (ex.CAT_X, ex.CAT_W_Q, ex.CAT_W_K, ex.CAT_W_V), {}, "slides", False),
+        ("lists_dk_dv", "lists: X is 3x4, W_Q and W_K are 4x2 (d_k = 2), W_V is 4x3 (d_v = 3)",
+         tuple(_normal(41 + i, s, decimals=1).tolist()
+               for i, s in enumerate([(3, 4), (4, 2), (4, 2), (4, 3)])), {}, "shapes", False),
+        ("square", "X is 5x3, all weights 3x3 (not symmetric)",
+         tuple(_normal(45 + i, s) for i, s in enumerate([(5, 3), (3, 3), (3, 3), (3, 3)])), {},
+         "basic", True),
+        ("wide", "X is 2x5, d_k = 4, d_v = 2",
+         tuple(_normal(49 + i, s) for i, s in enumerate([(2, 5), (5, 4), (5, 4), (5, 2)])), {},
+         "shapes", True),
+        ("one_row", "a single token, d = 3, d_k = 2, d_v = 1",
+         tuple(_normal(53 + i, s) for i, s in enumerate([(1, 3), (3, 2), (3, 2), (3, 1)])), {},
+         "shapes", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("weights_transposed",
+                  "multiplied by the transposed weights (X @ W.T); with row vectors it is Q = X @ W_Q")
+def _qkv_transposed(X, W_Q, W_K, W_V):
+    X = _f(X)
+    return X @ _f(W_Q).T, X @ _f(W_K).T, X @ _f(W_V).T
+
+
+@EXERCISE.mistake("q_k_swapped", "Q and K are swapped: Q = X @ W_Q, K = X @ W_K")
+def _qkv_swapped(X, W_Q, W_K, W_V):
+    X = _f(X)
+    return X @ _f(W_K), X @ _f(W_Q), X @ _f(W_V)
+
+
+@EXERCISE.mistake("k_v_swapped", "K and V are swapped: return (Q, K, V) in that order")
+def _qkv_kv_swapped(X, W_Q, W_K, W_V):
+    X = _f(X)
+    return X @ _f(W_Q), X @ _f(W_V), X @ _f(W_K)
+
+
+@EXERCISE.mistake("same_weight", "used W_Q for all three; K needs W_K and V needs W_V")
+def _qkv_same(X, W_Q, W_K, W_V):
+    Q = _f(X) @ _f(W_Q)
+    return Q, Q, Q
+
+
+@EXERCISE.mistake("elementwise",
+                  "multiplied entry by entry (X * W); use the matrix product X @ W")
+def _qkv_elementwise(X, W_Q, W_K, W_V):
+    X = _f(X)
+    return X * _f(W_Q), X * _f(W_K), X * _f(W_V)
+

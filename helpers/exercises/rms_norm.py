@@ -1,0 +1,89 @@
+"""``rms_norm`` (notebook 10_modern_llm): x / sqrt(mean(x^2) + eps) * weight."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.exercises import Exercise, case
+from helpers.llama import model
+
+EXERCISE = Exercise("rms_norm", model.rms_norm, nan_hint="is eps inside the square root, "
+                    "x / sqrt(mean(x^2) + eps)?")
+
+
+@EXERCISE.cases
+def cases():
+    normal = np.random.default_rng(1010).standard_normal
+    scales = np.array([[0.01], [1.0], [50.0]])
+    visible = [
+        case("worked_example", "x = [3, 0, 1, -0.5], weight = ones, eps = 0: mean(x^2) = "
+             "2.5625, so every entry is divided by 1.600781", ([3.0, 0.0, 1.0, -0.5], np.ones(4)),
+             {"eps": 0.0}, group="slides",
+             expected=np.array([3.0, 0.0, 1.0, -0.5]) / 1.6007810593582121),
+        case("row_scales", "x [3, 6] with rows at scales 0.01, 1, 50 and weight = ones",
+             (normal((3, 6)) * scales, np.ones(6))),
+        case("gains", "x [4, 5] and a weight [5] of varied gains", (normal((4, 5)),
+                                                                   1 + normal(5) / 2)),
+        case("eps_matters", "tiny rows where eps matters (eps=0.01)",
+             (1e-2 * normal((3, 4)), normal(4)), {"eps": 1e-2}, group="eps"),
+    ]
+    normal = np.random.default_rng(1011).standard_normal
+    hidden = [
+        case("eps_tiny_rows", "tiny rows where eps matters (eps=0.01)",
+             (1e-2 * normal((3, 4)), normal(4)), {"eps": 1e-2}, group="eps", hidden=True),
+        case("batch_mean", "a batch x [2, 3, 8] with a non-zero mean per row",
+             (normal((2, 3, 8)) + 5.0, 1 + normal(8) / 3), hidden=True),
+        case("lists", "Python lists", ([[1.0, -2.0, 3.0], [0.5, 0.5, -4.0]], [1.0, 2.0, 0.5]),
+             hidden=True),
+        case("tiny_and_large", "a tiny row and a large row, eps = 1e-5",
+             ([[1e-3, -2e-3], [4.0, 3.0]], [2.0, 0.5]), {"eps": 1e-5}, hidden=True),
+    ]
+    return visible + hidden
+
+
+def _xw(x, weight):
+    return np.asarray(x, dtype=np.float64), np.asarray(weight, dtype=np.float64)
+
+
+def _ms(x):
+    return np.mean(x ** 2, axis=-1, keepdims=True)
+
+
+@EXERCISE.mistake("mean_subtracted", "the mean was subtracted (that is layer norm): RMS norm "
+                  "only rescales")
+def _centred(x, weight, eps=1e-5):
+    x, w = _xw(x, weight)
+    c = x - x.mean(axis=-1, keepdims=True)
+    return c / np.sqrt(_ms(c) + eps) * w
+
+
+@EXERCISE.mistake("eps_outside", "eps was added outside the square root: use "
+                  "sqrt(mean(x^2) + eps)")
+def _eps_outside(x, weight, eps=1e-5):
+    x, w = _xw(x, weight)
+    return x / (np.sqrt(_ms(x)) + eps) * w
+
+
+@EXERCISE.mistake("no_weight", "the weight (gain) was not applied")
+def _no_weight(x, weight, eps=1e-5):
+    x, _ = _xw(x, weight)
+    return x / np.sqrt(_ms(x) + eps)
+
+
+@EXERCISE.mistake("length", "divided by the length sqrt(sum(x^2)), not the root MEAN square")
+def _length(x, weight, eps=1e-5):
+    x, w = _xw(x, weight)
+    return x / np.sqrt(np.sum(x ** 2, axis=-1, keepdims=True) + eps) * w
+
+
+@EXERCISE.mistake("wrong_axis", "the mean was taken over the wrong axis (use the last, axis=-1)")
+def _wrong_axis(x, weight, eps=1e-5):
+    x, w = _xw(x, weight)
+    return x / np.sqrt(np.mean(x ** 2, axis=0, keepdims=True) + eps) * w
+
+
+@EXERCISE.mistake("eps_ignored", "the eps argument was ignored (a fixed 1e-5 was used): pass "
+                  "eps through")
+def _eps_ignored(x, weight, eps=1e-5):
+    x, w = _xw(x, weight)
+    return x / np.sqrt(_ms(x) + 1e-5) * w

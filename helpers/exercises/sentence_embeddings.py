@@ -1,0 +1,61 @@
+"""``sentence_embeddings`` (notebook 09_sentence_encoder): the whole encoder, mean-pooled
+and unit length, as sentence-transformers computes all-MiniLM-L6-v2's embeddings."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import bert
+from helpers.examples import IT_SENTENCES
+from helpers.exercises import Exercise, case
+from helpers.exercises._bert_inputs import cut_model, tiny_bert
+
+EXERCISE = Exercise(
+    "sentence_embeddings", bert.sentence_embeddings, uses=("bert_layer", "mean_pool", "gelu"),
+    refuse=("helpers.bert:encode", "helpers.bert:bert_forward", "helpers.bert:token_vectors"),
+    near_miss="does EVERY layer norm (the embeddings' too) use eps=1e-12, and is GELU the "
+              "exact (erf) one?")
+
+
+@EXERCISE.cases
+def cases():
+    rng = np.random.default_rng(909)
+    mask = np.array([[True] * 6, [True] * 4 + [False] * 2, [True] * 2 + [False] * 4])
+    tiny = tiny_bert(rng, V=30, d=16, d_ff=24, n_heads=4, n_layers=2, n_ctx=10)
+    sentences = [IT_SENTENCES["tired"], IT_SENTENCES["wide"], "A short one."]
+    installed = not bert.missing_requirements()     # the real model's cases need it
+    visible = [
+        case("tiny_bert", "a tiny random BERT (V=30, d=16, 4 heads, 2 layers), ids [3, 6] with "
+             "padding", (rng.integers(1, 30, size=(3, 6)), mask, tiny)),
+    ] + ([case("minilm_first_layer", f"all-MiniLM-L6-v2 with its first layer only "
+               f"(vocabulary cut to these tokens) on {sentences}", cut_model(sentences, [0]),
+               group="model")] if installed else [])
+    rng = np.random.default_rng(910)
+    tiny = tiny_bert(rng, V=25, d=12, d_ff=20, n_heads=3, n_layers=3, n_ctx=8, scale=3.0)
+    sentences = ["Mean pooling averages the token vectors.", "Hello world",
+                 "Encoders read the whole sentence."]
+    hidden = [
+        case("tiny_bert_large", "a tiny random BERT with 3 layers and large weights, ids [3, 6] "
+             "with padding", (rng.integers(1, 25, size=(3, 6)), mask, tiny), hidden=True),
+    ] + ([case("minilm_last_layer", f"all-MiniLM-L6-v2 with its last layer only (vocabulary "
+               f"cut to these tokens) on {sentences}", cut_model(sentences, [5]), group="model",
+               hidden=True)] if installed else [])
+    return visible + hidden
+
+
+@EXERCISE.mistake("not_normalized", "the embeddings are not unit vectors: divide each by its "
+                  "length (L2 norm)")
+def _not_normalized(ids, key_mask, params):
+    return bert.mean_pool(bert.bert_forward(ids, key_mask, params), key_mask)
+
+
+@EXERCISE.mistake("cls_token", "this is the [CLS] token's vector; the model's sentence embedding "
+                  "is the mean over the real tokens")
+def _cls(ids, key_mask, params):
+    return bert.l2_normalize(bert.bert_forward(ids, key_mask, params)[:, 0])
+
+
+@EXERCISE.mistake("padding_included", "the mean includes the padding positions: average only "
+                  "where key_mask is True")
+def _with_padding(ids, key_mask, params):
+    return bert.l2_normalize(bert.bert_forward(ids, key_mask, params).mean(axis=-2))

@@ -1,0 +1,90 @@
+"""``simple_self_attention`` (notebook 03_simple_self_attention): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import examples as ex
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _normal
+from helpers.exercises._variants import _f, _naive_softmax, _simple
+
+
+EXERCISE = Exercise('simple_self_attention', reference.simple_self_attention, uses=('pairwise_scores', 'softmax'))
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    return [
+        ("slides_cat", "the embeddings X of 'The cat sat <end>' (the slides' example)",
+         (ex.CAT_X,), {}, "slides", False),
+        ("lists_3x2", "a list of 3 rows with d = 2 (N != d)",
+         ([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],), {}, "shapes", False),
+        ("large_visible", "large embeddings: a row of 40s (scores in the thousands)",
+         ([[40.0, 0.0, 10.0], [0.0, 40.0, -10.0], [30.0, 30.0, 0.0]],), {}, "stability", False),
+        ("random_5x3", "5 random rows, d = 3", (_normal(31, (5, 3)),), {}, "basic", True),
+        ("wide_2x6", "2 rows, d = 6", (_normal(32, (2, 6)),), {}, "shapes", True),
+        ("large", "large embeddings (scores in the thousands)", (_normal(33, (4, 4), 25.0),), {},
+         "stability", True),
+        ("rows_scales", "rows at very different scales",
+         (_normal(34, (4, 3)) * np.array([[0.01], [1.0], [10.0], [30.0]]),), {}, "stability",
+         True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("no_scale", "scores were not divided by sqrt(d)")
+def _simple_no_scale(X):
+    return _simple(X, lambda X: 1.0)
+
+
+@EXERCISE.mistake("scale_d", "scores were divided by d instead of sqrt(d)")
+def _simple_scale_d(X):
+    return _simple(X, lambda X: X.shape[1])
+
+
+@EXERCISE.mistake("scale_sqrt_n",
+                  "scores were divided by sqrt(N) (the number of tokens) instead of sqrt(d) (the width)")
+def _simple_scale_n(X):
+    return _simple(X, lambda X: np.sqrt(X.shape[0]))
+
+
+@EXERCISE.mistake("softmax_axis_0",
+                  "softmax taken over the wrong axis (axis 0), or the weights transposed "
+                  "(weights.T @ X), which is the same here since X X^T is symmetric: each row of "
+                  "weights must sum to 1, and the output is weights @ X")
+def _simple_axis0(X):
+    return _simple(X, lambda X: np.sqrt(X.shape[1]), axis=0)
+
+
+@EXERCISE.mistake("returns_weights",
+                  "returned the attention weights; the output is weights @ X")
+def _simple_weights(X):
+    return _simple(X, lambda X: np.sqrt(X.shape[1]), output="weights")
+
+
+@EXERCISE.mistake("no_softmax",
+                  "forgot the softmax: returned (X X^T / sqrt(d)) X")
+def _simple_no_softmax(X):
+    X = _f(X)
+    return X @ X.T / np.sqrt(X.shape[1]) @ X
+
+
+@EXERCISE.mistake("scores_not_transposed",
+                  "computed the scores as X @ X; they are X @ X.T (row i against row j)")
+def _simple_xx(X):
+    X = _f(X)
+    return reference.softmax(X @ X / np.sqrt(X.shape[1]), axis=-1) @ X
+
+
+@EXERCISE.mistake("unstable_softmax",
+                  "the softmax is not stable (exp overflowed): subtract the row maximum before exp")
+def _simple_unstable(X):
+    return _simple(X, lambda X: np.sqrt(X.shape[1]), softmax=_naive_softmax)
+

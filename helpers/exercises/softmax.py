@@ -1,0 +1,150 @@
+"""``softmax`` (notebook 02_softmax): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import examples as ex
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _normal
+from helpers.exercises._variants import _f, _naive_softmax, _softmax_any
+
+
+EXERCISE = Exercise('softmax', reference.softmax, nan_hint='is the softmax stable? Subtract the maximum along the axis before exp')
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    cat_scores = ex.CAT_X[0] @ ex.CAT_X.T / 2.0
+    z3 = np.array([[0.0, 1.0, 2.0], [-2000.0, -1999.0, -2001.0], [1e3, 1e3 + 1, 1e3 - 2]])
+    return [
+        ("slides_the", "the scaled scores of 'The' in the slides' example: "
+         "[0.65, 0.54, 0.325, 0.135]", (cat_scores,), {}, "slides", False),
+        ("list", "a list of ints", ([1, 2, 3, 4],), {}, "basic", False),
+        ("matrix", "a 3x3 matrix, softmax over each row (default axis=-1)",
+         (np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [-1.0, 0.0, 4.0]]),), {}, "basic", False),
+        ("axis_0", "a 3x2 matrix with axis=0 (each column sums to 1)",
+         (np.array([[1.0, -1.0], [2.0, 0.5], [0.0, 3.0]]),), {"axis": 0}, "axis", False),
+        ("large", "large entries [1000, 1001, 1002]", ([1000.0, 1001.0, 1002.0],), {},
+         "stability", False),
+        ("extremes", "rows at very different scales: around 0, around -2000, and up to 1e300",
+         (np.array([[0.5, 1.0, -0.5], [-2000.0, -2001.0, -1999.5], [1e300, -1e300, 0.0]]),), {},
+         "stability", False),
+        ("rows_scales", "rows at very different scales (around 0, -2000 and 1000)", (z3,), {},
+         "stability", True),
+        ("huge", "entries up to 1e300 in size", (np.array([[1e300, 1e299, -1e300],
+                                                           [3e200, -3e200, 0.0]]),), {},
+         "stability", True),
+        ("very_negative", "very negative entries (-1000 and below)",
+         (np.array([-1000.0, -1001.0, -1003.0, -1000.5]),), {}, "stability", True),
+        ("random_4x6", "a random 4x6 matrix, default axis", (_normal(21, (4, 6), 3.0),), {},
+         "basic", True),
+        ("single", "a single entry", (np.array([5.0]),), {}, "basic", True),
+        ("uniform", "equal entries (uniform output)", (np.full((2, 4), 2.0),), {}, "basic", True),
+        ("3d_axis_1", "a 2x3x4 array with axis=1", (_normal(22, (2, 3, 4), 2.0),), {"axis": 1},
+         "axis", True),
+        ("3d_axis_-2", "a 2x4x3 array with axis=-2", (_normal(23, (2, 4, 3), 2.0),),
+         {"axis": -2}, "axis", True),
+        ("3d_axis_0_large", "a 3x2x2 array with axis=0 and entries near 800",
+         (800.0 + _normal(24, (3, 2, 2), 5.0),), {"axis": 0}, "axis", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("no_max_shift",
+                  "exp overflows (or all entries underflow to 0) without the max shift: "
+                  "subtract the maximum along the axis before exp, softmax(z) = softmax(z - max(z))")
+def _softmax_no_shift(z, axis=-1):
+    return _naive_softmax(z, axis)
+
+
+@EXERCISE.mistake("global_max_shift",
+                  "subtracted the maximum of the whole array instead of the maximum of each slice "
+                  "along the axis (z.max(axis=axis, keepdims=True)): rows at very different scales "
+                  "underflow to 0/0")
+def _softmax_global_max(z, axis=-1):
+    z = _f(z)
+    e = np.exp(z - z.max())
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@EXERCISE.mistake("subtract_min",
+                  "subtracted the minimum instead of the maximum: exp still overflows on large inputs")
+def _softmax_min(z, axis=-1):
+    z = _f(z)
+    e = np.exp(z - z.min(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@EXERCISE.mistake("axis_0", "softmax taken over the wrong axis (axis 0); use the axis argument")
+def _softmax_axis0(z, axis=-1):
+    return _softmax_any(z, axis=0)
+
+
+@EXERCISE.mistake("ignores_axis",
+                  "the axis argument is ignored (always the last axis): pass axis to max and sum")
+def _softmax_ignores_axis(z, axis=-1):
+    return _softmax_any(z, axis=-1)
+
+
+@EXERCISE.mistake("whole_array",
+                  "normalised over the whole array (sum without axis): each slice along the axis "
+                  "must sum to 1")
+def _softmax_whole(z, axis=-1):
+    z = _f(z)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+@EXERCISE.mistake("no_keepdims",
+                  "the sum was taken without keepdims=True, so it divides the wrong entries "
+                  "(broadcasting along the other axis)")
+def _softmax_no_keepdims(z, axis=-1):
+    z = _f(z)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis)
+
+
+@EXERCISE.mistake("max_no_keepdims",
+                  "the maximum was taken without keepdims=True, so each row subtracts another row's "
+                  "maximum (broadcasting along the other axis)")
+def _softmax_max_no_keepdims(z, axis=-1):
+    z = _f(z)
+    e = np.exp(z - z.max(axis=axis))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@EXERCISE.mistake("max_wrong_axis",
+                  "the maximum was taken along another axis than the sum: subtract the maximum of "
+                  "the same slice that is summed (z.max(axis=axis, keepdims=True))")
+def _softmax_max_wrong_axis(z, axis=-1):
+    z = _f(z)
+    other = 0 if axis % z.ndim != 0 else -1
+    e = np.exp(z - z.max(axis=other, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@EXERCISE.mistake("divided_by_max",
+                  "divided by the largest exp instead of the sum of the exps: the entries must sum to 1")
+def _softmax_by_max(z, axis=-1):
+    z = _f(z)
+    return np.exp(z - z.max(axis=axis, keepdims=True))
+
+
+@EXERCISE.mistake("no_exp", "forgot the exp: divided z by the sum of z")
+def _softmax_no_exp(z, axis=-1):
+    z = _f(z)
+    return z / z.sum(axis=axis, keepdims=True)
+
+
+@EXERCISE.mistake("log_softmax",
+                  "returned log-probabilities (z - logsumexp(z)) instead of probabilities")
+def _softmax_log(z, axis=-1):
+    return np.log(_softmax_any(z, axis=axis))
+

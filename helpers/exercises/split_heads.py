@@ -1,0 +1,78 @@
+"""``split_heads`` (notebook 06_multi_head_attention): cases and known mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _normal
+from helpers.exercises._variants import _f
+
+
+EXERCISE = Exercise('split_heads', reference.split_heads)
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    return [
+        ("arange_4x6_h2", "X = arange(24) as 4x6, n_heads = 2", (np.arange(24.0).reshape(4, 6), 2),
+         {}, "basic", False),
+        ("lists_3x4_h2", "a list of 3 rows, d = 4, n_heads = 2",
+         ([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]], 2), {}, "basic", False),
+        ("h3", "5x6, n_heads = 3", (_normal(121, (5, 6)), 3), {}, "heads", True),
+        ("h4", "3x8, n_heads = 4", (_normal(122, (3, 8)), 4), {}, "heads", True),
+        ("h1", "2x4, n_heads = 1 (one head holds everything)", (_normal(123, (2, 4)), 1), {},
+         "heads", True),
+        ("dh1", "3x4, n_heads = 4 (d_h = 1)", (_normal(124, (3, 4)), 4), {}, "heads", True),
+        ("h2_square", "2x4, n_heads = 2 (N equals n_heads)", (_normal(125, (2, 4)), 2), {},
+         "basic", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("reshape_without_transpose",
+                  "reshaped [N, d] straight to [n_heads, N, d_h]: that mixes rows of different tokens. "
+                  "Reshape to [N, n_heads, d_h], then swap the first two axes")
+def _split_reshape(X, n_heads):
+    X = _f(X)
+    N, d = X.shape
+    return X.reshape(n_heads, N, d // n_heads)
+
+
+@EXERCISE.mistake("no_swap",
+                  "returned [N, n_heads, d_h]: swap the first two axes to get [n_heads, N, d_h]")
+def _split_no_swap(X, n_heads):
+    X = _f(X)
+    N, d = X.shape
+    return X.reshape(N, n_heads, d // n_heads)
+
+
+@EXERCISE.mistake("interleaved",
+                  "head c took every n_heads-th column (c, c + n_heads, ...); it takes the block of "
+                  "columns c*d_h : (c+1)*d_h")
+def _split_interleaved(X, n_heads):
+    X = _f(X)
+    N, d = X.shape
+    return X.reshape(N, d // n_heads, n_heads).transpose(2, 0, 1)
+
+
+@EXERCISE.mistake("split_rows",
+                  "split the rows (tokens) instead of the columns (features): every head sees all "
+                  "tokens and d_h of the columns")
+def _split_rows(X, n_heads):
+    return np.stack(np.split(_f(X), n_heads, axis=0))
+
+
+@EXERCISE.mistake("heads_transposed",
+                  "each head came out transposed, [d_h, N]; it should be [N, d_h]")
+def _split_heads_t(X, n_heads):
+    X = _f(X)
+    N, d = X.shape
+    return X.reshape(N, n_heads, d // n_heads).transpose(1, 2, 0)
+

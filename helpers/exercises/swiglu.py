@@ -1,0 +1,74 @@
+"""``swiglu`` (notebook 10_modern_llm): Llama's gated feed-forward."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.exercises import Exercise, case
+from helpers.llama import model
+
+EXERCISE = Exercise("swiglu", model.swiglu, refuse=("helpers.llama.model:silu",))
+
+
+def _weights(normal, d, d_ff, scale=1.0):
+    return (scale * normal((d, d_ff)) / np.sqrt(d), scale * normal((d, d_ff)) / np.sqrt(d),
+            normal((d_ff, d)) / np.sqrt(d_ff))
+
+
+@EXERCISE.cases
+def cases():
+    normal = np.random.default_rng(1010).standard_normal
+    visible = [
+        case("worked_example", "x = [[2]], W_gate = [[1, -1]], W_up = [[3, 3]], W_down = "
+             "[[1], [1]]: silu(2) * 6 + silu(-2) * 6",
+             ([[2.0]], [[1.0, -1.0]], [[3.0, 3.0]], [[1.0], [1.0]]), group="slides",
+             expected=np.array([[6 * 2 / (1 + np.exp(-2)) + 6 * -2 / (1 + np.exp(2))]])),
+        case("small", "x [4, 6], d_ff = 10", (normal((4, 6)), *_weights(normal, 6, 10))),
+        case("large", "large pre-activations (|x W_gate| up to ~1000)",
+             (300 * np.random.default_rng(1012).standard_normal((3, 5)),
+              *_weights(np.random.default_rng(1013).standard_normal, 5, 7, 2.0)),
+             group="stability"),
+    ]
+    normal = np.random.default_rng(1011).standard_normal
+    hidden = [
+        case("large_hidden", "large pre-activations (|x W_gate| up to ~1000)",
+             (300 * normal((3, 5)), *_weights(normal, 5, 7, 2.0)), group="stability",
+             hidden=True),
+        case("one_row", "x [1, 8], d_ff = 3", (normal((1, 8)), *_weights(normal, 8, 3)),
+             hidden=True),
+    ]
+    return visible + hidden
+
+
+def _gu(x, W_gate, W_up, W_down):
+    x, Wg, Wu, Wd = (np.asarray(a, dtype=np.float64) for a in (x, W_gate, W_up, W_down))
+    return x @ Wg, x @ Wu, Wd
+
+
+def _sigmoid(z):
+    with np.errstate(all="ignore"):
+        return 1 / (1 + np.exp(-z))
+
+
+@EXERCISE.mistake("silu_on_up", "SiLU was applied to x W_up instead of the gate x W_gate")
+def _silu_on_up(x, W_gate, W_up, W_down):
+    g, u, Wd = _gu(x, W_gate, W_up, W_down)
+    return (g * u * _sigmoid(u)) @ Wd
+
+
+@EXERCISE.mistake("relu", "ReLU instead of SiLU on the gate")
+def _relu(x, W_gate, W_up, W_down):
+    g, u, Wd = _gu(x, W_gate, W_up, W_down)
+    return (np.maximum(g, 0) * u) @ Wd
+
+
+@EXERCISE.mistake("sigmoid", "sigmoid(x W_gate) instead of SiLU: silu(z) = z * sigmoid(z)")
+def _sigmoid_gate(x, W_gate, W_up, W_down):
+    g, u, Wd = _gu(x, W_gate, W_up, W_down)
+    return (_sigmoid(g) * u) @ Wd
+
+
+@EXERCISE.mistake("no_gate", "no gate: the product with silu(x W_gate) is missing")
+def _no_gate(x, W_gate, W_up, W_down):
+    g, u, Wd = _gu(x, W_gate, W_up, W_down)
+    return u @ Wd

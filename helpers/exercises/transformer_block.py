@@ -1,0 +1,126 @@
+"""``transformer_block`` (notebook 07_transformer_block): cases and known mistakes."""
+
+from __future__ import annotations
+
+
+from helpers import reference
+from helpers.exercises import Exercise, case
+from helpers.exercises._inputs import _block_params, _normal
+from helpers.exercises._variants import _block, _f
+
+
+EXERCISE = Exercise('transformer_block', reference.transformer_block, uses=('layer_norm', 'multi_head_attention', 'feed_forward'))
+
+
+@EXERCISE.cases
+def cases():
+    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
+
+
+def _case_list():
+    n = _normal
+    return [
+        ("basic", "3 tokens, d = 4, d_ff = 8, n_heads = 2, causal",
+         (n(211, (3, 4)), _block_params(212, 4, 8), 2), {}, "basic", False),
+        ("not_causal", "4 tokens, d = 4, d_ff = 8, n_heads = 2, causal=False",
+         (n(213, (4, 4)), _block_params(214, 4, 8), 2), {"causal": False}, "causal", False),
+        ("h3", "5 tokens, d = 6, d_ff = 12, n_heads = 3, causal",
+         (n(215, (5, 6)), _block_params(216, 6, 12), 3), {}, "heads", True),
+        ("h3_not_causal", "5 tokens, d = 6, n_heads = 3, causal=False",
+         (n(217, (5, 6)), _block_params(218, 6, 12), 3), {"causal": False}, "causal", True),
+        ("h4", "3 tokens, d = 8, d_ff = 16, n_heads = 4, causal=True passed explicitly",
+         (n(219, (3, 8)), _block_params(220, 8, 16), 4), {"causal": True}, "heads", True),
+        ("h1", "4 tokens, d = 4, n_heads = 1", (n(221, (4, 4)), _block_params(222, 4, 8), 1), {},
+         "heads", True),
+        ("scaled_input", "inputs around 10 in size", (n(223, (3, 4), 10.0),
+                                                      _block_params(224, 4, 8), 2), {},
+         "scales", True),
+        ("one_token", "a single token", (n(225, (1, 4)), _block_params(226, 4, 8), 2), {}, "basic",
+         True),
+        ("list_input", "x as a plain list, 2 tokens, d = 4, n_heads = 2",
+         (n(227, (2, 4), decimals=2).tolist(), _block_params(228, 4, 8), 2), {}, "basic", True),
+    ]
+
+
+# Known mistakes
+
+@EXERCISE.mistake("post_norm",
+                  "post-norm (layer norm after each residual sum); this block is pre-norm: "
+                  "t1 = LN1(x), t3 = MHA(t1) + x, h = FFN(LN2(t3)) + t3")
+def _tb_post(x, params, n_heads, causal=True):
+    return _block(x, params, n_heads, causal, post_norm=True)
+
+
+@EXERCISE.mistake("no_first_residual",
+                  "no residual connection around attention: t3 = t2 + x")
+def _tb_no_res1(x, params, n_heads, causal=True):
+    return _block(x, params, n_heads, causal, res1=False)
+
+
+@EXERCISE.mistake("no_second_residual",
+                  "no residual connection around the feed-forward: h = t5 + t3")
+def _tb_no_res2(x, params, n_heads, causal=True):
+    return _block(x, params, n_heads, causal, res2=None)
+
+
+@EXERCISE.mistake("no_residuals", "no residual connection at all: t3 = t2 + x and h = t5 + t3")
+def _tb_no_res(x, params, n_heads, causal=True):
+    return _block(x, params, n_heads, causal, res1=False, res2=None)
+
+
+@EXERCISE.mistake("second_residual_from_x",
+                  "the second residual adds x; it adds t3 (the output of the first residual): h = t5 + t3")
+def _tb_res2_x(x, params, n_heads, causal=True):
+    return _block(x, params, n_heads, causal, res2="x")
+
+
+@EXERCISE.mistake("residual_from_normalised",
+                  "the first residual adds the normalised t1; it adds the block's input x: t3 = t2 + x")
+def _tb_res1_t1(x, params, n_heads, causal=True):
+    return _block(x, params, n_heads, causal, res1="t1")
+
+
+@EXERCISE.mistake("second_residual_from_t4",
+                  "the second residual adds t4 = LN2(t3); it adds t3: h = t5 + t3")
+def _tb_res2_t4(x, params, n_heads, causal=True):
+    return _block(x, params, n_heads, causal, res2="t4")
+
+
+@EXERCISE.mistake("no_ln1", "the first layer norm is missing: attention reads t1 = LN1(x)")
+def _tb_no_ln1(x, params, n_heads, causal=True):
+    return _block(x, params, n_heads, causal, ln1=False)
+
+
+@EXERCISE.mistake("no_ln2", "the second layer norm is missing: the feed-forward reads t4 = LN2(t3)")
+def _tb_no_ln2(x, params, n_heads, causal=True):
+    return _block(x, params, n_heads, causal, ln2=False)
+
+
+@EXERCISE.mistake("ln2_on_t2",
+                  "LN2 was applied to the attention output t2; it normalises t3 = t2 + x")
+def _tb_ln2_t2(x, params, n_heads, causal=True):
+    return _block(x, params, n_heads, causal, ln2_input="t2")
+
+
+@EXERCISE.mistake("ln1_params_twice",
+                  "the second layer norm used ln1_gamma/ln1_beta; it has its own ln2_gamma/ln2_beta")
+def _tb_ln1_twice(x, params, n_heads, causal=True):
+    return _block(x, params, n_heads, causal, ln2_params="ln1")
+
+
+@EXERCISE.mistake("ffn_missing",
+                  "the feed-forward half is missing: returned t3; continue with t4 = LN2(t3), "
+                  "t5 = FFN(t4), h = t5 + t3")
+def _tb_no_ffn(x, params, n_heads, causal=True):
+    p = params
+    t1 = reference.layer_norm(_f(x), p["ln1_gamma"], p["ln1_beta"])
+    return reference.multi_head_attention(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads,
+                                          causal=causal) + _f(x)
+
+
+@EXERCISE.mistake("causal_ignored",
+                  "the causal argument was not passed on to multi-head attention (it stayed causal "
+                  "when causal=False)")
+def _tb_causal_ignored(x, params, n_heads, causal=True):
+    return _block(x, params, n_heads, causal, mha_causal=True)
+

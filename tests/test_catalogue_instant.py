@@ -1,0 +1,47 @@
+"""The instant check catches what the grader catches: every wrong answer of
+``tests/catalogue/`` fails the VISIBLE cases of ``check(name, fn)`` in the learner's
+notebook, and every correct one passes them (visible and hidden)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import helpers
+from catalogue import entries
+from helpers import checks, exercises
+
+ENTRIES = entries()
+
+
+def _function(entry):
+    """The entry's function, defined in a namespace like a notebook's: NumPy, the course's
+    helpers (earlier exercises are the course's own), then the entry's cell."""
+    ns = {"np": np, "numpy": np}
+    exec("import helpers\nfrom helpers import *\nimport math\nfrom helpers.checks import check, quiet",
+         ns)
+    for dep in exercises.get(entry.function).uses:       # earlier functions: the course's
+        ns[dep] = exercises.get(dep).reference
+    exec(compile(entry.source, f"<{entry.id}>", "exec"), ns)
+    return ns[entry.function]
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.kind == "wrong"],
+                         ids=lambda e: e.id)
+def test_every_wrong_answer_fails_the_visible_check(entry, capsys):
+    fn = _function(entry)
+    with pytest.raises(checks.CheckFailed):
+        checks.check(entry.function, fn)
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.kind == "correct"],
+                         ids=lambda e: e.id)
+def test_every_correct_answer_passes_visible_and_hidden(entry, capsys):
+    fn = _function(entry)
+    checks.check(entry.function, fn)
+    checks.check(entry.function, fn, hidden=True)
+
+
+def test_the_catalogue_covers_every_exercise():
+    assert {e.function for e in ENTRIES} == set(exercises.names())
+    assert helpers is not None

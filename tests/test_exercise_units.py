@@ -1,0 +1,237 @@
+"""Issue: one exercise, one place. Every graded exercise is one module of
+``helpers/exercises``; the notebooks' test cells are one line; a mistake in an earlier
+function is charged once, where it lives, and the instant check says so."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from autograder import SOLUTIONS_DIR
+from autograder import cells as nbcells
+from helpers import checks, exercises, reference
+from helpers.checks import CheckFailed
+
+
+def _solution_cells():
+    for path in sorted(SOLUTIONS_DIR.glob("*/*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        yield path.parent.name, nb["cells"]
+
+
+def test_every_answer_cell_of_every_notebook_is_an_exercise_of_the_registry():
+    found = {}
+    for assignment, cells in _solution_cells():
+        found[assignment] = tuple(nbcells.grade_id(c) for c in cells if nbcells.is_answer(c))
+    assert found == exercises.NOTEBOOKS
+
+
+def test_every_test_cell_is_the_one_line_check_of_its_exercise():
+    for assignment, cells in _solution_cells():
+        for c in cells:
+            if nbcells.is_test(c):
+                name = nbcells.grade_id(c)[len("test_"):]
+                assert "".join(c["source"]) == (
+                    f'check("{name}", {name})\n### BEGIN HIDDEN TESTS\n'
+                    f'check("{name}", {name}, hidden=True)\n### END HIDDEN TESTS'), name
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_every_exercise_declares_visible_and_hidden_cases_and_mistakes(name):
+    ex = exercises.get(name)
+    assert ex.name == name and callable(ex.reference)
+    assert checks.cases(name) and checks.cases(name, hidden=True)
+    assert ex.mistakes, f"{name} names no known mistake"
+    every = ex.all_cases()
+    assert len({c.name for c in every}) == len(every), "case names must be unique"
+    for dep in ex.uses:                          # earlier exercises only
+        assert exercises.names().index(dep) < exercises.names().index(name), (name, dep)
+    for spec in ex.refuse:
+        assert callable(exercises.resolve(spec)), spec
+
+
+# ---------------------------------------------------------------------------------------
+# The instant check names the earlier function that is wrong (a cascade per dependency)
+# ---------------------------------------------------------------------------------------
+
+
+def _learner(source: str, **names):
+    """Functions defined by ``source`` in one fresh namespace, as notebook cells would."""
+    ns = {"np": np, "math": math, **names}
+    exec(compile(source, "<cell>", "exec"), ns)
+    return ns
+
+
+LAYER_NORM_NO_EPS = """
+def layer_norm(x, gamma, beta, eps=1e-5):
+    x = np.asarray(x, dtype=float)
+    mu = x.mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True)) * gamma + beta
+"""
+
+TRANSFORMER_BLOCK = """
+def transformer_block(x, params, n_heads, causal=True):
+    p = params
+    t1 = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])
+    t3 = x + multi_head_attention(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads, causal)
+    t4 = layer_norm(t3, p["ln2_gamma"], p["ln2_beta"])
+    return t3 + feed_forward(t4, p["W1"], p["b1"], p["W2"], p["b2"])
+"""
+
+
+def test_a_wrong_layer_norm_is_named_by_transformer_blocks_check():
+    ns = _learner(LAYER_NORM_NO_EPS + TRANSFORMER_BLOCK,
+                  multi_head_attention=reference.multi_head_attention,
+                  feed_forward=reference.feed_forward)
+    with pytest.raises(CheckFailed) as info:
+        checks.check("transformer_block", ns["transformer_block"])
+    text = str(info.value)
+    assert "your layer_norm fails its own check: fix it first" in text
+    assert "Likely mistake" not in text          # no mistake of transformer_block is blamed
+    # with the course's layer_norm the same transformer_block passes
+    ns = _learner(TRANSFORMER_BLOCK, layer_norm=reference.layer_norm,
+                  multi_head_attention=reference.multi_head_attention,
+                  feed_forward=reference.feed_forward)
+    checks.check("transformer_block", ns["transformer_block"])
+
+
+EMBED_STUB = """
+def embed(token_ids, E, P):
+    raise NotImplementedError()
+"""
+
+LM_FORWARD = """
+def language_model_forward(token_ids, params, n_heads):
+    x = embed(token_ids, params["E"], params["P"])
+    for block in params["blocks"]:
+        x = transformer_block(x, block, n_heads)
+    if "ln_f_gamma" in params:
+        x = layer_norm(x, params["ln_f_gamma"], params["ln_f_beta"])
+    return lm_head(x, params["E"])
+"""
+
+
+def test_an_unanswered_embed_is_named_not_language_model_forward():
+    ns = _learner(EMBED_STUB + LM_FORWARD, transformer_block=reference.transformer_block,
+                  layer_norm=reference.layer_norm, lm_head=reference.lm_head)
+    with pytest.raises(CheckFailed) as info:
+        checks.check("language_model_forward", ns["language_model_forward"])
+    text = str(info.value)
+    assert "embed is not implemented yet" in text
+    assert "language_model_forward is not implemented" not in text
+
+
+LM_HEAD_PROBS = """
+def lm_head(x, E):
+    z = np.asarray(x, dtype=float) @ np.asarray(E, dtype=float).T
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+"""
+
+GENERATE = """
+def generate(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
+    ids = [int(t) for t in token_ids]
+    n_ctx = np.shape(params["P"])[0]
+    for _ in range(n_new):
+        logits = language_model_forward(np.array(ids[-n_ctx:]), params, n_heads)[-1]
+        if temperature == 0:
+            ids.append(int(np.argmax(logits)))
+        else:
+            z = logits / temperature
+            p = np.exp(z - z.max())
+            ids.append(int(rng.choice(len(p), p=p / p.sum())))
+    return np.array(ids)
+"""
+
+
+def test_an_lm_head_returning_probabilities_is_named_by_generates_check():
+    ns = _learner(LM_HEAD_PROBS + LM_FORWARD + GENERATE, embed=reference.embed,
+                  transformer_block=reference.transformer_block,
+                  layer_norm=reference.layer_norm)
+    with pytest.raises(CheckFailed) as info:
+        checks.check("generate", ns["generate"])
+    text = str(info.value)
+    assert "your lm_head fails its own check: fix it first" in text
+    assert "sampled uniformly" not in text and "Likely mistake" not in text
+
+
+SOFTMAX_MEAN = """
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.mean(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+"""
+
+SDPA = """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    w = softmax(scores, axis=-1)
+    return w @ V, w
+"""
+
+
+def test_a_softmax_shifted_by_the_mean_fails_its_own_visible_check_and_is_named_later():
+    ns = _learner(SOFTMAX_MEAN + SDPA)
+    with pytest.raises(CheckFailed):
+        checks.check("softmax", ns["softmax"])
+    with pytest.raises(CheckFailed) as info:
+        checks.check("scaled_dot_product_attention", ns["scaled_dot_product_attention"])
+    assert "your softmax fails its own check: fix it first" in str(info.value)
+
+
+def test_the_contract_lists_every_exercise_with_its_signature():
+    import inspect
+    import re
+
+    from autograder import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\|[^|]*\| `(\w+)\(([^`]*)\)`", text, flags=re.M)
+    assert [name for name, _ in listed] == list(exercises.names())
+    for name, params in listed:
+        sig = inspect.signature(exercises.get(name).signature)
+        want = ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}"
+                         for p in sig.parameters.values())
+        assert params == want, name
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_every_known_mistake_is_told_apart_by_a_visible_case(name):
+    """A mistake is only named for a wrong answer, and the instant check must catch it:
+    each mistake's output differs from the right one on some visible case."""
+    ex = exercises.get(name)
+    missed = []
+    for mistake in ex.mistakes:
+        caught = False
+        for case in checks.cases(name):
+            try:
+                with checks.quiet():
+                    got = case.run(mistake.fn)
+            except Exception:
+                caught = True                      # it raises where the answer does not
+                break
+            if checks.compare(name, case, got) is not None:
+                caught = True
+                break
+        if not caught:
+            missed.append(mistake.key)
+    assert not missed, f"{name}: no visible case tells these mistakes apart: {missed}"
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_every_case_crosses_the_sandbox_boundary(name):
+    """The grader sends each case's arguments to the learner's process as plain data
+    (``autograder.sandbox``, capped at 32 MB per value): every case fits with room."""
+    from autograder import sandbox
+
+    for case in exercises.get(name).all_cases():
+        data = sandbox.encode((case.args, case.kwargs))
+        assert len(data) < 16 * 2**20, (name, case.name, len(data))
+        args, kwargs = sandbox.decode(data)
+        assert len(args) == len(case.args) and set(kwargs) == set(case.kwargs)
