@@ -1,6 +1,6 @@
 """Train the course's small character-level language model (a development tool).
 
-The model is exactly the architecture of the course's contract (``shared/curriculum.md``)
+The model is exactly the architecture of the course's contract (``docs/contract.md``)
 and of ``helpers.language_model_forward``:
 
     X = E[ids] + P[:N]                                   learned positions
