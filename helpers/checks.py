@@ -54,6 +54,7 @@ import numpy as np
 
 from helpers import exercises
 from helpers.exercises import Case, Exercise, Mistake
+from helpers.exercises._scenarios import RAISES
 
 __all__ = ["check", "assert_close", "quiet", "CheckFailed", "Case", "cases", "compare",
            "diagnose", "groups", "RTOL", "ATOL", "exercise_names"]
@@ -491,6 +492,8 @@ def _tuple_problem(ex: Exercise, expected, got) -> str | None:
 
 def _problem(ex: Exercise, case: Case, expected, got) -> str | None:
     """None when ``got`` is right for ``case``; else what is wrong (no case header)."""
+    if case is not None and case.scenario == RAISES:
+        return None if got == "ValueError" else f"{ex.name} must raise a ValueError here: {got}"
     if ex.custom_compare is not None:
         return ex.custom_compare(case, expected, got)
     if ex.output == "mask":

@@ -1,7 +1,7 @@
 """A catalogue of answers to every exercise, for testing the grader itself.
 
-One module per exercise (``tests/catalogue/<function>.py``: the 20 contract functions and
-the notebooks' own exercises, ``EXTRA_EXERCISES``) holds the source of answer cells,
+One module per exercise (``tests/catalogue/<function>.py``: every exercise of the registry,
+``helpers/exercises``) holds the source of answer cells,
 written as a learner would write them:
 
 * ``WRONG = {key: (source, words)}``: the mistakes learners really make. Graded through
@@ -22,7 +22,6 @@ hidden tests removed). See ``tests/test_catalogue.py``.
 
 from __future__ import annotations
 
-import ast
 import copy
 import importlib
 import json
@@ -31,9 +30,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from IPython.core.inputtransformer2 import TransformerManager
 
-import helpers
+from helpers import exercises as registry
 from autograder import SOLUTIONS_DIR
 from autograder import cells as nbcells
 
@@ -56,24 +54,10 @@ class Entry:
         return f"{self.function}-{self.kind}-{self.key}"
 
 
-#: The notebooks' own exercises (not in the contract), catalogued the same way. Their
-#: modules also hold ``CASES``, a list of ``(args, kwargs)``: the catalogue check compares
-#: each entry with the solution notebook's own function on them (there is no reference in
-#: helpers for most of these). Their test cells are the notebooks' own asserts, or
-#: ``check_exercise`` for the capstones (09, 10).
-EXTRA_EXERCISES = (
-    "stack_tokens", "most_similar", "softmax_with_temperature", "simple_attention_weights",
-    "find_slips", "wash_we", "causal_padding_mask", "count_block_parameters",
-    "top_k_distribution",
-    "gelu", "bert_layer", "mean_pool", "sentence_embeddings",
-    "rms_norm", "apply_rope", "swiglu", "grouped_query_attention", "llama_block",
-)
-
-
 def exercises() -> list[str]:
-    """Every catalogued exercise: the contract's functions, then the notebooks' own.
-    ``CATALOGUE_ONLY=name,name`` (a development knob) keeps only those."""
-    names = list(helpers.CONTRACT_FUNCTIONS) + list(EXTRA_EXERCISES)
+    """Every catalogued exercise: all of the registry's (``helpers/exercises``), in course
+    order. ``CATALOGUE_ONLY=name,name`` (a development knob) keeps only those."""
+    names = list(registry.names())
     only = [n.strip() for n in os.environ.get("CATALOGUE_ONLY", "").split(",") if n.strip()]
     return [n for n in names if n in only] if only else names
 
@@ -228,31 +212,3 @@ def hidden_lines(assignment: str | None = None, min_chars: int = 12) -> set[str]
 
 def deepcopy_nb(nb: dict) -> dict:
     return copy.deepcopy(nb)
-
-
-def _imports(source: str) -> ast.Module:
-    """The top-level import statements of a cell (nothing else of it runs)."""
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        body = []
-    return ast.Module([n for n in body if isinstance(n, (ast.Import, ast.ImportFrom))], [])
-
-
-def defined_function(function: str, source: str | None = None):
-    """``function`` as the notebook defines it: the top-level imports of its other cells
-    and its answer cells run in order (the solutions; ``source`` in place of the
-    function's own answer cell when given)."""
-    answers = None if source is None else {function: source}
-    nb = student_notebook(assignments()[function], answers)
-    namespace: dict = {}
-    to_python = TransformerManager().transform_cell                # IPython magics -> Python
-    for cell in nb["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        code = to_python(text(cell))
-        if nbcells.is_answer(cell):
-            exec(code, namespace)
-        elif not nbcells.is_test(cell):
-            exec(compile(_imports(code), "<imports>", "exec"), namespace)
-    return namespace[function]

@@ -1,7 +1,5 @@
 """Answers to ``apply_rope(x, positions, theta=10000.0)`` (notebook 10)."""
 
-import numpy as np
-
 WRONG = {
     "adjacent_pairs": ("""def apply_rope(x, positions, theta=10000.0):
     x = np.asarray(x, dtype=float)
@@ -94,15 +92,3 @@ def apply_rope(x, positions, theta=10000.0):
     return np.concatenate([out[0], out[1]], axis=-1)
 """,
 }
-
-_rng = np.random.default_rng(1001)
-
-#: (args, kwargs) on which each entry is compared with the solution's apply_rope.
-CASES = [
-    (([[1.0, 2.0, 3.0, 4.0]], [1]), {"theta": 100.0}),                 # the worked example
-    ((_rng.standard_normal((2, 5, 8)), np.arange(5)), {"theta": 10000.0}),
-    ((_rng.standard_normal((3, 8)), np.array([3, 4, 10])), {"theta": 100.0}),
-    ((_rng.standard_normal((4, 6, 16)), np.arange(100, 106)), {"theta": 1e5}),
-    ((_rng.standard_normal((1, 2, 4)).tolist(), [0, 7]), {}),
-    ((_rng.standard_normal((2, 3, 6)), [0, 0, 0]), {}),
-]

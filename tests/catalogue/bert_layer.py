@@ -1,9 +1,5 @@
 """Answers to ``bert_layer(x, layer, n_heads, key_mask=None)`` (notebook 09)."""
 
-import numpy as np
-
-from helpers import bert as _bert
-from helpers.exercises import _bert_inputs as _bi
 
 _SOLUTION_LIKE = """def bert_layer(x, layer, n_heads, key_mask=None):
     x = np.asarray(x, dtype=float)
@@ -173,23 +169,3 @@ CORRECT = {
                       layer["ln2_gamma"], layer["ln2_beta"], 1e-12)
 """,
 }
-
-_rng = np.random.default_rng(91)
-
-
-def _layer(d, d_ff, scale=1.5):
-    return _bi.random_layer(_rng, d, d_ff, scale)
-
-
-_mask_2x5 = np.array([[True] * 5, [True] * 3 + [False] * 2])
-_mask_2x6 = np.array([[True] * 6, [True] * 2 + [False] * 4])
-
-#: (args, kwargs) on which each entry is compared with the solution's bert_layer.
-CASES = [
-    ((_rng.normal(size=(5, 8)), _layer(8, 12), 2, None), {}),
-    ((_rng.normal(size=(2, 5, 8)), _layer(8, 12), 2, _mask_2x5), {}),
-    ((_rng.normal(size=(2, 5, 8)), _layer(8, 12), 2), {}),                 # key_mask default
-    ((20 * _rng.normal(size=(2, 6, 16)), _layer(16, 24, 3.0), 4, _mask_2x6), {}),
-    ((_rng.normal(size=(4, 12)), _layer(12, 20), 3, np.array([True, True, True, False])), {}),
-    ((_rng.normal(size=(2, 5, 8)), _layer(8, 12), 8, _mask_2x5.astype(int)), {}),   # 0/1 mask
-]

@@ -46,13 +46,3 @@ CORRECT = {
     return int(sum(a.size for a in arrays))
 """,
 }
-
-#: (args, kwargs) on which each entry is compared with the solution's count_block_parameters.
-CASES = [
-    ((4, 8), {}),
-    ((16, 64), {}),
-    ((6, 10), {}),
-    ((768, 3072), {}),
-    ((1, 1), {}),
-    ((12, 7), {}),
-]

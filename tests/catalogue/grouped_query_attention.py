@@ -1,7 +1,5 @@
 """Answers to ``grouped_query_attention(Q, K, V)`` (notebook 10)."""
 
-import numpy as np
-
 WRONG = {
     "heads_tiled_not_grouped": ("""def grouped_query_attention(Q, K, V):
     Q, K, V = np.asarray(Q, dtype=float), np.asarray(K, dtype=float), np.asarray(V, dtype=float)
@@ -92,17 +90,3 @@ CORRECT = {
     return w / w.sum(axis=-1, keepdims=True) @ V
 """,
 }
-
-_rng = np.random.default_rng(1003)
-_n = _rng.standard_normal
-
-#: (args, kwargs) on which each entry is compared with the solution's grouped_query_attention.
-CASES = [
-    ((np.zeros((2, 1, 2)), np.array([[[1.0, 0.0], [0.0, 1.0]]]),
-      np.array([[[1.0, 0.0], [3.0, 4.0]]])), {}),                       # the worked example
-    ((_n((6, 4, 8)), _n((2, 4, 8)), _n((2, 4, 8))), {}),
-    ((_n((4, 1, 8)), _n((2, 5, 8)), _n((2, 5, 8))), {}),                 # one query, 4 cached keys
-    ((4 * _n((6, 3, 4)), 4 * _n((1, 7, 4)), _n((1, 7, 5))), {}),          # multi-query, d_v != d_h
-    ((_n((3, 5, 6)), _n((3, 5, 6)), _n((3, 5, 6))), {}),                 # ordinary multi-head
-    ((_n((4, 2, 4)), _n((2, 6, 4)), _n((2, 6, 4))), {}),                 # 2 queries, 4 cached keys
-]

@@ -1,9 +1,5 @@
 """Answers to ``llama_block(x, block, config, start=0, cache=None, layer=0)`` (notebook 10)."""
 
-import numpy as np
-
-from helpers import llama
-
 WRONG = {
     "no_residuals": ("""def llama_block(x, block, config, start=0, cache=None, layer=0):
     x = np.asarray(x, dtype=float)
@@ -176,25 +172,3 @@ CORRECT = {
     return t3 + (g / (1 + np.exp(-g)) * (t4 @ block["W_up"])) @ block["W_down"]
 """,
 }
-
-
-def _cases():
-    cfg = llama.SMALL_CONFIG
-    block = llama.random_llama_params(cfg, seed=1004)["blocks"][0]
-    other = llama.random_llama_params(cfg, seed=1005)["blocks"][0]
-    rng = np.random.default_rng(1004)
-    prompt = rng.standard_normal((4, cfg.d_model))
-    filled = llama.KVCache(1)
-    llama.llama_block(prompt, block, cfg, start=0, cache=filled, layer=0)   # 4 stored positions
-    return [
-        ((rng.standard_normal((5, cfg.d_model)), block, cfg), {}),
-        ((rng.standard_normal((3, cfg.d_model)), block, cfg), {"start": 4}),
-        ((30 * rng.standard_normal((6, cfg.d_model)), other, cfg), {"start": 9}),
-        ((rng.standard_normal((1, cfg.d_model)), block, cfg),
-         {"start": 4, "cache": filled, "layer": 0}),                        # one new row, cached
-        ((prompt, block, cfg), {"start": 0, "cache": llama.KVCache(1), "layer": 0}),
-    ]
-
-
-#: (args, kwargs) on which each entry is compared with the solution's llama_block.
-CASES = _cases()

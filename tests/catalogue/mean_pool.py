@@ -1,6 +1,5 @@
 """Answers to ``mean_pool(h, key_mask)`` (notebook 09)."""
 
-import numpy as np
 
 # The test cell checks the worked example first (assert_close, "the worked example"),
 # so mistakes that get it wrong are reported there, before check_exercise's diagnosis.
@@ -59,16 +58,3 @@ CORRECT = {
     return kept.sum(axis=-2) / np.count_nonzero(real, axis=-1)[..., None]
 """,
 }
-
-_rng = np.random.default_rng(90)
-_mask01 = np.array([[1, 1, 1, 1, 0], [1, 0, 0, 0, 0], [1, 1, 1, 0, 0]])
-
-#: (args, kwargs) on which each entry is compared with the solution's mean_pool.
-CASES = [
-    (([[1.0, 2.0], [3.0, 0.0], [9.0, 9.0]], [True, True, False]), {}),
-    ((_rng.normal(size=(4, 3)), np.ones(4, dtype=bool)), {}),
-    ((_rng.normal(size=(2, 4, 3)), np.array([[True] * 4, [True] * 2 + [False] * 2])), {}),
-    ((np.where(_mask01[..., None] > 0, 1.0, 1e6) * _rng.normal(size=(3, 5, 6)), _mask01), {}),
-    ((_rng.normal(size=(2, 2, 3, 4)),
-      np.array([[[1, 0, 1], [1, 1, 1]], [[0, 1, 0], [1, 1, 0]]], dtype=bool)), {}),
-]

@@ -1,7 +1,5 @@
 """Answers to ``most_similar(X, i)`` (notebook 01)."""
 
-import numpy as np
-
 WRONG = {
     "dot_products_not_cosines": ("""def most_similar(X, i):
     X = np.asarray(X, dtype=float)
@@ -69,16 +67,3 @@ CORRECT = {
     return int(np.argmax(cosines))
 """,
 }
-
-_rng = np.random.default_rng(0)
-
-#: (args, kwargs) on which each entry is compared with the solution's most_similar.
-CASES = [
-    (([[1.0, 0.5, 0.2, 0.1], [0.5, 1.0, 0.3, 0.2], [0.3, 0.2, 1.0, 0.5],
-       [0.1, 0.1, 0.1, 1.0]], 0), {}),
-    (([[1, 0], [10, 10], [0.9, 0.1]], 0), {}),                 # dot products pick 1
-    (([[1, 0], [5, 5], [0.2, -0.3]], 0), {}),                  # distance picks 2
-    (([[1.0, 0.0], [-1.0, 0.5], [-1.0, -2.0]], 0), {}),         # every other cosine < 0
-    (([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]], 2), {}),           # ties: smallest j
-    ((_rng.normal(size=(6, 3)) * _rng.uniform(0.1, 10, size=(6, 1)), 4), {}),
-]

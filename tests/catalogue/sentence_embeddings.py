@@ -1,10 +1,5 @@
 """Answers to ``sentence_embeddings(ids, key_mask, params)`` (notebook 09)."""
 
-import numpy as np
-
-from helpers import bert as _bert
-from helpers.exercises import _bert_inputs as _bi
-
 WRONG = {
     "not_normalised": ("""def sentence_embeddings(ids, key_mask, params):
     ids = np.asarray(ids)
@@ -124,25 +119,3 @@ CORRECT = {
     return pooled / lengths.reshape(-1, 1)
 """,
 }
-
-_rng = np.random.default_rng(92)
-_mask_3x6 = np.array([[True] * 6, [True] * 4 + [False] * 2, [True] * 2 + [False] * 4])
-
-
-def _tiny(**kw):
-    return _bi.tiny_bert(_rng, **kw)
-
-
-#: (args, kwargs) on which each entry is compared with the solution's sentence_embeddings.
-CASES = [
-    ((_rng.integers(1, 30, size=(3, 6)), _mask_3x6,
-      _tiny(V=30, d=16, d_ff=24, n_heads=4, n_layers=2, n_ctx=10)), {}),
-    ((_rng.integers(1, 25, size=(3, 6)), _mask_3x6,
-      _tiny(V=25, d=12, d_ff=20, n_heads=3, n_layers=3, n_ctx=8, scale=3.0)), {}),
-    ((_rng.integers(1, 20, size=(2, 4)), np.ones((2, 4), dtype=bool),
-      _tiny(V=20, d=8, d_ff=16, n_heads=2, n_layers=1, n_ctx=6)), {}),
-    ((_rng.integers(1, 40, size=(1, 7)), np.array([[True] * 5 + [False] * 2]),
-      _tiny(V=40, d=12, d_ff=16, n_heads=2, n_layers=2, n_ctx=9)), {}),
-    ((_rng.integers(1, 30, size=(2, 5)), np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]),
-      _tiny(V=30, d=8, d_ff=12, n_heads=4, n_layers=2, n_ctx=5)), {}),
-]

@@ -1,7 +1,5 @@
 """Answers to ``simple_attention_weights(X)`` (notebook 03)."""
 
-import numpy as np
-
 WRONG = {
     "in_place_scale_on_integers": ("""def simple_attention_weights(X):
     X = np.asarray(X)
@@ -67,16 +65,3 @@ CORRECT = {
     return e / e.sum(axis=1, keepdims=True)
 """,
 }
-
-_rng = np.random.default_rng(5)
-
-#: (args, kwargs) on which each entry is compared with the solution's function.
-CASES = [
-    (([[1.0, 0.5, 0.2, 0.1], [0.5, 1.0, 0.3, 0.2], [0.3, 0.2, 1.0, 0.5],
-       [0.1, 0.1, 0.1, 1.0]],), {}),
-    (([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]],), {}),          # N != d, a list
-    ((_rng.normal(size=(5, 3)) * 20.0,), {}),               # large scores
-    ((_rng.normal(size=(2, 7)),), {}),
-    (([[3.0]],), {}),                                       # one token: weight 1
-    (([[1, 0, 2], [0, 3, 1]],), {}),                        # integers (array-like)
-]

@@ -1,7 +1,5 @@
 """Answers to ``stack_tokens(vectors)`` (notebook 00)."""
 
-import numpy as np
-
 WRONG = {
     "integer_dtype": ("""def stack_tokens(vectors):
     return np.array(vectors)
@@ -35,11 +33,3 @@ CORRECT = {
     return np.array(vectors, dtype=np.float64)    # NumPy raises ValueError on ragged input
 """,
 }
-
-#: (args, kwargs) on which each entry is compared with the solution's stack_tokens.
-CASES = [
-    (([[1, 2, 3], [4, 5, 6]],), {}),
-    (([[1, 2, 3], [4, 5]],), {}),                       # ragged: must raise
-    (([np.arange(4) * k for k in range(5)],), {}),
-    (([[0.5]],), {}),
-]

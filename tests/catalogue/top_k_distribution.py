@@ -1,7 +1,5 @@
 """Answers to ``top_k_distribution(logits, k, temperature=1.0)`` (notebook 08)."""
 
-import numpy as np
-
 WRONG = {
     "not_renormalised": ("""def top_k_distribution(logits, k, temperature=1.0):
     p = softmax(np.asarray(logits, dtype=float) / temperature)
@@ -82,15 +80,3 @@ CORRECT = {
     return e / e.sum()
 """,
 }
-
-#: (args, kwargs) on which each entry is compared with the solution's top_k_distribution
-#: (no ties among the logits: which of two equal logits is kept is not specified).
-CASES = [
-    (([2.0, 1.0, 0.0, -1.0],), {"k": 2}),
-    (([0.0, 3.0, 1.0],), {"k": 1}),
-    (([1.0, 2.0, 3.0],), {"k": 3, "temperature": 2.0}),
-    (([1000.0, 999.0, -5.0],), {"k": 2}),
-    (([0.0, 4.0, 1.0, 2.0],), {"k": 2, "temperature": 0.5}),
-    ((list(np.random.default_rng(8).normal(size=10) * 3),), {"k": 4, "temperature": 0.7}),
-    ((np.random.default_rng(9).normal(size=6),), {"k": 6}),
-]

@@ -92,6 +92,3 @@ CORRECT = {
     return q[0], k[0], S[0], W[0], Z[0]
 """,
 }
-
-#: wash_we takes no arguments: one case.
-CASES = [((), {})]

@@ -1,0 +1,93 @@
+"""``causal_padding_mask`` (notebook 05_masking_cross_attention): causal, padding keys off."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.exercises import Exercise, case
+
+
+def causal_padding_mask(n, n_real):
+    """bool [n, n]: True where key j <= query i and j < n_real (the last n - n_real
+    positions are padding)."""
+    positions = np.arange(n)
+    causal = positions[None, :] <= positions[:, None]             # [n, n]
+    real_key = positions < n_real                                  # [n]
+    return causal & real_key[None, :]                              # [n, n]
+
+
+def _compare(case, expected, got):
+    from helpers import checks
+
+    if case is not None and np.asarray(got).dtype != bool:
+        return (f"the mask must be boolean (dtype bool), got dtype {np.asarray(got).dtype}: "
+                f"build it from comparisons such as j <= i")
+    return checks._mask_problem(expected, got)
+
+
+EXERCISE = Exercise("causal_padding_mask", causal_padding_mask, compare=_compare,
+                    uses=("causal_mask",))
+
+
+@EXERCISE.cases
+def cases():
+    T, F = True, False
+    return [
+        case("n4_real2", "causal_padding_mask(4, 2): two real tokens, two of padding", (4, 2),
+             expected=np.array([[T, F, F, F], [T, T, F, F], [T, T, F, F], [T, T, F, F]])),
+        case("no_padding", "causal_padding_mask(3, 3), no padding: the causal mask", (3, 3),
+             expected=np.array([[T, F, F], [T, T, F], [T, T, T]])),
+        case("n6_real5", "causal_padding_mask(6, 5): one position of padding", (6, 5)),
+        case("n5_real1", "causal_padding_mask(5, 1)", (5, 1), hidden=True,
+             expected=np.array([[T, F, F, F, F]] * 5)),
+        case("n1_real1", "causal_padding_mask(1, 1)", (1, 1), hidden=True),
+        case("n6_real4", "causal_padding_mask(6, 4)", (6, 4), hidden=True),
+        case("n7_real3", "causal_padding_mask(7, 3)", (7, 3), hidden=True),
+    ]
+
+
+def _pos(n):
+    p = np.arange(n)
+    return p[None, :], p[:, None]                                  # j (keys), i (queries)
+
+
+@EXERCISE.mistake("padding_ignored", "the padding was ignored: keys j >= n_real must be False "
+                  "in every row")
+def _padding_ignored(n, n_real):
+    j, i = _pos(n)
+    return j <= i
+
+
+@EXERCISE.mistake("pads_query_rows", "the padding was applied to the query rows; it is the KEYS "
+                  "(columns) j >= n_real that no query may see")
+def _rows(n, n_real):
+    j, i = _pos(n)
+    return (j <= i) & (i < n_real)
+
+
+@EXERCISE.mistake("pads_rows_and_columns", "the padding rows were blanked too: only the padding "
+                  "KEYS (columns) are masked; padding queries still see the real tokens")
+def _both(n, n_real):
+    j, i = _pos(n)
+    return (j <= i) & (i < n_real) & (j < n_real)
+
+
+@EXERCISE.mistake("strict_diagonal", "j < i leaves out the diagonal: a token may attend to "
+                  "itself (j <= i)")
+def _strict(n, n_real):
+    j, i = _pos(n)
+    return (j < i) & (j < n_real)
+
+
+@EXERCISE.mistake("transposed", "the mask is transposed (upper triangle): query i sees keys "
+                  "j <= i, the lower triangle")
+def _upper(n, n_real):
+    j, i = _pos(n)
+    return (j >= i) & (j < n_real)
+
+
+@EXERCISE.mistake("n_real_off_by_one", "one key too many or too few: the real keys are "
+                  "j = 0 .. n_real - 1 (j < n_real)")
+def _off_by_one(n, n_real):
+    j, i = _pos(n)
+    return (j <= i) & (j <= n_real)

@@ -1,0 +1,88 @@
+"""``simple_attention_weights`` (notebook 03_simple_self_attention): softmax(X X^T / sqrt(d))."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import examples as ex
+from helpers import reference
+from helpers.exercises import Exercise, case
+
+
+def simple_attention_weights(X):
+    """Attention weights without learned parameters, row by row: softmax(X X^T / sqrt(d))."""
+    X = np.asarray(X, dtype=np.float64)                          # [N, d]
+    scores = X @ X.T / np.sqrt(X.shape[-1])                      # [N, N]
+    return reference.softmax(scores, axis=-1)                    # rows sum to 1
+
+
+EXERCISE = Exercise("simple_attention_weights", simple_attention_weights,
+                    uses=("pairwise_scores", "softmax"),
+                    refuse=("helpers.plots:simple_attention_weights",
+                            "helpers.reference:simple_self_attention"))
+
+
+@EXERCISE.cases
+def cases():
+    rng = np.random.default_rng(3)
+    return [
+        case("cat", "weights of 'The cat sat <end>' (the slides' embeddings)", (ex.CAT_X,),
+             group="slides"),
+        case("n_ne_d", "a list of 3 rows, d = 2 (N != d)", ([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]],),
+             group="shapes"),
+        case("integers", "integers [[1, 0, 2], [0, 3, 1]]", ([[1, 0, 2], [0, 3, 1]],)),
+        case("large", "large vectors (stability): entries around 20", (rng.normal(size=(4, 3))
+                                                                        * 20.0,),
+             group="stability"),
+        case("large_hidden", "large vectors (stability), 5 rows", (rng.normal(size=(5, 3)) * 30.0,),
+             group="stability", hidden=True),
+        case("wide", "2 rows, d = 7", (rng.normal(size=(2, 7)),), group="shapes", hidden=True),
+        case("integers_hidden", "integers, 3 rows of 4", ([[2, 0, 1, 1], [0, 1, 0, 3],
+                                                          [1, 1, 1, 1]],), hidden=True),
+    ]
+
+
+def _x(X):
+    return np.asarray(X, dtype=np.float64)
+
+
+@EXERCISE.mistake("no_scale", "the scores were not divided by sqrt(d)")
+def _no_scale(X):
+    X = _x(X)
+    return reference.softmax(X @ X.T, axis=-1)
+
+
+@EXERCISE.mistake("divides_by_d", "the scores were divided by d instead of sqrt(d)")
+def _by_d(X):
+    X = _x(X)
+    return reference.softmax(X @ X.T / X.shape[-1], axis=-1)
+
+
+@EXERCISE.mistake("scale_sqrt_N", "the scores were divided by sqrt(N) (the number of tokens); "
+                  "the scale is sqrt(d), the width of a row")
+def _by_sqrt_n(X):
+    X = _x(X)
+    return reference.softmax(X @ X.T / np.sqrt(X.shape[0]), axis=-1)
+
+
+@EXERCISE.mistake("columns_sum_to_one", "the softmax went down the columns (axis=0): each row "
+                  "of weights must sum to 1")
+def _columns(X):
+    X = _x(X)
+    return reference.softmax(X @ X.T / np.sqrt(X.shape[-1]), axis=0)
+
+
+@EXERCISE.mistake("gram_of_features", "X.T @ X compares features, not tokens: the scores are "
+                  "X @ X.T, one row per token")
+def _gram(X):
+    X = _x(X)
+    return reference.softmax(X.T @ X / np.sqrt(X.shape[-1]), axis=-1)
+
+
+@EXERCISE.mistake("no_max_shift", "exp overflows without the max shift: subtract each row's "
+                  "maximum before exp")
+def _no_shift(X):
+    X = _x(X)
+    with np.errstate(all="ignore"):
+        e = np.exp(X @ X.T / np.sqrt(X.shape[-1]))
+        return e / e.sum(axis=-1, keepdims=True)
