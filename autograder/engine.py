@@ -37,8 +37,9 @@ Execution (:mod:`autograder.executor`, :mod:`autograder.sandbox`, :mod:`autograd
        here (step 2 judges them), so their source never enters the learner's process.
     2. The *authoritative verdict* for every exercise with a test cell: a separate
        confined child whose ``helpers`` lacks the exercise's reference, the functions it
-       refuses and every hidden case, runs the statements its function needs (from the
-       cells before its first test: slow top-level work is not run again), binds the
+       refuses and every hidden case, runs its answer cell and, from the other cells
+       before its first test, the statements its function needs (slow top-level work of
+       other answer cells is not run again), binds the
        earlier course functions it uses to the course's own (a mistake in the learner's
        ``layer_norm`` costs points in ``layer_norm``'s test only, not again in
        ``transformer_block``'s), then calls the function on every case of the registry
@@ -673,9 +674,10 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
     lacks its reference (and what it refuses), in which the earlier course functions it
     uses are the course's own, compared here with ``helpers.checks.compare``.
 
-    The child runs, from the cells before the exercise's first test, only the statements
-    its function needs (:mod:`autograder.slicing`): slow top-level work in answer cells
-    (a demo, a timing loop) is not run again."""
+    The child runs the exercise's own answer cell whole (what the learner's notebook
+    runs to define it) and, from the other cells before its first test, only the
+    statements the function needs (:mod:`autograder.slicing`): slow top-level work in
+    other answer cells is not run again."""
     from helpers import checks
 
     cases, hidden, payloads, scenarios, uses = _load_cases(function)
@@ -683,7 +685,8 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
     first_test = min((c.index for c in merged.cells if c.kind == "test"
                       and function in {s.function for s in specs_of.get(c.grade_id, [])}),
                      default=len(merged.cells))
-    code = slicing.slice_cells([slicing.CellCode(c.index, c.source, False)
+    own = {gid for gid, names in _answer_functions(source).items() if function in names}
+    code = slicing.slice_cells([slicing.CellCode(c.index, c.source, c.grade_id in own)
                                 for c in merged.cells if c.kind != "test" and c.index < first_test],
                                {function})
     cells = [{"index": i, "kind": "code", "source": src} for i, src in sorted(code.items())]

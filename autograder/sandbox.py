@@ -472,10 +472,8 @@ def exercise_stubs(name: str) -> dict[str, set[str]]:
 
     ex = exercises.get(name)
     out: dict[str, set[str]] = {}
-    out.setdefault(ex.reference.__module__, set()).add(ex.reference.__name__)
-    for spec in ex.refuse:
-        module, _, attr = spec.partition(":")
-        out.setdefault(module, set()).add(attr)
+    for fn in [ex.reference] + [exercises.resolve(spec) for spec in ex.refuse]:
+        out.setdefault(fn.__module__, set()).add(fn.__name__)   # where it is defined
     return out
 
 

@@ -725,7 +725,7 @@ def test_diagnose_names_the_mistake_for_an_output():
 
 
 def test_sampling_mistakes_are_diagnosed_by_distribution():
-    c = cases("generate", group="sampling")[0]
+    c = next(c for c in cases("generate", group="sampling") if not c.scenario)
     args, kwargs = c.fresh_args()
     T = kwargs["temperature"]
 
@@ -1025,7 +1025,7 @@ def test_compare_accepts_plain_lists_as_the_grader_returns_them():
             as_lists = [np.asarray(e).tolist() for e in exp] if isinstance(exp, tuple) else \
                 np.asarray(exp).tolist()
             assert compare(name, c, as_lists) is None
-    c = cases("generate", group="sampling")[0]
+    c = next(c for c in cases("generate", group="sampling") if not c.scenario)
     args, kwargs = c.fresh_args()
     assert compare("generate", c, _gen_with(_gumbel_max)(*args, **kwargs).tolist()) is None
 

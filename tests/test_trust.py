@@ -2,7 +2,8 @@
 run of ``tests/catalogue/run.py``):
 
 * slow top-level work in answer cells, each under the cell limit, costs no points and
-  raises no flag (the isolated runs execute only what the graded function needs, and a
+  raises no flag (each isolated run executes its own answer cell and, of the others, only
+  what the graded function needs; and a
   late reply of the worker can never be taken for the next one's);
 * a mistake costs points once, in its own exercise: an exercise whose earlier functions
   are wrong or unanswered, in the same notebook, is graded with the course's versions of

@@ -21,7 +21,7 @@ WRONG = {
     h = np.asarray(h, dtype=float)
     m = np.asarray(key_mask, dtype=float)[..., None]
     return (h * m).sum(axis=-1) / m.sum(axis=-1)
-""", "has the wrong shape: expected (3,), got (4,)"),
+""", "has the wrong shape"),
     "boolean_index_one_sentence_only": ("""def mean_pool(h, key_mask):
     h = np.asarray(h, dtype=float)
     return h[np.asarray(key_mask, dtype=bool)].mean(axis=0)

@@ -26,7 +26,7 @@ WRONG = {
     "eps_hard_coded": ("""def rms_norm(x, weight, eps=1e-5):
     x = np.asarray(x, dtype=float)
     return x / np.sqrt(np.mean(x ** 2, axis=-1, keepdims=True) + 1e-5) * np.asarray(weight)
-""", "the worked example: first difference"),
+""", "the eps argument was ignored"),
 }
 
 CORRECT = {
