@@ -260,18 +260,6 @@ def _check_call(node) -> tuple[str, bool, str | None] | None:
     return name, hidden, group
 
 
-def function_of_test(grade_id: str, functions=None) -> str | None:
-    """The exercise a test cell is about by its grade_id: ``test_<exercise>...``, the
-    longest name winning (``test_softmax_with_temperature`` is not about ``softmax``)."""
-    functions = functions or _exercise_names()
-    best = None
-    for fn in functions:
-        if grade_id == f"test_{fn}" or grade_id.startswith(f"test_{fn}_"):
-            if best is None or len(fn) > len(best):
-                best = fn
-    return best
-
-
 @dataclass(frozen=True)
 class CaseSpec:
     """A set of check cases: those of exercise ``function`` (visible/hidden/both), maybe
@@ -602,36 +590,6 @@ def _kernel_source(cell: SourceCell) -> str:
     tests are judged by the isolated runs, so their source never reaches the learner's
     process)."""
     return cell.visible
-
-
-def segments(text: str) -> list[tuple[str, bool]]:
-    """A test cell cut at its hidden-test markers: ``[(code, hidden)]`` in order, empty
-    pieces left out. Each piece must compile on its own; if one does not (a hidden block
-    inside an indented block), the whole cell is one piece, counted as hidden."""
-    pieces: list[tuple[str, bool]] = []
-    lines: list[str] = []
-    hidden = False
-
-    def flush():
-        code = "".join(lines)
-        if code.strip():
-            pieces.append((code, hidden))
-        lines.clear()
-
-    for line in text.splitlines(keepends=True):
-        marker = line.strip()
-        if marker.startswith(BEGIN_HIDDEN) or marker.startswith(END_HIDDEN):
-            flush()
-            hidden = marker.startswith(BEGIN_HIDDEN)
-        else:
-            lines.append(line)
-    flush()
-    try:
-        for code, _ in pieces:
-            compile(code, "<test>", "exec")
-    except (SyntaxError, ValueError):
-        return [(text, BEGIN_HIDDEN in text)]
-    return pieces
 
 
 @dataclass
