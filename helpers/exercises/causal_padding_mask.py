@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.exercises import Exercise, case
+from helpers.exercises._compare import _mask_problem
 
 
 def causal_padding_mask(n, n_real):
@@ -17,12 +18,10 @@ def causal_padding_mask(n, n_real):
 
 
 def _compare(case, expected, got):
-    from helpers import checks
-
     if case is not None and np.asarray(got).dtype != bool:
         return (f"the mask must be boolean (dtype bool), got dtype {np.asarray(got).dtype}: "
                 f"build it from comparisons such as j <= i")
-    return checks._mask_problem(expected, got)
+    return _mask_problem(expected, got)
 
 
 EXERCISE = Exercise("causal_padding_mask", causal_padding_mask, compare=_compare,

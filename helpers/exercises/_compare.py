@@ -1,0 +1,182 @@
+"""How an output is compared with the right one, in words a learner can act on:
+shapes first, then the first differing entry, expected against got, with hints (a
+transpose, a constant factor, float32 rounding, NaN where a number belongs). Used by
+:mod:`helpers.checks` and by the exercises' own ``compare`` functions."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import numpy as np
+
+from helpers.exercises import ATOL, RTOL, Exercise
+
+_ATTENTION_HINT = ("is the softmax stable (subtract each row's maximum before exp), and do "
+                   "masked scores use -inf or a large negative number consistently?")
+
+
+@contextlib.contextmanager
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            yield
+
+
+def _num(v) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    v = float(v)
+    if np.isnan(v) or np.isinf(v):
+        return str(v)
+    return f"{v:.6g}"
+
+
+def _fmt_array(a, limit: int = 48, indent: int = 8) -> str:
+    try:
+        arr = np.asarray(a)
+    except Exception:
+        return repr(a)
+    if arr.dtype == object:
+        return repr(a)[:200]
+    if arr.size <= limit:
+        text = np.array2string(arr, precision=6, separator=", ", max_line_width=96,
+                               suppress_small=False)
+        return text.replace("\n", "\n" + " " * indent)
+    lo, hi = (arr.min(), arr.max()) if arr.size else (0, 0)
+    return f"array of shape {arr.shape}, values from {_num(lo)} to {_num(hi)}"
+
+
+def _expected_got(expected, got) -> str:
+    """Two aligned lines: the expected array, then the one that was got."""
+    return (f"\n    expected: {_fmt_array(expected, indent=14)}"
+            f"\n    got:      {_fmt_array(got, indent=14)}")
+
+
+def _fmt_value(v, indent: int = 8) -> str:
+    if isinstance(v, np.random.Generator):
+        return "a numpy Generator (see the case's words for its seed)"
+    if isinstance(v, dict):
+        parts = []
+        for k, x in v.items():
+            if k == "blocks":
+                parts.append(f"blocks: {len(x)} block(s) with keys {', '.join(x[0])}" if x
+                             else "blocks: []")
+            else:
+                parts.append(f"{k} {list(np.shape(x))}")
+        return "dict with " + "; ".join(parts)
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return _fmt_array(v, indent=indent)
+    return repr(v)
+
+
+def _as_float_array(got, what: str):
+    """(array, None) or (None, problem)."""
+    if got is None:
+        return None, f"{what} is None: is a `return` missing?"
+    try:
+        with _quiet():
+            arr = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        return None, (f"{what} could not be read as an array of numbers ({exc}); got "
+                      f"{type(got).__name__}")
+    return arr, None
+
+
+def _close(a: np.ndarray, b: np.ndarray, equal_nan: bool = False, rtol: float = RTOL,
+           atol: float = ATOL) -> np.ndarray:
+    with _quiet():
+        return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def _array_problem(ex: Exercise | None, expected, got, what: str = "the output") -> str | None:
+    rtol, atol = (ex.rtol, ex.atol) if ex is not None else (RTOL, ATOL)
+    exp = np.asarray(expected, dtype=np.float64)
+    if isinstance(got, tuple):
+        msg = f"{what} should be one array, got a tuple of {len(got)} items"
+        first, _ = _as_float_array(got[0], what) if got else (None, None)
+        if first is not None and first.shape == exp.shape and _close(first, exp, rtol=rtol,
+                                                                      atol=atol).all():
+            msg += " (the first item is right: return only that one)"
+        return msg
+    arr, problem = _as_float_array(got, what)
+    if problem:
+        return problem
+    if arr.shape != exp.shape:
+        msg = f"{what} has the wrong shape: expected {exp.shape}, got {arr.shape}"
+        if arr.ndim == 2 and arr.T.shape == exp.shape and _close(arr.T, exp, rtol=rtol, atol=atol).all():
+            msg += " (it is the transpose of the expected output)"
+        elif arr.shape == () and exp.ndim:
+            msg += " (a single number instead of an array)"
+        elif exp.shape == () and arr.size == 1:
+            msg += " (return a single number, e.g. float(...), not an array)"
+        return msg
+    ok = _close(arr, exp, rtol=rtol, atol=atol)
+    if ok.all():
+        return None
+    bad = np.argwhere(~ok)
+    idx = tuple(int(i) for i in bad[0])
+    where = f" at index {idx}" if idx else ""
+    e, g = exp[idx], arr[idx]
+    if exp.shape == () and np.isfinite(g):
+        return f"{what}: expected {_num(e)}, got {_num(g)}"
+    if not np.isfinite(g) and np.isfinite(e):
+        hint = (ex.nan_hint if ex is not None else "") or _ATTENTION_HINT
+        n_bad = int((~np.isfinite(arr) & np.isfinite(exp)).sum())
+        return (f"{what}: got {_num(g)}{where} where {_num(e)} was expected "
+                f"({n_bad} non-finite entr{'y' if n_bad == 1 else 'ies'}): {hint}")
+    msg = (f"{what}: wrong values ({len(bad)} of {exp.size} entries differ); first "
+           f"difference{where}: expected {_num(e)}, got {_num(g)}")
+    if exp.size > 1:
+        msg += _expected_got(exp, arr)
+    ratio = _constant_ratio(exp, arr) if exp.size > 1 else None
+    if ratio is not None:
+        msg += f"\n    (every entry is {_num(ratio)} times the expected one)"
+    msg += _precision_hint(got, exp, arr)
+    if ex is not None and ex.near_miss:
+        with _quiet():
+            if np.allclose(arr, exp, rtol=1e-3, atol=1e-5):
+                msg += f"\n    (nearly right: {ex.near_miss})"
+    return msg
+
+
+def _precision_hint(got, exp: np.ndarray, arr: np.ndarray) -> str:
+    """A hint when the answer is right up to float32 rounding."""
+    dtype = getattr(got, "dtype", None)
+    if dtype is None and isinstance(got, (tuple, list)) and got:
+        dtype = getattr(got[0], "dtype", None)
+    low = dtype in (np.float32, np.float16) if dtype is not None else False
+    with _quiet():
+        near = bool(np.allclose(arr, exp, rtol=1e-3, atol=1e-5))
+    if low and near:
+        return (f"\n    (your answer is {dtype}, and right up to its rounding: compute in "
+                f"float64, e.g. np.asarray(x, dtype=np.float64))")
+    return ""
+
+
+def _constant_ratio(exp: np.ndarray, arr: np.ndarray):
+    with _quiet():
+        nz = np.abs(exp) > 1e-12
+        if nz.sum() < 1 or not np.isfinite(arr).all():
+            return None
+        r = arr[nz] / exp[nz]
+        if np.allclose(r, r[0], rtol=1e-6) and not np.isclose(r[0], 1.0) and r[0] != 0 and \
+                np.allclose(arr[~nz], 0.0, atol=ATOL):
+            return float(r[0])
+    return None
+
+
+def _mask_problem(expected, got) -> str | None:
+    arr, problem = _as_float_array(got, "the mask")
+    if problem:
+        return problem
+    exp = np.asarray(expected)
+    if arr.shape != exp.shape:
+        return f"the mask has the wrong shape: expected {exp.shape}, got {arr.shape}"
+    if np.array_equal(arr, exp.astype(np.float64)):
+        return None
+    idx = tuple(int(i) for i in np.argwhere(arr != exp)[0])
+    return (f"the mask has wrong entries; first at [i, j] = {list(idx)}: expected "
+            f"{bool(exp[idx])}, got {_fmt_array(np.asarray(got)[idx])}"
+            f"{_expected_got(exp, np.asarray(got))}")
