@@ -72,12 +72,13 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from autograder.grade import Limits, parse_shard, run, summary_table
+    from autograder.grade import Limits, parse_shard, run
+    from autograder.records import summary_table
 
     shard = parse_shard(args.shard) if args.shard else None
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.timeout,
                     memory_mb=args.memory_mb)
-    from autograder.sandbox import UnsafeToGrade
+    from autograder.engine import UnsafeToGrade
 
     try:
         records = run(Path(args.submissions), Path(args.out), jobs=args.jobs, limits=limits,
@@ -100,7 +101,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from autograder.grade import summary_table
+    from autograder.records import summary_table
     from autograder.merge import merge
 
     records = merge([Path(p) for p in args.outputs], Path(args.out))

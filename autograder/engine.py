@@ -23,7 +23,7 @@ Merge (:func:`merge`)
     * every other code cell comes from the student (they may define helpers there).
       Copies of test cells that lost their metadata are dropped (the source's run).
 
-Execution (:mod:`autograder.executor`, :mod:`autograder.sandbox`, :mod:`autograder.slicing`)
+Execution (:mod:`autograder.isolation`, :mod:`autograder.slicing`)
     Every graded exercise is declared once, in ``helpers/exercises/<name>.py`` (its
     reference, visible and hidden cases, known mistakes, the earlier course functions it
     uses, the references it refuses), and every test cell is the one line
@@ -80,8 +80,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from autograder import SOLUTIONS_DIR, executor, sandbox, slicing
+from autograder import REPO_ROOT, SOLUTIONS_DIR, slicing
 from autograder import cells as cells_mod
+from autograder.isolation import confine, executor, helpers_copy, wire
+# What the grading command needs of the boundary, through this module only.
+from autograder.isolation.confine import UnsafeToGrade, check_safe_to_grade  # noqa: F401
 
 #: Submissions larger than this are not parsed.
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
@@ -456,7 +459,7 @@ class _Resources:
             dest = self.base / ("helpers-full" if strip is None else f"helpers-no-{strip}")
             dest.mkdir(exist_ok=True)
             os.chmod(dest, 0o755)
-            self._helpers[strip] = str(sandbox.prepare_helpers(dest, strip=strip))
+            self._helpers[strip] = str(helpers_copy.prepare_helpers(dest, strip=strip))
         return self._helpers[strip]
 
     def data(self, source: Source) -> str | None:
@@ -525,10 +528,15 @@ def _prepare(source: Source) -> None:
         code = f"import {module} as m\nm.{function}()\n"
         try:
             subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=600,
-                           cwd=str(sandbox.REPO_ROOT),
+                           cwd=str(REPO_ROOT),
                            env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
         except (OSError, subprocess.SubprocessError):
             pass
+
+
+def close_worker() -> None:
+    """Stop this process's grading worker and remove its files."""
+    executor.get_worker().close()
 
 
 def _resources() -> _Resources:
@@ -617,7 +625,7 @@ def _load_cases(function: str) -> tuple[tuple, tuple[bool, ...], tuple[str, ...]
     visible = list(checks.cases(function, hidden=False))
     hidden = list(checks.cases(function, hidden=True))
     cases = tuple(visible + hidden)
-    payloads = tuple(sandbox.b64(sandbox.encode((tuple(c.args), dict(c.kwargs))))
+    payloads = tuple(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs))))
                      for c in cases)
     uses = tuple((dep, exercises.qualified(exercises.get(dep).reference))
                  for dep in exercises.get(function).uses)
@@ -627,7 +635,7 @@ def _load_cases(function: str) -> tuple[tuple, tuple[bool, ...], tuple[str, ...]
 
 def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
              source: Source, res: _Resources, cell_timeout: float, notebook_timeout: float,
-             limits: sandbox.Limits) -> _Verdict:
+             limits: confine.Limits) -> _Verdict:
     """Step 2 for one exercise: its outputs on every case, from a child whose ``helpers``
     lacks its reference (and what it refuses), in which the earlier course functions it
     uses are the course's own, compared here with ``helpers.checks.compare``.
@@ -681,9 +689,9 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
             problems.append(_case_error(function, case, err, str(line.get("where") or "")))
             continue
         try:
-            got = sandbox.decode(sandbox.unb64(line.get("value")))
+            got = wire.decode(wire.unb64(line.get("value")))
             problems.append(checks.compare(function, case, got))
-        except sandbox.DecodeError as exc:
+        except wire.DecodeError as exc:
             problems.append(f"{function} returned something that cannot be checked ({exc})")
         except Exception as exc:   # compare() on a strange value: a failed case
             problems.append(f"{function} returned a value that cannot be compared "
@@ -715,7 +723,7 @@ def _case_error(function: str, case, err: str, where: str = "") -> str:
             return (f"{where} is not implemented yet (your {function} calls it): replace "
                     f"`raise NotImplementedError()` in {where} by your code")
         return f"{function} is not implemented yet: replace `raise NotImplementedError()` by your code"
-    stub = re.search(rf"([\w.]+) {re.escape(sandbox.REFERENCE_STUB_MARK)}", err)
+    stub = re.search(rf"([\w.]+) {re.escape(helpers_copy.REFERENCE_STUB_MARK)}", err)
     if stub:
         return (f"{function} must be your own implementation: it called {stub.group(1)} "
                 f"(the course's answer, hidden while yours is graded)")
@@ -781,7 +789,7 @@ class _Run:
 
 
 def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout: float,
-                  notebook_timeout: float, limits: sandbox.Limits) -> _Run:
+                  notebook_timeout: float, limits: confine.Limits) -> _Run:
     """Step 1: the merged notebook (answers, tests and what they need) in a child."""
     code = slicing.slice_cells([slicing.CellCode(
         c.index, _kernel_source(c.source_cell) if c.kind == "test" else c.source,
@@ -896,7 +904,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     _prepare(source)
     merged = merge(source, student)
     result.answers, result.flags = merged.answers, list(merged.flags)
-    limits = sandbox.Limits(memory_mb=memory_mb, cpu_seconds=int(notebook_timeout) + 10)
+    limits = confine.Limits(memory_mb=memory_mb, cpu_seconds=int(notebook_timeout) + 10)
     res = _resources()
     scrub = _Scrubber(source)
 

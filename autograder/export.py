@@ -22,8 +22,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from autograder.grade import points_text as _points
-from autograder.grade import read_records, summary_rows
+from autograder.records import points_text as _points
+from autograder.records import read_records, summary_rows
 
 FORMATS = ("canvas", "gradescope")
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]

@@ -37,41 +37,16 @@ import sys
 import tempfile
 import time
 import traceback
-from collections import Counter, defaultdict
 from multiprocessing.connection import wait
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Callable, Iterable
 
 from autograder import SOLUTIONS_DIR
 from autograder import cells as nbcells
-
-#: Columns of ``grades.csv`` (one row per graded cell).
-GRADE_COLUMNS = ["student_id", "assignment", "notebook", "grade_id", "kind", "points",
-                 "max_points", "status", "message"]
-#: Columns of ``summary.csv`` (one row per student and assignment).
-SUMMARY_COLUMNS = ["student_id", "assignment", "points", "max_points", "status", "notebooks",
-                   "flags", "message"]
-#: Notebook statuses from best to worst; an assignment's status is its worst notebook's.
-STATUS_ORDER = ["ok", "needs_manual_grade", "failed", "timeout", "memory", "crashed", "invalid",
-                "missing", "grader_error"]
-#: Longest answer source (characters) kept in results.jsonl and the feedback page.
-MAX_ANSWER_CHARS = 20_000
-#: Longest message / feedback text kept per cell.
-MAX_MESSAGE_CHARS = 300
-MAX_FEEDBACK_CHARS = 4_000
-
+from autograder.records import (GRADE_COLUMNS, SUMMARY_COLUMNS, GradedCell, csv_number,
+                                missing_record, result_record, sort_key, summary_rows)
 
 # --------------------------------------------------------------------------- course layout
-
-@dataclasses.dataclass(frozen=True)
-class GradedCell:
-    """A cell of a solution notebook that earns points."""
-
-    grade_id: str
-    kind: str          # "test" (autograded code cell) or "manual" (graded by hand)
-    max_points: float
-
 
 def course_notebooks(solutions: Path = SOLUTIONS_DIR) -> dict[tuple[str, str], list[GradedCell]]:
     """``{(assignment, notebook file name): graded cells}`` for every solution notebook.
@@ -162,64 +137,6 @@ class Limits:
     memory_mb: int = 2048
 
 
-def _short(text, limit: int) -> str:
-    text = "" if text is None else str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def result_record(student_id: str, assignment: str, notebook: str, result,
-                  cells: list[GradedCell], seconds: float) -> dict:
-    """A JSON-ready record of one graded notebook (an engine ``NotebookResult``).
-
-    Every graded cell of the solution gets a row: a cell the engine did not report (the
-    notebook could not be read, say) scores 0 with the notebook's status and message.
-    """
-    status = str(getattr(result, "status", "grader_error"))
-    message = _short(getattr(result, "message", ""), MAX_MESSAGE_CHARS)
-    by_id = {}
-    for cell in getattr(result, "cells", []) or []:
-        by_id.setdefault(str(cell.grade_id), cell)
-    rows = []
-    for expected in cells:
-        cell = by_id.pop(expected.grade_id, None)
-        if cell is None:
-            rows.append({"grade_id": expected.grade_id, "kind": expected.kind, "points": 0.0,
-                         "max_points": expected.max_points,
-                         "status": status if status != "ok" else "missing",
-                         "message": message or "not graded", "feedback": ""})
-            continue
-        rows.append({
-            "grade_id": expected.grade_id,
-            "kind": str(getattr(cell, "kind", expected.kind)),
-            "points": min(max(float(getattr(cell, "points", 0.0) or 0.0), 0.0), expected.max_points),
-            "max_points": expected.max_points,
-            "status": str(getattr(cell, "status", status)),
-            "message": _short(getattr(cell, "message", ""), MAX_MESSAGE_CHARS),
-            "feedback": _short(getattr(cell, "feedback", ""), MAX_FEEDBACK_CHARS),
-        })
-    answers = getattr(result, "answers", {}) or {}
-    return {
-        "student_id": student_id, "assignment": assignment, "notebook": notebook,
-        "status": status, "message": message,
-        "flags": [_short(f, MAX_MESSAGE_CHARS) for f in getattr(result, "flags", []) or []],
-        "points": sum(r["points"] for r in rows),
-        "max_points": sum(r["max_points"] for r in rows),
-        "cells": rows,
-        "answers": {str(k): _short(v, MAX_ANSWER_CHARS) for k, v in answers.items()},
-        "seconds": round(seconds, 3),
-    }
-
-
-def missing_record(student_id: str, assignment: str, notebook: str, cells: list[GradedCell],
-                   status: str = "missing", message: str = "notebook not handed in") -> dict:
-    """The record of a notebook that was not graded: every cell 0 with ``status``."""
-    unread = SimpleNamespace(status=status, message=message, cells=[], answers={}, flags=[])
-    record = result_record(student_id, assignment, notebook, unread, cells, 0.0)
-    for row in record["cells"]:
-        row["status"], row["message"] = status, message
-    return record
-
-
 # --------------------------------------------------------------------------- the pool
 
 GradeFunction = Callable[..., object]
@@ -249,9 +166,9 @@ def _grade_one(student_id: str, assignment: str, notebook: str, source: str, tmp
 
 def _close_engine_worker() -> None:
     """Stop this process's engine worker and remove its files (a grading process's last act)."""
-    from autograder import executor
+    from autograder import engine
 
-    executor.get_worker().close()
+    engine.close_worker()
 
 
 def _slot_main(conn, limits: Limits, course: dict, grade_fn: GradeFunction, workdir: str,
@@ -434,49 +351,6 @@ def _kill_tree(process: multiprocessing.Process) -> None:
 
 # --------------------------------------------------------------------------- outputs
 
-def sort_key(record: dict) -> tuple:
-    return (record["student_id"], record["assignment"], record["notebook"])
-
-
-def worst_status(statuses: Iterable[str]) -> str:
-    rank = {s: i for i, s in enumerate(STATUS_ORDER)}
-    return max(statuses, key=lambda s: rank.get(s, len(STATUS_ORDER)), default="missing")
-
-
-def summary_rows(records: list[dict]) -> list[dict]:
-    """One row per (student, assignment): points, flags, messages, and the worst status
-    of its notebooks and their cells (``failed`` when a notebook ran but a test failed,
-    ``needs_manual_grade`` when all tests passed and a written answer awaits grading)."""
-    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for record in sorted(records, key=sort_key):
-        groups[(record["student_id"], record["assignment"])].append(record)
-    rows = []
-    for (student_id, assignment), group in groups.items():
-        messages = [f"{r['notebook']}: {r['message']}" for r in group if r["status"] != "ok" and r["message"]]
-        rows.append({
-            "student_id": student_id, "assignment": assignment,
-            "points": csv_number(sum(r["points"] for r in group)),
-            "max_points": csv_number(sum(r["max_points"] for r in group)),
-            "status": worst_status([r["status"] for r in group]
-                                   + [c["status"] for r in group for c in r["cells"]]),
-            "notebooks": len(group),
-            "flags": "; ".join(f for r in group for f in r["flags"]),
-            "message": "; ".join(messages),
-        })
-    return rows
-
-
-def csv_number(x: float) -> float | int:
-    """Points as written in the CSV files: ``2`` rather than ``2.0``, at most 4 decimals."""
-    return int(x) if float(x).is_integer() else round(float(x), 4)
-
-
-def points_text(x) -> str:
-    """Points for people: ``2``, ``1.5``, ``0.33``."""
-    x = float(x)
-    return str(int(x)) if x.is_integer() else f"{x:.2f}".rstrip("0")
-
-
 def write_outputs(records: list[dict], out: Path) -> None:
     """Write results.jsonl, grades.csv, summary.csv and the feedback pages into ``out``
     (replacing those of an earlier run: no stale page of a student not in ``records``)."""
@@ -505,58 +379,6 @@ def write_outputs(records: list[dict], out: Path) -> None:
             write_feedback(record, out / "feedback")
 
 
-def read_records(out: Path) -> list[dict]:
-    """The records of a grading output folder (its ``results.jsonl``)."""
-    path = out / "results.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"{out} is not a grading output: {path.name} is missing "
-                                "(run `python -m autograder grade` first)")
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def summary_table(records: list[dict]) -> str:
-    """A plain-text table: per assignment, students, mean score and statuses; then the
-    notebooks that did not grade cleanly."""
-    by_assignment: dict[str, list[dict]] = defaultdict(list)
-    for row in summary_rows(records):
-        by_assignment[row["assignment"]].append(row)
-    header = ("assignment", "students", "mean", "max", "statuses")
-    lines = [header]
-    for assignment in sorted(by_assignment):
-        rows = by_assignment[assignment]
-        counts = Counter(r["status"] for r in rows)
-        statuses = ", ".join(f"{s} {counts[s]}" for s in sorted(counts, key=_rank))
-        mean = sum(float(r["points"]) for r in rows) / len(rows)
-        lines.append((assignment, str(len(rows)), f"{mean:.2f}", f"{csv_number(float(rows[0]['max_points']))}",
-                      statuses))
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines]
-    text.insert(1, "  ".join("-" * w for w in widths))
-    problems = [r for r in sorted(records, key=sort_key) if r["status"] not in ("ok", "missing")]
-    flagged = [r for r in sorted(records, key=sort_key) if r["flags"]]
-    if problems:
-        text.append("")
-        text.append(f"{len(problems)} notebook(s) did not run cleanly:")
-        for r in problems[:25]:
-            text.append(f"  {r['student_id']}/{r['assignment']}/{r['notebook']}: {r['status']}"
-                        f" ({csv_number(r['points'])}/{csv_number(r['max_points'])}) {r['message']}")
-        if len(problems) > 25:
-            text.append(f"  ... and {len(problems) - 25} more (see summary.csv)")
-    if flagged:
-        text.append("")
-        text.append(f"{len(flagged)} notebook(s) flagged for review:")
-        for r in flagged[:25]:
-            more = f" (and {len(r['flags']) - 2} more)" if len(r["flags"]) > 2 else ""
-            text.append(f"  {r['student_id']}/{r['assignment']}/{r['notebook']}: "
-                        f"{'; '.join(r['flags'][:2])}{more}")
-    return "\n".join(text)
-
-
-def _rank(status: str) -> int:
-    return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
-
-
 # --------------------------------------------------------------------------- the command
 
 def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits | None = None,
@@ -564,8 +386,8 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         grade_fn: GradeFunction | None = None, stream=None) -> list[dict]:
     """Grade ``submissions`` into ``out``; return the records. Raises ``FileNotFoundError``
     / ``ValueError`` when the grader cannot run at all (no such folder, no course, OUT
-    inside SUBMISSIONS), and :class:`autograder.sandbox.UnsafeToGrade` when student code
-    would run as root (:func:`autograder.sandbox.check_safe_to_grade`). ``grade_fn``
+    inside SUBMISSIONS), and :class:`autograder.engine.UnsafeToGrade` when student code
+    would run as root (:func:`autograder.engine.check_safe_to_grade`). ``grade_fn``
     defaults to :func:`autograder.engine.grade_notebook`."""
     from autograder.progress import Progress
 
@@ -593,7 +415,7 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         for path in student.ignored:
             print(f"note: not a course notebook, not graded: {path}", file=stream)
     if at_exit is not None:   # the real engine: student code will run; never as root
-        from autograder.sandbox import check_safe_to_grade
+        from autograder.engine import check_safe_to_grade
 
         check_safe_to_grade(stream=stream)
     total = len(students) * len(course)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autograder.grade import read_records, sort_key, write_outputs
+from autograder.grade import write_outputs
+from autograder.records import read_records, sort_key
 
 
 class MergeConflict(ValueError):

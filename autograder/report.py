@@ -15,7 +15,7 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from autograder.grade import csv_number, read_records
+from autograder.records import csv_number, read_records
 
 REPORT_COLUMNS = ["assignment", "grade_id", "kind", "students", "max_points", "mean_points",
                   "mean_fraction", "full_marks_share", "not_handed_in", "common_failures"]

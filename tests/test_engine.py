@@ -715,21 +715,21 @@ def test_exercise_answer_through_a_listed_reference_earns_nothing(tmp_path):
 
 
 def test_exercise_references_are_stubbed_on_disk_only_for_the_learner(tmp_path):
-    from autograder import sandbox
+    from autograder.isolation import helpers_copy
 
     res = engine._resources()
     learner = Path(res.helpers("bert_layer")) / "helpers"
     model = (learner / "bert" / "model.py").read_text()
     for fn in ("bert_layer", "bert_attention", "bert_forward", "sentence_embeddings", "encode"):
         body = model.split(f"\ndef {fn}(", 1)[1].split("\ndef ", 1)[0].split("\n", 1)[1]
-        assert sandbox.REFERENCE_STUB_MARK in body and "return" not in body, fn
+        assert helpers_copy.REFERENCE_STUB_MARK in body and "return" not in body, fn
     for fn in ("erf", "gelu", "mean_pool"):           # not this exercise's work: usable
         body = model.split(f"\ndef {fn}(", 1)[1].split("\ndef ", 1)[0]
-        assert sandbox.REFERENCE_STUB_MARK not in body, fn
+        assert helpers_copy.REFERENCE_STUB_MARK not in body, fn
     # the exercise modules: hidden cases and known mistakes are stubs too
     cases = (learner / "exercises" / "bert_layer.py").read_text()
-    assert "minilm_layer_1" not in cases and sandbox.REFERENCE_STUB_MARK in cases
+    assert "minilm_layer_1" not in cases and helpers_copy.REFERENCE_STUB_MARK in cases
     # the notebook run's copy is untouched
     full = Path(res.helpers(None)) / "helpers"
-    assert sandbox.REFERENCE_STUB_MARK not in (full / "bert" / "model.py").read_text()
+    assert helpers_copy.REFERENCE_STUB_MARK not in (full / "bert" / "model.py").read_text()
     assert "minilm_layer_1" in (full / "exercises" / "bert_layer.py").read_text()

@@ -229,11 +229,11 @@ def test_every_known_mistake_is_told_apart_by_a_visible_case(name):
 @pytest.mark.parametrize("name", exercises.names())
 def test_every_case_crosses_the_sandbox_boundary(name):
     """The grader sends each case's arguments to the learner's process as plain data
-    (``autograder.sandbox``, capped at 32 MB per value): every case fits with room."""
-    from autograder import sandbox
+    (``autograder.isolation.wire``, capped at 32 MB per value): every case fits with room."""
+    from autograder.isolation import wire
 
     for case in exercises.get(name).all_cases():
-        data = sandbox.encode((case.args, case.kwargs))
+        data = wire.encode((case.args, case.kwargs))
         assert len(data) < 16 * 2**20, (name, case.name, len(data))
-        args, kwargs = sandbox.decode(data)
+        args, kwargs = wire.decode(data)
         assert len(args) == len(case.args) and set(kwargs) == set(case.kwargs)

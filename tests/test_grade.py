@@ -23,6 +23,7 @@ from types import SimpleNamespace
 import pytest
 
 from autograder import export, feedback, grade, merge, progress, report
+from autograder import records as schema
 
 # --------------------------------------------------------------------------- a tiny course
 
@@ -140,8 +141,8 @@ def test_course_notebooks_reads_points_from_solutions(course):
     found = grade.course_notebooks(course)
     assert list(found) == [("01_a", "01_a.ipynb"), ("02_b", "02_b.ipynb")]
     assert found[("01_a", "01_a.ipynb")] == [
-        grade.GradedCell("test_f", "test", 1.0), grade.GradedCell("test_f_hidden", "test", 2.0),
-        grade.GradedCell("why", "manual", 1.0)]
+        schema.GradedCell("test_f", "test", 1.0), schema.GradedCell("test_f_hidden", "test", 2.0),
+        schema.GradedCell("why", "manual", 1.0)]
 
 
 def test_grades_every_cell_of_every_student_and_never_writes_submissions(tmp_path, course):
@@ -312,7 +313,7 @@ def test_export_canvas_and_gradescope(tmp_path, course):
 
 def test_read_records_of_a_folder_that_is_not_an_output(tmp_path):
     with pytest.raises(FileNotFoundError, match="results.jsonl"):
-        grade.read_records(tmp_path)
+        schema.read_records(tmp_path)
 
 
 def test_progress_quiet_when_not_a_terminal():
@@ -344,7 +345,7 @@ def test_progress_draws_on_a_terminal():
 def test_summary_table_lists_problems(tmp_path, course):
     subs = make_class(tmp_path, {"alice": {"01_a": "BAD", "02_b": "DUP"}, "bob": {"01_a": "good"}})
     records = run(subs, tmp_path / "out", course)
-    table = grade.summary_table(records)
+    table = schema.summary_table(records)
     first = table.splitlines()[0].split()
     assert first == ["assignment", "students", "mean", "max", "statuses"]
     assert "01_a" in table and "invalid 1" in table

@@ -1,4 +1,4 @@
-"""Isolation of student code (autograder.sandbox) and the forking worker (autograder.executor).
+"""Isolation of student code and the forking worker (autograder/isolation/).
 
 The worker runs jobs in confined children; these tests send it small jobs whose cells
 probe the confinement (files, network, processes, privileges, limits) and report what
@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import REPO_ROOT, SOLUTIONS_DIR, executor, sandbox
+from autograder import REPO_ROOT, SOLUTIONS_DIR
+from autograder.isolation import confine, executor, helpers_copy, wire
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +38,7 @@ def test_codec_round_trip_keeps_values_types_and_structure():
              {"E": np.eye(2), "blocks": [{"W": np.ones((2, 2), dtype=np.float32)}]},
              np.float64(3.5), np.int64(7), 2**70, np.array([True, False]), rng,
              {("K", 1), ("V", 2)}, frozenset({3}))
-    back = sandbox.decode(sandbox.encode(value))
+    back = wire.decode(wire.encode(value))
     assert isinstance(back, tuple) and len(back) == len(value)
     np.testing.assert_array_equal(back[0], value[0])
     assert back[1] == value[1]
@@ -51,28 +52,28 @@ def test_codec_round_trip_keeps_values_types_and_structure():
 
 
 def test_codec_marks_objects_that_cannot_cross():
-    back = sandbox.decode(sandbox.encode([len, object(), np.array([{"a": 1}], dtype=object)]))
-    assert all(isinstance(v, sandbox.Unencodable) for v in back)
+    back = wire.decode(wire.encode([len, object(), np.array([{"a": 1}], dtype=object)]))
+    assert all(isinstance(v, wire.Unencodable) for v in back)
 
 
 def test_decode_refuses_pickles_oversize_and_garbage():
     buf = io.BytesIO()
     np.savez(buf, __structure__=np.frombuffer(b'{"__nd__": "a0"}', dtype=np.uint8),
              a0=np.array([object()], dtype=object))
-    with pytest.raises(sandbox.DecodeError):
-        sandbox.decode(buf.getvalue())
-    with pytest.raises(sandbox.DecodeError):
-        sandbox.decode(sandbox.encode(np.zeros(1000)), max_bytes=1000)
-    with pytest.raises(sandbox.DecodeError):
-        sandbox.decode(b"not a zip file")
+    with pytest.raises(wire.DecodeError):
+        wire.decode(buf.getvalue())
+    with pytest.raises(wire.DecodeError):
+        wire.decode(wire.encode(np.zeros(1000)), max_bytes=1000)
+    with pytest.raises(wire.DecodeError):
+        wire.decode(b"not a zip file")
     # a zip whose members claim to be huge (a "zip bomb") is refused before reading
     bomb = io.BytesIO()
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("__structure__.npy", b"\0" * 5_000_000)
-    with pytest.raises(sandbox.DecodeError):
-        sandbox.decode(bomb.getvalue(), max_bytes=1_000_000)
-    with pytest.raises(sandbox.DecodeError):
-        sandbox.unb64("%%%")
+    with pytest.raises(wire.DecodeError):
+        wire.decode(bomb.getvalue(), max_bytes=1_000_000)
+    with pytest.raises(wire.DecodeError):
+        wire.unb64("%%%")
 
 
 # ---------------------------------------------------------------------------------------
@@ -88,7 +89,7 @@ def _run_python(code: str, path: Path) -> subprocess.CompletedProcess:
 
 
 def test_stripped_helpers_hide_only_the_graded_function(tmp_path):
-    dest = sandbox.prepare_helpers(tmp_path, strip="softmax")
+    dest = helpers_copy.prepare_helpers(tmp_path, strip="softmax")
     ref = (dest / "helpers" / "reference.py").read_text()
     original = (REPO_ROOT / "helpers" / "reference.py").read_text()
     assert "z_max = z.max(axis=axis, keepdims=True)" in original
@@ -106,12 +107,12 @@ def test_stripped_helpers_hide_only_the_graded_function(tmp_path):
     lines = out.stdout.splitlines()
     assert lines[0].startswith(str(dest))
     assert lines[1] == "11.0"
-    assert sandbox.REFERENCE_STUB_MARK in lines[2]
+    assert helpers_copy.REFERENCE_STUB_MARK in lines[2]
 
 
 def test_prepare_helpers_refuses_an_unknown_function(tmp_path):
     with pytest.raises(ValueError):
-        sandbox.prepare_helpers(tmp_path, strip="no_such_function")
+        helpers_copy.prepare_helpers(tmp_path, strip="no_such_function")
 
 
 # ---------------------------------------------------------------------------------------
@@ -128,7 +129,7 @@ def helper_copies(tmp_path_factory):
         dest = base / (strip or "full")
         dest.mkdir()
         os.chmod(dest, 0o755)
-        out[strip] = str(sandbox.prepare_helpers(dest, strip=strip))
+        out[strip] = str(helpers_copy.prepare_helpers(dest, strip=strip))
     return out
 
 
@@ -141,7 +142,7 @@ def _run(cells, helper_copies, *, kind="notebook", strip=None, worker=None, time
     job = {"kind": kind, "cells": [{"index": i, "kind": "other", "source": s}
                                    for i, s in enumerate(cells)],
            "cell_timeout": cell_timeout, "timeout": timeout, **job}
-    reply = worker.run(job, conf, limits or sandbox.Limits())
+    reply = worker.run(job, conf, limits or confine.Limits())
     return reply, executor.parse_lines(reply["output"])
 
 
@@ -189,7 +190,7 @@ def test_child_sees_a_private_read_only_world(helper_copies):
     assert seen["network"] != "connected"
     if worker.mode != "namespaces":
         pytest.skip("this machine offers no namespaces: the fallback mode is tested below")
-    assert seen["cwd"] == sandbox.WORK_PATH
+    assert seen["cwd"] == confine.WORK_PATH
     assert seen["solutions"] == "FileNotFoundError"
     assert seen["repo"] == [".venv"]                   # only the virtual environment
     assert seen["home"] in ("FileNotFoundError", "PermissionError") or \
@@ -198,13 +199,13 @@ def test_child_sees_a_private_read_only_world(helper_copies):
     assert seen["ppid"] == 0 and not seen["proc"]
     # Only what the sandbox builds, plus the top folder of each read-only source (the
     # virtual environment may live anywhere: /work/..., /check/..., /tmp/...).
-    mounted = {Path(src).parts[1] for src in sandbox._read_only_sources()}
+    mounted = {Path(src).parts[1] for src in confine._read_only_sources()}
     built = {"bin", "course", "data", "dev", "etc", "lib", "lib32", "lib64", "libx32",
              "sbin", "tmp", "work"}
     assert set(seen["root"]) <= built | mounted
-    assert seen["helpers"].startswith(sandbox.COURSE_PATH)
+    assert seen["helpers"].startswith(confine.COURSE_PATH)
     if os.getuid() == 0:
-        assert seen["uid"] == sandbox.NOBODY
+        assert seen["uid"] == confine.NOBODY
 
 
 def test_killing_everything_reachable_leaves_the_worker_alive(helper_copies):
@@ -238,7 +239,7 @@ def test_job_deadline_kills_a_child_that_ignores_the_timer(helper_copies):
 
 def test_memory_limit(helper_copies):
     reply, lines = _run(["x = bytearray(2 * 1024 ** 3)", "print('next')"], helper_copies,
-                        limits=sandbox.Limits(memory_mb=1024))
+                        limits=confine.Limits(memory_mb=1024))
     cells = [line for line in lines if "cell" in line]
     assert cells[0]["memory"] is True and len(cells) == 1
 
@@ -272,7 +273,7 @@ def test_test_cell_tracebacks_name_the_cell_but_not_its_source(helper_copies):
         {"index": 0, "kind": "answer", "source": "def f(x):\n    return 1 / x"},
         {"index": 1, "kind": "test", "grade_id": "test_f",
          "source": "secret_value = 0\nassert f(secret_value) == 1"}]}
-    lines = executor.parse_lines(worker.run(job, conf, sandbox.Limits())["output"])
+    lines = executor.parse_lines(worker.run(job, conf, confine.Limits())["output"])
     err = [line for line in lines if line.get("cell") == 1][0]["error"]
     assert err["ename"] == "ZeroDivisionError"
     assert "test cell test_f" in err["traceback"]
@@ -282,17 +283,17 @@ def test_test_cell_tracebacks_name_the_cell_but_not_its_source(helper_copies):
 
 def test_calls_job_returns_outputs_and_hides_the_reference(helper_copies):
     cases = [((np.array([1.0, 2.0]),), {}), ((np.array([[0.0, 1.0]]),), {"axis": -1})]
-    payloads = [sandbox.b64(sandbox.encode(c)) for c in cases]
+    payloads = [wire.b64(wire.encode(c)) for c in cases]
     own = "import numpy as np\ndef softmax(z, axis=-1):\n    e = np.exp(z - np.max(z, axis=axis, keepdims=True))\n    return e / e.sum(axis=axis, keepdims=True)"
     reply, lines = _run([own], helper_copies, kind="calls", strip="softmax",
                         function="softmax", cases=payloads, case_timeout=2)
-    got = [sandbox.decode(sandbox.unb64(line["value"])) for line in lines if "case" in line]
+    got = [wire.decode(wire.unb64(line["value"])) for line in lines if "case" in line]
     np.testing.assert_allclose(got[0], np.exp([1, 2]) / np.exp([1, 2]).sum())
     cheat = "import helpers\ndef softmax(z, axis=-1):\n    return helpers.reference.softmax(z, axis)"
     reply, lines = _run([cheat], helper_copies, kind="calls", strip="softmax",
                         function="softmax", cases=payloads, case_timeout=2)
     errors = [line["error"] for line in lines if "case" in line]
-    assert len(errors) == 2 and all(sandbox.REFERENCE_STUB_MARK in e for e in errors)
+    assert len(errors) == 2 and all(helpers_copy.REFERENCE_STUB_MARK in e for e in errors)
 
 
 def test_parse_lines_ignores_garbage():
@@ -304,7 +305,7 @@ def test_fallback_mode_still_grades_and_hides_the_reference(helper_copies, monke
     monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
     # Trusted code only: as root where Python is not world-readable (pyenv under /root)
     # the fallback child cannot drop to nobody and refuses unless the instructor opts in.
-    monkeypatch.setenv(sandbox.ALLOW_ROOT_FALLBACK_ENV, "1")
+    monkeypatch.setenv(confine.ALLOW_ROOT_FALLBACK_ENV, "1")
     worker = executor.Worker()
     try:
         reply, lines = _run(["import os, helpers\nprint(os.getcwd())\nprint(helpers.__file__)\n"
@@ -317,9 +318,9 @@ def test_fallback_mode_still_grades_and_hides_the_reference(helper_copies, monke
         reply, lines = _run(["import helpers\ndef softmax(z, axis=-1):\n"
                              "    return helpers.softmax(z, axis)"], helper_copies,
                             worker=worker, kind="calls", strip="softmax", function="softmax",
-                            cases=[sandbox.b64(sandbox.encode(((np.ones(2),), {})))],
+                            cases=[wire.b64(wire.encode(((np.ones(2),), {})))],
                             case_timeout=2)
-        assert sandbox.REFERENCE_STUB_MARK in [line for line in lines if "case" in line][0]["error"]
+        assert helpers_copy.REFERENCE_STUB_MARK in [line for line in lines if "case" in line][0]["error"]
         reply, lines = _run(["import os\nos.kill(os.getppid(), 9)"], helper_copies, worker=worker)
         reply, lines = _run(["print('alive')"], helper_copies, worker=worker)
         assert _stdout(lines) == ["alive\n"]
@@ -330,7 +331,7 @@ def test_fallback_mode_still_grades_and_hides_the_reference(helper_copies, monke
 
 def test_probe_mode_on_this_machine():
     """Namespaces are found where they work (as root or with user namespaces)."""
-    mode = sandbox.probe_mode()
+    mode = confine.probe_mode()
     works = subprocess.run(["unshare", "--mount", "--net", "--map-root-user", "true"],
                            capture_output=True).returncode == 0 if os.path.exists(
         "/usr/bin/unshare") else False
@@ -344,7 +345,8 @@ NON_ROOT_SCRIPT = r"""
 import json, os, sys
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from autograder import engine, executor
+from autograder import engine
+from autograder.isolation import executor
 sol = Path({solution!r})
 nb = json.loads(sol.read_text())
 for c in nb["cells"]:
@@ -398,7 +400,7 @@ def _grade_as_nobody(tmp_path: Path) -> None:
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     seen = json.loads(out.stdout.strip().splitlines()[-1])
-    assert seen["uid"] == sandbox.NOBODY and seen["mode"] == "namespaces"
+    assert seen["uid"] == confine.NOBODY and seen["mode"] == "namespaces"
     assert seen["status"] == "ok"
     solution = json.loads((SOLUTIONS_DIR / "01_dot_products" / "01_dot_products.ipynb").read_text())
     expected = {c["metadata"]["nbgrader"]["grade_id"]: float(c["metadata"]["nbgrader"].get("points", 0))
@@ -422,40 +424,64 @@ def test_a_late_reply_is_dropped_never_taken_for_the_next_job(helper_copies):
                                                "source": f"print({text!r})"}],
                 "cell_timeout": 20, "timeout": 60}
 
-    worker.run(job("warm"), conf, sandbox.Limits())          # the worker is up
-    stale = dict(job("stale"), id=-1, conf=conf, limits=asdict(sandbox.Limits()))
+    worker.run(job("warm"), conf, confine.Limits())          # the worker is up
+    stale = dict(job("stale"), id=-1, conf=conf, limits=asdict(confine.Limits()))
     worker._proc.stdin.write((_json.dumps(stale) + "\n").encode())
     worker._proc.stdin.flush()
     before = worker.dropped
-    reply = worker.run(job("fresh"), conf, sandbox.Limits())
+    reply = worker.run(job("fresh"), conf, confine.Limits())
     assert "fresh" in reply["output"] and "stale" not in reply["output"]
     assert worker.dropped == before + 1
 
 
-def test_course_objects_cross_and_calls_copy_arguments_back():
+def test_only_the_listed_course_classes_cross_rebuilt_from_their_fields():
     from helpers.llama import KVCache, LlamaConfig
     import dataclasses
 
     config = LlamaConfig(**{f.name: (2 if f.type in ("int", int) else 1e-5)
                             for f in dataclasses.fields(LlamaConfig)})
     cache = KVCache(2)
-    back = sandbox.decode(sandbox.encode((config, cache)))
-    assert back[0] == config and type(back[1]) is KVCache and back[1].keys == [None, None]
-    # a call appends to its copy of the cache; restore() shows that to the caller's object
-    back[1].update(0, np.ones((1, 3, 2)), np.zeros((1, 3, 2)))
-    sandbox.restore((config, cache), back)
-    assert cache.keys[0].shape == (1, 3, 2) and cache.values[1] is None
-    target, new = {"W": np.zeros(3), "n": 1}, {"W": np.ones(3), "n": 2, "extra": [1]}
-    w = target["W"]
-    sandbox.restore(target, new)
-    assert target["W"] is w and w.tolist() == [1, 1, 1] and target["n"] == 2 and target["extra"] == [1]
-    # classes outside the course's helpers never cross
+    cache.update(0, np.ones((1, 3, 2)), np.zeros((1, 3, 2)))
+    back = wire.decode(wire.encode((config, cache)))
+    assert back[0] == config and type(back[1]) is KVCache and back[1].keys[1] is None
+    assert back[1].keys[0].shape == (1, 3, 2) and len(back[1]) == 0     # layer -1 is empty
+    # classes outside the list never cross: sent as their type's name
     class Local:
         pass
-    assert isinstance(sandbox.decode(sandbox.encode(Local())), sandbox.Unencodable)
-    # nor does a name that is not a class of the course's helpers
-    with pytest.raises(sandbox.DecodeError):
-        sandbox.decode(_with_structure({"__obj__": "os:system", "state": []}))
+    from helpers.exercises import Case
+
+    for obj in (Local(), Case("dot", "c", "d", ()), np.lib.npyio.DataSource()):
+        assert isinstance(wire.decode(wire.encode(obj)), wire.Unencodable)
+    # a structure naming anything else, reachable from helpers or not, does not decode
+    for name in ("os:system", "helpers.reference:np.lib.npyio.DataSource",
+                 "helpers.llama.weights:Path", "helpers.exercises:Case",
+                 "helpers.llama.model:KVCache.__init__", "tempfile:TemporaryDirectory"):
+        with pytest.raises(wire.DecodeError):
+            wire.decode(_with_structure({"__obj__": name, "state": []}))
+    # a listed class with other fields than its own, or a course object inside, neither
+    with pytest.raises(wire.DecodeError):
+        wire.decode(_with_structure({"__obj__": "helpers.llama.model:KVCache",
+                                     "state": [["keys", None], ["values", None],
+                                               ["_finalizer", None]]}))
+    nested = {"__obj__": "helpers.llama.model:KVCache",
+              "state": [["keys", {"__obj__": "helpers.llama.model:KVCache",
+                                  "state": [["keys", None], ["values", None]]}],
+                        ["values", None]]}
+    with pytest.raises(wire.DecodeError):
+        wire.decode(_with_structure(nested))
+
+
+def test_a_call_that_overwrites_its_arguments_changes_only_its_own_copies():
+    """Values are copied across; nothing comes back into the caller's objects, so a case
+    whose expectation is computed after the call is not fooled by an answer that
+    overwrites its input."""
+    from autograder.isolation import executor as ex
+
+    assert not hasattr(wire, "restore") and not hasattr(ex, "restore")
+    x = np.arange(4.0)
+    decoded = wire.decode(wire.encode((x,)))[0]
+    decoded[:] = 0.0
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 def _with_structure(structure: dict) -> bytes:
@@ -464,43 +490,25 @@ def _with_structure(structure: dict) -> bytes:
     return buf.getvalue()
 
 
-def test_large_arrays_are_sent_once_by_digest():
-    big = np.arange(300_000, dtype=np.float64)          # 2.4 MB
-    sender, receiver = sandbox.ArrayRefs(), sandbox.ArrayRefs()
-    first = sandbox.encode(({"W": big}, 1), sender)
-    second = sandbox.encode(({"W": big}, 2), sender)
-    assert len(first) > big.nbytes and len(second) < 10_000
-    a = sandbox.decode(first, refs=receiver)[0]["W"]
-    b = sandbox.decode(second, refs=receiver)[0]["W"]
-    assert np.array_equal(a, big) and np.array_equal(b, big) and a is not b   # own copies
-    # unchanged copies go back as references and resolve to the sender's own array
-    reply = sandbox.encode(b, receiver)
-    assert len(reply) < 10_000 and sandbox.decode(reply, refs=sender) is big
-    b[0] = -1.0                                          # changed: sent back in full
-    assert sandbox.decode(sandbox.encode(b, receiver), refs=sender)[0] == -1.0
-    with pytest.raises(sandbox.DecodeError):
-        sandbox.decode(second, refs=sandbox.ArrayRefs())   # a digest never sent
-
-
 def _confine_as_root_in_a_child(tmp_path: Path, allow: bool) -> int:
     """Exit status of a forked child that confines itself in fallback mode as if it could
-    not drop root: 7 when :func:`sandbox.confine_inner` refused, 0 when it returned."""
+    not drop root: 7 when :func:`confine.confine_inner` refused, 0 when it returned."""
     pid = os.fork()
     if pid == 0:   # pragma: no cover - runs in the child
         code = 1
         try:
             if allow:
-                os.environ[sandbox.ALLOW_ROOT_FALLBACK_ENV] = "1"
+                os.environ[confine.ALLOW_ROOT_FALLBACK_ENV] = "1"
             else:
-                os.environ.pop(sandbox.ALLOW_ROOT_FALLBACK_ENV, None)
-            sandbox._drop_privileges = lambda work, mode: None
+                os.environ.pop(confine.ALLOW_ROOT_FALLBACK_ENV, None)
+            confine._drop_privileges = lambda work, mode: None
             os.getresuid = lambda: (0, 0, 0)
-            conf = sandbox.Confinement("fallback", str(tmp_path / "root"), str(tmp_path),
+            conf = confine.Confinement("fallback", str(tmp_path / "root"), str(tmp_path),
                                        fallback_work=str(tmp_path / "work"))
             try:
-                sandbox.confine_inner(conf)
+                confine.confine_inner(conf)
                 code = 0
-            except sandbox.UnsafeToGrade:
+            except confine.UnsafeToGrade:
                 code = 7
         finally:
             os._exit(code)
@@ -518,11 +526,11 @@ def test_fallback_child_never_hands_root_to_student_code(tmp_path):
 def test_privilege_probe_matches_what_nobody_can_run():
     """Not root: nothing to drop. Root: nobody must be able to start this Python."""
     if os.getuid() != 0:
-        assert sandbox.can_drop_privileges()
+        assert confine.can_drop_privileges()
         return
-    readable = sandbox._world_can_run_python()
-    assert sandbox.can_drop_privileges() == (readable and subprocess.run(
-        [sys.executable, "-I", "-c", "import numpy"], user=sandbox.NOBODY, group=sandbox.NOBODY,
+    readable = confine._world_can_run_python()
+    assert confine.can_drop_privileges() == (readable and subprocess.run(
+        [sys.executable, "-I", "-c", "import numpy"], user=confine.NOBODY, group=confine.NOBODY,
         extra_groups=[], cwd="/", capture_output=True).returncode == 0)
 
 
@@ -530,7 +538,7 @@ def test_fallback_worker_refuses_root_without_the_opt_in(helper_copies, monkeypa
     """Where the grader is root and cannot drop (this repository's machine: pyenv under
     /root), a fallback child reports an isolation error instead of running the cell."""
     monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
-    monkeypatch.delenv(sandbox.ALLOW_ROOT_FALLBACK_ENV, raising=False)
+    monkeypatch.delenv(confine.ALLOW_ROOT_FALLBACK_ENV, raising=False)
     worker = executor.Worker()
     try:
         canary = helper_copies[None] + "-canary"
@@ -538,7 +546,7 @@ def test_fallback_worker_refuses_root_without_the_opt_in(helper_copies, monkeypa
                             helper_copies, worker=worker)
         assert worker.mode == "fallback"
         ran = _stdout(lines)
-        if sandbox.can_drop_privileges():
+        if confine.can_drop_privileges():
             assert ran and ran[0].strip() != "0"
         else:
             assert not ran and not os.path.exists(canary)

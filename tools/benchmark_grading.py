@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder import SOLUTIONS_DIR  # noqa: E402
-from autograder.grade import read_records  # noqa: E402
+from autograder.records import read_records  # noqa: E402
 from autograder.make_examples import build  # noqa: E402
 from autograder.release import assignments, generate, nbgrader_command, nbgrader_env  # noqa: E402
 

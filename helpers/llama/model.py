@@ -141,6 +141,8 @@ class KVCache:
     heads (3 instead of 9) makes it three times smaller.
     """
 
+    WIRE_FIELDS = ("keys", "values")     # what crosses the grader's sandbox boundary
+
     def __init__(self, n_layers: int):
         self.keys: list = [None] * n_layers
         self.values: list = [None] * n_layers

@@ -329,9 +329,9 @@ def graded() -> Run:
     def attacks():                      # CATALOGUE_ONLY (development): no attacks either
         return [] if os.environ.get("CATALOGUE_ONLY") else all_attacks()
 
-    from autograder import sandbox
+    from autograder.isolation import confine
 
-    mode = sandbox.probe_mode()
+    mode = confine.probe_mode()
     tmp = Path(tempfile.mkdtemp(prefix="grading-truth-"))
     if not os.environ.get("GRADING_TRUTH_KEEP"):      # set it to inspect OUT afterwards
         atexit.register(shutil.rmtree, tmp, True)

@@ -7,7 +7,7 @@ The worker imported NumPy, matplotlib (Agg) and IPython once and holds an IPytho
     worker ── A (trusted: enters new namespaces, enforces the deadline, reports)
                └── B (PID 1 of its namespaces: confines itself, then runs the job)
 
-B confines itself (:func:`autograder.sandbox.confine_inner`), points file descriptors 0-2
+B confines itself (:func:`autograder.confine.confine_inner`), points file descriptors 0-2
 at ``/dev/null`` and writes its results as JSON lines to a pipe. A waits for B with the
 job's deadline and kills it when time is up; because B is PID 1 of a PID namespace,
 killing it tears down everything it started. B runs in its own session, so
@@ -26,7 +26,7 @@ Two kinds of job:
 ``calls``
     The authoritative run of one exercise: run the cells its answer needs with output
     discarded, bind the earlier course functions it may call (``uses``) to the course's
-    own, then call the function on each case (arguments arrive as ``sandbox.encode``
+    own, then call the function on each case (arguments arrive as ``wire.encode``
     bytes; a case with a ``scenario`` runs ``scenario(fn, *args)``, e.g. two calls
     sharing a cache) and send back each return value, encoded, one line per case.
 
@@ -55,10 +55,10 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder import sandbox
+from autograder.isolation import confine, wire
 
 #: Frames from files under this folder (the grader's own code) are left out of tracebacks.
-_OWN_CODE = str(Path(__file__).resolve().parent) + os.sep
+_OWN_CODE = str(Path(__file__).resolve().parent.parent) + os.sep     # autograder/
 #: Characters of stdout/stderr kept per cell (the rest is dropped and counted).
 OUTPUT_CAP = 20_000
 #: Bytes of result lines the worker accepts from one child.
@@ -338,7 +338,7 @@ def _job_calls(job: dict, fd: int) -> None:
         sink = _Capped(1000)
         sys.stdout, sys.stderr = sink, sink
         try:
-            args, kwargs = sandbox.decode(sandbox.unb64(payload))
+            args, kwargs = wire.decode(wire.unb64(payload))
             runner.timer.start(job["case_timeout"])
             try:
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -349,7 +349,7 @@ def _job_calls(job: dict, fd: int) -> None:
                         value = fn(*args, **kwargs)
             finally:
                 runner.timer.stop()
-            line["value"] = sandbox.b64(sandbox.encode(value))
+            line["value"] = wire.b64(wire.encode(value))
         except CellTimeout:
             line["error"] = f"timeout: the call took longer than {job['case_timeout']:g} s"
             stopped = "timeout: not run after an earlier case timed out"
@@ -377,15 +377,15 @@ def _innermost_learner_function(exc: BaseException) -> str:
     return name[:100]
 
 
-def _child_b(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
+def _child_b(job: dict, conf: confine.Confinement, wfd: int) -> None:
     """Process B: confine, silence fds 0-2, run the job, exit."""
     code = 0
     try:
         try:
             import ctypes
 
-            ctypes.CDLL(None).prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            sandbox.confine_inner(conf)
+            ctypes.CDLL(None).prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            confine.confine_inner(conf)
         except BaseException as exc:
             if wfd is not None:
                 _send(wfd, {"isolation_error": f"{type(exc).__name__}: {exc}"})
@@ -403,20 +403,20 @@ def _child_b(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
     os._exit(code)
 
 
-def _child_a(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
+def _child_a(job: dict, conf: confine.Confinement, wfd: int) -> None:
     """Process A: enter namespaces, fork B, enforce the deadline, exit with B's fate."""
     code = 1
     try:
         if conf.mode == "namespaces":
-            sandbox.unshare_outer()
+            confine.unshare_outer()
         pid = os.fork()
         if pid == 0:
             _child_b(job, conf, wfd)
 
         def stop(signum, frame):      # the worker is done with us: take B's world down
-            sandbox.kill_quietly(pid)
+            confine.kill_quietly(pid)
             if conf.mode == "fallback":
-                sandbox.kill_quietly(-pid)
+                confine.kill_quietly(-pid)
             os._exit(EXIT_TIMEOUT)
 
         signal.signal(signal.SIGTERM, stop)
@@ -434,13 +434,13 @@ def _child_a(job: dict, conf: sandbox.Confinement, wfd: int) -> None:
                 status = st
         if status is None:
             if conf.mode == "fallback":
-                sandbox.kill_quietly(-pid)
-            sandbox.kill_quietly(pid)
+                confine.kill_quietly(-pid)
+            confine.kill_quietly(pid)
             os.waitpid(pid, 0)
             code = EXIT_TIMEOUT
         else:
             if conf.mode == "fallback":
-                sandbox.kill_quietly(-pid)   # whatever B left behind in its session
+                confine.kill_quietly(-pid)   # whatever B left behind in its session
             if os.WIFSIGNALED(status):
                 code = 128 + os.WTERMSIG(status)
             else:
@@ -473,7 +473,7 @@ def _prewarm() -> None:
     _SHELL = _make_shell()
 
 
-def _fork_a(job: dict, conf: sandbox.Confinement, wfd: int) -> int:
+def _fork_a(job: dict, conf: confine.Confinement, wfd: int) -> int:
     """Fork an A for ``job`` that keeps only ``wfd`` open (besides 0-2)."""
     pid = os.fork()
     if pid == 0:
@@ -485,7 +485,7 @@ def _fork_a(job: dict, conf: sandbox.Confinement, wfd: int) -> int:
     return pid
 
 
-def _run_job(job: dict, conf: sandbox.Confinement) -> dict:
+def _run_job(job: dict, conf: confine.Confinement) -> dict:
     r, w = os.pipe()
     t0 = time.perf_counter()
     pid = _fork_a(job, conf, w)
@@ -496,7 +496,7 @@ def _run_job(job: dict, conf: sandbox.Confinement) -> dict:
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            sandbox.kill_quietly(pid)
+            confine.kill_quietly(pid)
             break
         ready, _, _ = select.select([r], [], [], min(left, 1.0))
         if ready:
@@ -532,7 +532,7 @@ def serve(infd: int = 0, outfd: int = 1) -> None:
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)            # nothing printed by a library can corrupt the protocol
     _prewarm()
-    mode = sandbox.probe_mode()
+    mode = confine.probe_mode()
     out.write((json.dumps({"ready": True, "mode": mode}) + "\n").encode())
     out.flush()
     try:
@@ -549,7 +549,7 @@ def _serve_loop(rin, out, mode: str) -> None:
         try:
             req = json.loads(raw)
             job_id = req.pop("id", None)
-            conf = sandbox.Confinement(mode=mode, limits=sandbox.Limits(**req.pop("limits")),
+            conf = confine.Confinement(mode=mode, limits=confine.Limits(**req.pop("limits")),
                                        **req.pop("conf"))
             reply = _run_job(req, conf)
         except Exception as exc:
@@ -593,14 +593,14 @@ class Worker:
             "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(self.home / "mpl"),
             "IPYTHONDIR": str(self.home / "ipython"), "PYTHONDONTWRITEBYTECODE": "1",
         }
-        for name in ("AUTOGRADER_ISOLATION", sandbox.ALLOW_ROOT_FALLBACK_ENV):
+        for name in ("AUTOGRADER_ISOLATION", confine.ALLOW_ROOT_FALLBACK_ENV):
             if name in os.environ:
                 env[name] = os.environ[name]
-        src = str(Path(__file__).resolve().parent.parent)
+        src = str(Path(__file__).resolve().parents[2])                  # the repository
         self._proc = subprocess.Popen(
             [sys.executable, "-c",
              f"import sys; sys.path.insert(0, {src!r}); "
-             "from autograder.executor import serve; serve()"],
+             "from autograder.isolation.executor import serve; serve()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             cwd=self.home, env=env, close_fds=True,
         )
@@ -611,7 +611,7 @@ class Worker:
             self._stop()
             raise WorkerError("the grading worker failed to start") from None
 
-    def run(self, job: dict, conf: dict, limits: sandbox.Limits) -> dict:
+    def run(self, job: dict, conf: dict, limits: confine.Limits) -> dict:
         """Run ``job``; its reply. Every request carries a fresh id and only the reply
         with that id is accepted: a reply left over from an earlier request (one whose
         reader gave up) is read and dropped, never taken for this one's."""

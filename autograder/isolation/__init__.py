@@ -1,0 +1,13 @@
+"""The security boundary of the grader, all in this folder (see README.md here and
+``docs/threat_model.md``):
+
+* :mod:`~autograder.isolation.confine`: the confined child (namespaces or the fallback
+  mode, rlimits, privileges dropped);
+* :mod:`~autograder.isolation.executor`: the pre-warmed worker that forks one confined
+  child per job and the jobs themselves (the notebook run, an exercise's calls);
+* :mod:`~autograder.isolation.wire`: the plain-data format every value crosses in;
+* :mod:`~autograder.isolation.helpers_copy`: the copies of ``helpers`` a child imports
+  (an exercise's answer stubbed out).
+
+Only :mod:`autograder.engine` uses this package.
+"""
