@@ -82,9 +82,9 @@ from pathlib import Path
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR, slicing
 from autograder import cells as cells_mod
-from autograder.isolation import confine, executor, helpers_copy, wire
+from autograder.isolation import confine, executor, helpers_copy, seccomp, wire
 # What the grading command needs of the boundary, through this module only.
-from autograder.isolation.confine import UnsafeToGrade, check_safe_to_grade  # noqa: F401
+from autograder.isolation.confine import UnsafeToGrade  # noqa: F401
 
 #: Submissions larger than this are not parsed.
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
@@ -534,6 +534,19 @@ def _prepare(source: Source) -> None:
             pass
 
 
+def check_safe_to_grade(stream=None) -> str:
+    """Decide, before any notebook runs, whether student code may run here (see
+    :func:`autograder.isolation.confine.check_safe_to_grade`); also say so when the
+    seccomp deny-list cannot be installed. Returns the isolation mode."""
+    mode = confine.check_safe_to_grade(stream=stream)
+    ok, why = seccomp.available()
+    if not ok:
+        print(f"warning: no seccomp filter for student code: {why}. Keyrings, BPF, perf "
+              "events and io_uring stay callable (docs/threat_model.md).",
+              file=stream or sys.stderr, flush=True)
+    return mode
+
+
 def close_worker() -> None:
     """Stop this process's grading worker and remove its files."""
     executor.get_worker().close()
@@ -909,7 +922,15 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     scrub = _Scrubber(source)
 
     # 1. The notebook run.
-    run = _notebook_run(merged, source, res, cell_timeout, notebook_timeout, limits)
+    try:
+        run = _notebook_run(merged, source, res, cell_timeout, notebook_timeout, limits)
+    except slicing.TooLarge as exc:
+        result.status, result.message = "invalid", _short(exc)
+        result.cells = [CellResult(c.grade_id, "test" if c.kind == "test" else "manual", 0,
+                                   c.points, "invalid", _short(exc))
+                        for c in source.cells if c.kind in ("test", "manual")]
+        result.seconds = time.perf_counter() - t0
+        return result
     result.status, result.message = run.status, run.message
 
     # 2. The authoritative verdicts, one isolated run per exercise tested.

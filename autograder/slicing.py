@@ -161,6 +161,17 @@ def _python(source: str) -> tuple[str, bool]:
     return code, "run_cell_magic(" in code
 
 
+#: The most code cells and top-level statements a graded notebook may have: the course's
+#: notebooks have under 150 cells and 2,000 statements. Slicing is linear, and these keep
+#: it (and the runs) well inside the per-notebook budget whatever a submission holds.
+MAX_CELLS = 2_000
+MAX_STATEMENTS = 50_000
+
+
+class TooLarge(ValueError):
+    """A notebook over :data:`MAX_CELLS` or :data:`MAX_STATEMENTS`; the message says which."""
+
+
 @dataclass
 class CellCode:
     """One code cell as a run sees it: ``index`` in the merged notebook, ``root``: kept whole."""
@@ -176,8 +187,12 @@ def slice_cells(cells: list[CellCode], extra_names: set[str] = frozenset()) -> d
     Roots are kept whole; other cells keep only the statements that bind a name the
     roots (or ``extra_names``) need, transitively.
     """
+    if len(cells) > MAX_CELLS:
+        raise TooLarge(f"the notebook has {len(cells)} code cells; at most {MAX_CELLS} are "
+                       f"graded")
     codes: dict[int, str] = {}
     stmts: list[_Stmt] = []
+    statements = 0
     whole: set[int] = set()
     needed = set(extra_names)
     for cell in cells:
@@ -187,6 +202,10 @@ def slice_cells(cells: list[CellCode], extra_names: set[str] = frozenset()) -> d
             tree = ast.parse(code)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = None
+        statements += len(tree.body) if tree is not None else 0
+        if statements > MAX_STATEMENTS:
+            raise TooLarge(f"the notebook has more than {MAX_STATEMENTS} top-level "
+                           f"statements; a graded notebook may not")
         if cell.root or cell_magic or tree is None:
             if cell.root or cell_magic:
                 whole.add(cell.index)
@@ -197,31 +216,42 @@ def slice_cells(cells: list[CellCode], extra_names: set[str] = frozenset()) -> d
             first = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", [])])
             binds, uses, star = _analyse(st)
             stmts.append(_Stmt(cell.index, first, st.end_lineno or st.lineno, binds, uses, star))
+    # A worklist over names (linear in the statements and names, not quadratic): each
+    # needed name keeps the statements that bind it, whose uses become needed in turn.
+    binders: dict[str, list[int]] = {}
     kept: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for k, st in enumerate(stmts):
-            if k not in kept and (st.star or st.binds & needed):
+    for k, st in enumerate(stmts):
+        if st.star:                                  # may bind anything: always kept
+            kept.add(k)
+            needed |= st.uses
+        for name in st.binds:
+            binders.setdefault(name, []).append(k)
+    todo, seen = list(needed), set(needed)
+    while todo:
+        for k in binders.get(todo.pop(), ()):
+            if k not in kept:
                 kept.add(k)
-                needed |= st.uses
-                changed = True
+                for name in stmts[k].uses - seen:
+                    seen.add(name)
+                    todo.append(name)
+    kept_by_cell: dict[int, list[int]] = {}
+    for k in sorted(kept):
+        kept_by_cell.setdefault(stmts[k].cell, []).append(k)
     out: dict[int, str] = {}
     for cell in cells:
         if cell.index in whole:
             out[cell.index] = cell.source
             continue
+        mine = [stmts[k] for k in kept_by_cell.get(cell.index, ())]
+        if not mine:
+            continue
         lines = codes[cell.index].splitlines()
         keep_line = [False] * len(lines)
-        any_kept = False
-        for k, st in enumerate(stmts):
-            if st.cell == cell.index and k in kept:
-                any_kept = True
-                for n in range(st.first - 1, min(st.last, len(lines))):
-                    keep_line[n] = True
-        if any_kept:
-            out[cell.index] = "\n".join(line if keep_line[n] else ""
-                                        for n, line in enumerate(lines))
+        for st in mine:
+            for n in range(st.first - 1, min(st.last, len(lines))):
+                keep_line[n] = True
+        out[cell.index] = "\n".join(line if keep_line[n] else ""
+                                    for n, line in enumerate(lines))
     return out
 
 

@@ -733,3 +733,35 @@ def test_exercise_references_are_stubbed_on_disk_only_for_the_learner(tmp_path):
     full = Path(res.helpers(None)) / "helpers"
     assert helpers_copy.REFERENCE_STUB_MARK not in (full / "bert" / "model.py").read_text()
     assert "minilm_layer_1" in (full / "exercises" / "bert_layer.py").read_text()
+
+
+# ---------------------------------------------------------------------------------------
+# Bounded work outside the sandbox: slicing is a worklist, notebooks have size limits.
+# ---------------------------------------------------------------------------------------
+
+
+def test_a_long_dependency_chain_is_sliced_whole():
+    n = 30_000          # the quadratic slicer of old held a grading slot for minutes here
+    chain = "x0 = 1\n" + "".join(f"x{i} = x{i - 1} + 1\n" for i in range(1, n))
+    cells = [slicing.CellCode(0, chain + "unrelated = 5\n", False),
+             slicing.CellCode(1, f"def f():\n    return x{n - 1}\n", True)]
+    out = slicing.slice_cells(cells)
+    assert out[0].count("x") == chain.count("x") and "unrelated" not in out[0]
+
+
+def test_a_notebook_over_the_cell_limit_is_invalid_with_a_message(tmp_path):
+    nb = _solution()
+    extra = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": f"y{i} = {i}"} for i in range(slicing.MAX_CELLS + 1)]
+    nb["cells"] = nb["cells"][:1] + extra + nb["cells"][1:]
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    assert result.status == "invalid"
+    assert f"at most {slicing.MAX_CELLS}" in result.message
+    assert all(c.points == 0 and c.status == "invalid" for c in result.cells)
+
+
+def test_a_notebook_over_the_statement_limit_is_invalid_with_a_message(tmp_path):
+    nb = _with_answer("01_dot_products", "dot", "".join(
+        f"z{i} = {i}\n" for i in range(slicing.MAX_STATEMENTS + 1)) + CORRECT_DOT)
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    assert result.status == "invalid" and "top-level statements" in result.message

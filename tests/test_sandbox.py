@@ -553,3 +553,104 @@ def test_fallback_worker_refuses_root_without_the_opt_in(helper_copies, monkeypa
             assert "as root" in json.dumps(lines + [reply])
     finally:
         worker.close()
+
+
+# ---------------------------------------------------------------------------------------
+# The seccomp deny-list (autograder/isolation/seccomp.py)
+# ---------------------------------------------------------------------------------------
+
+SYSCALLS = r"""
+import ctypes, errno, json, platform
+libc = ctypes.CDLL(None, use_errno=True)
+NR = {"x86_64": {"keyctl": 250, "add_key": 248, "request_key": 249, "bpf": 321,
+                 "perf_event_open": 298, "io_uring_setup": 425, "ptrace": 101,
+                 "unshare": 272, "setns": 308, "process_vm_readv": 310},
+      "aarch64": {"keyctl": 219, "add_key": 217, "request_key": 218, "bpf": 280,
+                  "perf_event_open": 241, "io_uring_setup": 425, "ptrace": 117,
+                  "unshare": 97, "setns": 268, "process_vm_readv": 270}}[platform.machine()]
+seen = {}
+for name, nr in NR.items():
+    ctypes.set_errno(0)
+    r = libc.syscall(nr, 0, 0, 0, 0, 0)
+    seen[name] = errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno())) if r < 0 else "ran"
+print(json.dumps(seen))
+"""
+
+STORE_KEY = r"""
+import ctypes, json
+libc = ctypes.CDLL(None, use_errno=True)
+# add_key("user", "course-secret", payload, len, KEY_SPEC_USER_KEYRING = -4)
+r = libc.syscall(%d, b"user", b"course-secret", b"the reference", 13, -4)
+print(json.dumps({"stored": r >= 0}))
+"""
+
+READ_KEY = r"""
+import ctypes, json
+libc = ctypes.CDLL(None, use_errno=True)
+# request_key("user", "course-secret", NULL, 0)
+r = libc.syscall(%d, b"user", b"course-secret", None, 0)
+print(json.dumps({"found": r >= 0}))
+"""
+
+
+def test_the_learner_child_cannot_reach_the_denied_system_calls(helper_copies):
+    from autograder.isolation import seccomp
+
+    assert seccomp.available() == (True, ""), "libseccomp2 is part of the grading machine"
+    reply, lines = _run([SYSCALLS, "print('still running')"], helper_copies)
+    seen = json.loads(_stdout(lines)[0])
+    assert seen == {name: "EPERM" for name in seen}, seen
+    assert _stdout(lines)[1].strip() == "still running"       # the notebook goes on
+
+
+def test_a_key_stored_by_one_child_is_not_found_by_the_next(helper_copies):
+    """Every child is `nobody` in the same user namespace: without the filter, the user
+    keyring would carry the reference from the notebook run to the isolated re-run."""
+    import platform
+
+    add_key, request_key = {"x86_64": (248, 249), "aarch64": (217, 218)}[platform.machine()]
+    _, lines = _run([STORE_KEY % add_key], helper_copies)
+    assert json.loads(_stdout(lines)[0]) == {"stored": False}
+    _, lines = _run([READ_KEY % request_key], helper_copies)
+    assert json.loads(_stdout(lines)[0]) == {"found": False}
+
+
+def test_the_filter_keeps_what_notebooks_need():
+    """fork, threads, subprocesses and NumPy work under the filter (in a forked child of
+    this test process, where it is installed alone)."""
+    from autograder.isolation import seccomp
+
+    pid = os.fork()
+    if pid == 0:   # pragma: no cover - runs in the child
+        code = 1
+        try:
+            import subprocess
+            import threading
+
+            assert seccomp.install()
+            inner = os.fork()
+            if inner == 0:
+                os._exit(0)
+            assert os.waitpid(inner, 0)[1] == 0
+            t = threading.Thread(target=lambda: None)
+            t.start()
+            t.join()
+            assert subprocess.run(["true"]).returncode == 0
+            assert float(np.ones(300) @ np.ones(300)) == 300.0
+            code = 0
+        finally:
+            os._exit(code)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def test_a_machine_without_libseccomp_is_told(monkeypatch):
+    import io as _io
+
+    from autograder import engine
+    from autograder.isolation import seccomp
+
+    monkeypatch.setattr(seccomp, "available", lambda: (False, "libseccomp cannot be loaded"))
+    monkeypatch.setattr(confine, "check_safe_to_grade", lambda stream=None: "namespaces")
+    out = _io.StringIO()
+    assert engine.check_safe_to_grade(stream=out) == "namespaces"
+    assert "no seccomp filter" in out.getvalue() and "libseccomp" in out.getvalue()

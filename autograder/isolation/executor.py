@@ -55,7 +55,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder.isolation import confine, wire
+from autograder.isolation import confine, seccomp, wire
 
 #: Frames from files under this folder (the grader's own code) are left out of tracebacks.
 _OWN_CODE = str(Path(__file__).resolve().parent.parent) + os.sep     # autograder/
@@ -386,6 +386,7 @@ def _child_b(job: dict, conf: confine.Confinement, wfd: int) -> None:
 
             ctypes.CDLL(None).prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             confine.confine_inner(conf)
+            seccomp.install()         # the deny-list (a no-op where libseccomp is missing)
         except BaseException as exc:
             if wfd is not None:
                 _send(wfd, {"isolation_error": f"{type(exc).__name__}: {exc}"})
