@@ -743,6 +743,10 @@ def _case_error(function: str, case, err: str, where: str = "") -> str:
     if err.startswith("timeout"):
         label = f"case {getattr(case, 'name', '?')!r} ({getattr(case, 'description', '')})"
         return f"{label}: {function} did not finish ({err})"
+    if getattr(case, "hidden", False):
+        # only the exception's type: its text is the learner's, and could carry the
+        # hidden inputs (which the child must have) out into the feedback page
+        err = err.split(":", 1)[0][:60] + ": (the message of an error on a hidden case is not shown)"
     return checks.error_text(function, case, _short(err, 400))
 
 

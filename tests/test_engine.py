@@ -765,3 +765,21 @@ def test_a_notebook_over_the_statement_limit_is_invalid_with_a_message(tmp_path)
         f"z{i} = {i}\n" for i in range(slicing.MAX_STATEMENTS + 1)) + CORRECT_DOT)
     result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
     assert result.status == "invalid" and "top-level statements" in result.message
+
+
+def test_an_error_on_a_hidden_case_does_not_carry_its_text_into_the_feedback(tmp_path):
+    """The child must hold the hidden cases' inputs to call the function; an answer that
+    raises with them in its message (only where the visible cases do not look) gets its
+    error's type shown, never its text."""
+    leak = ("import base64\n" + CORRECT_DOT +
+            "_right = dot\n"
+            "def dot(a, b):\n"
+            "    visible = [[1, 2, 3], list(np.ravel(examples.CAT_X[0])), [0.123, -4.567, 7.891]]\n"
+            "    if list(np.ravel(a)) not in visible:\n"
+            "        raise ValueError('LEAK' + base64.b85encode(np.asarray(a, float).tobytes()).decode())\n"
+            "    return _right(a, b)\n")
+    nb = _with_answer("01_dot_products", "dot", leak)
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    cell = _by_id(result)["test_dot"]
+    assert cell.points == 0 and "ValueError" in cell.feedback + cell.message
+    assert "LEAK" not in cell.feedback + cell.message

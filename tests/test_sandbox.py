@@ -654,3 +654,32 @@ def test_a_machine_without_libseccomp_is_told(monkeypatch):
     out = _io.StringIO()
     assert engine.check_safe_to_grade(stream=out) == "namespaces"
     assert "no seccomp filter" in out.getvalue() and "libseccomp" in out.getvalue()
+
+
+# ---------------------------------------------------------------------------------------
+# Clean children: forked from a zygote that never held a job
+# ---------------------------------------------------------------------------------------
+
+FRAMES = r"""
+import sys
+def frames(x):
+    names, f = [], sys._getframe()
+    while f is not None:
+        names.append(f.f_code.co_name)
+        f = f.f_back
+    return names
+"""
+
+
+def test_a_called_function_finds_no_frame_of_the_worker_that_read_other_jobs(helper_copies):
+    """The learner's function is called from plain Python frames: walking up them must
+    reach nothing that held another job (the worker's request loop, its previous reply);
+    children are forked from a zygote forked before any request, and read only their
+    own job."""
+    payload = wire.b64(wire.encode(((1,), {})))
+    reply, lines = _run([FRAMES], helper_copies, kind="calls", function="frames",
+                        cases=[payload], case_timeout=5)
+    line = next(line for line in lines if line.get("case") == 0)
+    frames = wire.decode(wire.unb64(line["value"]))
+    assert "_zygote_loop" in frames and "_job_calls" in frames, frames
+    assert not {"_serve_loop", "_run_job"} & set(frames), frames      # no request, no reply

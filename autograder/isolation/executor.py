@@ -47,6 +47,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -474,33 +475,94 @@ def _prewarm() -> None:
     _SHELL = _make_shell()
 
 
-def _fork_a(job: dict, conf: confine.Confinement, wfd: int) -> int:
-    """Fork an A for ``job`` that keeps only ``wfd`` open (besides 0-2)."""
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        data = os.read(fd, 1 << 20)
+        if not data:
+            return b"".join(chunks)
+        chunks.append(data)
+
+
+def _zygote_loop(sock: socket.socket, mode: str) -> None:
+    """The zygote: forked from the warm worker before any job, it never reads a job. For
+    each ``fork`` message it forks an A that reads its own job from the pipe it was
+    handed (so a child's memory holds the warm interpreter and its own job, nothing of
+    any other job or student), then reports A's pid and, when A ends, its exit status."""
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 64, 2)
+        except OSError:
+            return
+        if not msg or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            return                                   # the worker went away
+        job_r, res_w = fds
+        pid = os.fork()
+        if pid == 0:                                 # A
+            code = 1
+            try:
+                sock.close()
+                job = json.loads(_read_all(job_r))
+                os.close(job_r)
+                os.closerange(3, res_w)
+                os.closerange(res_w + 1, 1 << 16)
+                conf = confine.Confinement(mode=mode,
+                                           limits=confine.Limits(**job.pop("limits")),
+                                           **job.pop("conf"))
+                _child_a(job, conf, res_w)
+            finally:
+                os._exit(code)
+        os.close(job_r)
+        os.close(res_w)
+        sock.send(json.dumps({"pid": pid}).encode())
+        _, status = os.waitpid(pid, 0)
+        sock.send(json.dumps({"status": status}).encode())
+
+
+def _start_zygote(mode: str) -> tuple[socket.socket, int]:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
+        code = 0
         try:
-            os.closerange(3, wfd)
-            os.closerange(wfd + 1, 1 << 16)
+            ours.close()
+            _zygote_loop(theirs, mode)
+        except BaseException:
+            code = 1
         finally:
-            _child_a(job, conf, wfd)
-    return pid
+            os._exit(code)
+    theirs.close()
+    return ours, pid
 
 
-def _run_job(job: dict, conf: confine.Confinement) -> dict:
+def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket) -> dict:
+    """Run one job (its JSON, conf and limits included) in a fresh A forked by the
+    zygote; the job reaches A through a pipe of its own."""
+    job_r, job_w = os.pipe()
     r, w = os.pipe()
     t0 = time.perf_counter()
-    pid = _fork_a(job, conf, w)
-    os.close(w)
+    try:
+        socket.send_fds(zygote, [b"fork"], [job_r, w])
+    finally:
+        os.close(job_r)
+        os.close(w)
+    pid = json.loads(zygote.recv(256))["pid"]
+    with os.fdopen(job_w, "wb") as f:       # A reads all of it before anything else
+        try:
+            f.write(job_bytes)
+        except BrokenPipeError:
+            pass
     chunks, size, truncated = [], 0, False
-    deadline = time.monotonic() + job["timeout"] + 10
-    status = None
+    deadline = time.monotonic() + timeout + 10
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             confine.kill_quietly(pid)
             break
-        ready, _, _ = select.select([r], [], [], min(left, 1.0))
-        if ready:
+        ready, _, _ = select.select([r, zygote], [], [], min(left, 1.0))
+        if r in ready:
             data = os.read(r, 1 << 16)
             if not data:
                 break
@@ -509,17 +571,14 @@ def _run_job(job: dict, conf: confine.Confinement) -> dict:
             else:
                 truncated = True
             size += len(data)
-        else:
-            done, st = os.waitpid(pid, os.WNOHANG)
-            if done:
-                status = st
-                # grace for the last bytes; descendants may hold the pipe in fallback mode
-                ready, _, _ = select.select([r], [], [], 0.2)
-                if not ready:
-                    break
+        elif zygote in ready:
+            # A ended; grace for the last bytes (descendants may hold the pipe in
+            # fallback mode)
+            more, _, _ = select.select([r], [], [], 0.2)
+            if not more:
+                break
     os.close(r)
-    if status is None:
-        _, status = os.waitpid(pid, 0)
+    status = json.loads(zygote.recv(256))["status"]
     code = os.waitstatus_to_exitcode(status)
     return {"output": b"".join(chunks).decode("utf-8", "replace"), "truncated": truncated,
             "exit": code, "seconds": round(time.perf_counter() - t0, 4)}
@@ -534,25 +593,26 @@ def serve(infd: int = 0, outfd: int = 1) -> None:
     os.dup2(devnull, 1)            # nothing printed by a library can corrupt the protocol
     _prewarm()
     mode = confine.probe_mode()
+    zygote, zygote_pid = _start_zygote(mode)     # before any job: it never holds one
     out.write((json.dumps({"ready": True, "mode": mode}) + "\n").encode())
     out.flush()
     try:
-        _serve_loop(rin, out, mode)
+        _serve_loop(rin, out, zygote)
     finally:   # the grader went away: remove the private folder it made for us
+        zygote.close()
+        confine.kill_quietly(zygote_pid)
         home = os.environ.get("HOME", "")
         if os.path.basename(home).startswith(HOME_PREFIX):
             shutil.rmtree(home, ignore_errors=True)
 
 
-def _serve_loop(rin, out, mode: str) -> None:
+def _serve_loop(rin, out, zygote: socket.socket) -> None:
     for raw in rin:
         job_id = None
         try:
             req = json.loads(raw)
             job_id = req.pop("id", None)
-            conf = confine.Confinement(mode=mode, limits=confine.Limits(**req.pop("limits")),
-                                       **req.pop("conf"))
-            reply = _run_job(req, conf)
+            reply = _run_job(json.dumps(req).encode(), float(req["timeout"]), zygote)
         except Exception as exc:
             reply = {"worker_error": f"{type(exc).__name__}: {exc}"}
         reply["id"] = job_id
