@@ -683,3 +683,54 @@ def test_a_called_function_finds_no_frame_of_the_worker_that_read_other_jobs(hel
     frames = wire.decode(wire.unb64(line["value"]))
     assert "_zygote_loop" in frames and "_job_calls" in frames, frames
     assert not {"_serve_loop", "_run_job"} & set(frames), frames      # no request, no reply
+
+
+# ---------------------------------------------------------------------------------------
+# The fallback mode: writes confined by Landlock, no process outlives its job
+# ---------------------------------------------------------------------------------------
+
+ESCAPE = r"""
+import os, time
+target = %(target)r
+for path in (target + "/written-directly", %(venv)r):
+    try:
+        open(path, "w").write("x")
+        print("wrote", path)
+    except OSError as e:
+        print("refused", type(e).__name__)
+if os.fork() == 0:                      # a double fork in a session of its own
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(3)
+        try:
+            open(target + "/written-later", "w").write("x")
+        finally:
+            os._exit(0)
+    os._exit(0)
+print("forked")
+"""
+
+
+def test_fallback_children_write_only_their_folder_and_leave_nothing_running(
+        helper_copies, monkeypatch, tmp_path):
+    from autograder.isolation import landlock
+
+    assert landlock.abi() > 0, "this machine's kernel has Landlock (5.13+)"
+    target = tmp_path / "world-writable"
+    target.mkdir()
+    target.chmod(0o777)                  # writable whoever the child runs as
+    monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
+    monkeypatch.setenv(confine.ALLOW_ROOT_FALLBACK_ENV, "1")
+    worker = executor.Worker()
+    try:
+        code = ESCAPE % {"target": str(target), "venv": str(Path(sys.prefix) / "escaped")}
+        reply, lines = _run([code, "print(open('mine.txt', 'w').write('ok'))"], helper_copies,
+                            worker=worker)
+        assert worker.mode == "fallback"
+        out = "".join(_stdout(lines))
+        assert out.count("refused PermissionError") == 2 and "forked" in out and "2\n" in out
+        time.sleep(4)                    # past the moment the orphan would have written
+        assert sorted(p.name for p in target.iterdir()) == []
+        assert not (Path(sys.prefix) / "escaped").exists()
+    finally:
+        worker.close()

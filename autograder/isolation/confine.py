@@ -54,6 +54,7 @@ from pathlib import Path
 
 
 from autograder import REPO_ROOT
+from autograder.isolation import landlock
 
 HELPERS_DIR = REPO_ROOT / "helpers"
 
@@ -236,6 +237,8 @@ def confine_inner(conf: Confinement) -> str:
     os.chdir(work)
     _set_limits(limits)
     _drop_privileges(work, conf.mode)
+    if conf.mode == "fallback":          # no private mounts: the kernel limits the writes
+        landlock.restrict_writes([work, "/dev/null"])
     if conf.mode == "fallback" and 0 in os.getresuid() and not root_fallback_allowed():
         raise UnsafeToGrade("refusing to run student code as root (privileges could not be "
                             f"dropped; see {ALLOW_ROOT_FALLBACK_ENV} in docs/grading.md)")

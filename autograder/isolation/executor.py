@@ -411,6 +411,10 @@ def _child_a(job: dict, conf: confine.Confinement, wfd: int) -> None:
     try:
         if conf.mode == "namespaces":
             confine.unshare_outer()
+        else:   # no PID namespace: orphans of B (a double fork, setsid) come back to A
+            import ctypes
+
+            ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         pid = os.fork()
         if pid == 0:
             _child_b(job, conf, wfd)
@@ -448,7 +452,46 @@ def _child_a(job: dict, conf: confine.Confinement, wfd: int) -> None:
             else:
                 code = min(os.WEXITSTATUS(status), 120)
     finally:
+        if conf.mode == "fallback":
+            _kill_descendants()
         os._exit(code)
+
+
+#: prctl option: orphaned descendants are re-parented to this process, not to init.
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _kill_descendants() -> None:
+    """Kill and reap every process left below this one (as a subreaper, every orphan of
+    the job is our child): nothing of a job outlives it, whatever session it made."""
+    me = os.getpid()
+    for _ in range(50):
+        children = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read().decode("ascii", "replace")
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()
+            if len(fields) > 1 and fields[1] == str(me):
+                children.append(int(entry))
+        for child in children:
+            confine.kill_quietly(child)
+        reaped = False
+        while True:
+            try:
+                done, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if done == 0:
+                break
+            reaped = True
+        if not children and not reaped:
+            return
+        time.sleep(0.01)
 
 
 # ---------------------------------------------------------------------------------------
