@@ -25,6 +25,8 @@ from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR, notebook_format
 
 #: Exit status when the grader itself could not run.
 CANNOT_RUN = 2
+#: Exit status of a run stopped by SIGTERM or SIGINT (what was graded is kept).
+INTERRUPTED = 130
 
 
 def _show(path: Path) -> str:
@@ -79,13 +81,17 @@ def cmd_grade(args: argparse.Namespace) -> int:
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.timeout,
                     memory_mb=args.memory_mb)
     from autograder.engine import UnsafeToGrade
+    from autograder.grade import Interrupted
 
     try:
         records = run(Path(args.submissions), Path(args.out), jobs=args.jobs, limits=limits,
-                      shard=shard)
+                      shard=shard, resume=args.resume)
     except UnsafeToGrade as exc:
         print(f"grade: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
+    except Interrupted as exc:
+        print(f"grade: {exc}", file=sys.stderr)
+        return INTERRUPTED
     if not records:
         where = f" in shard {args.shard}" if shard else ""
         print(f"grade: no students found{where} in {args.submissions}")
@@ -190,6 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="memory cap of a notebook's process in MB (default: %(default)s)")
     p.add_argument("--shard", metavar="I/N",
                    help="grade only the I-th of N disjoint parts of the class (1 <= I <= N)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue a run that was stopped (SIGTERM, Ctrl-C): grade only the "
+                        "notebooks OUT/results.partial.jsonl does not hold yet")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("merge", help="join the outputs of several sharded grade runs")

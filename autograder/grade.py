@@ -184,6 +184,10 @@ def _slot_main(conn, limits: Limits, course: dict, grade_fn: GradeFunction, work
     """
     os.setpgid(0, 0)  # its own process group: a timeout kills the whole tree
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Every temporary folder of this process (the engine worker's among them) inside the
+    # run's folder, which the parent removes even when it had to kill us.
+    tempfile.tempdir = workdir
     while True:
         try:
             task = json.loads(conn.recv_bytes())
@@ -216,8 +220,9 @@ class _Slot:
 
 def grade_class(students: list[Student], course: dict[tuple[str, str], list[GradedCell]],
                 limits: Limits, jobs: int, grade_fn: GradeFunction, progress=None,
-                budget_margin: float = 30.0, at_exit: Callable[[], None] | None = None
-                ) -> list[dict]:
+                budget_margin: float = 30.0, at_exit: Callable[[], None] | None = None,
+                done: set[tuple[str, str, str]] = frozenset(),
+                on_record: Callable[[dict], None] | None = None) -> list[dict]:
     """Grade every course notebook of every student with ``grade_fn`` (the engine's
     ``grade_notebook`` or a stand-in with its signature); return one record per notebook.
 
@@ -227,21 +232,26 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Grad
     ``budget_margin`` seconds) costs only that student's unfinished notebooks: they are
     recorded as ``crashed`` / ``timeout`` with zero points, a fresh process replaces it,
     and the run goes on. A notebook the student did not hand in is recorded as
-    ``missing``.
+    ``missing``. Notebooks in ``done`` (student, assignment, notebook) are skipped (an
+    interrupted run being resumed); ``on_record`` sees every record as it is made.
     """
     ctx = multiprocessing.get_context("fork")
     # Private copies of the notebooks live here; removed at the end even if a grading
     # process was killed before it could clean up.
     workdir = tempfile.mkdtemp(prefix="autograder-grade-")
-    records: list[dict] = []
+    os.chmod(workdir, 0o711)   # the worker's copies inside stay reachable by its children
+    records = _Records(on_record)
     queue: list[tuple[Student, list]] = []
     for student in students:
         for (assignment, notebook), cells in sorted(course.items()):
+            if (student.student_id, assignment, notebook) in done:
+                continue
             if (assignment, notebook) not in student.notebooks:
                 records.append(missing_record(student.student_id, assignment, notebook, cells))
                 if progress:
                     progress.advance(worked=False)
-        todo = [(a, n, str(p)) for (a, n), p in sorted(student.notebooks.items())]
+        todo = [(a, n, str(p)) for (a, n), p in sorted(student.notebooks.items())
+                if (student.student_id, a, n) not in done]
         if todo:
             queue.append((student, todo))
     queue.reverse()  # pop() from the end keeps the students in order
@@ -330,7 +340,20 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Grad
                 _kill_tree(slot.process)
             slot.conn.close()
         shutil.rmtree(workdir, ignore_errors=True)
-    return records
+    return list(records)
+
+
+class _Records(list):
+    """The records of a run, each also handed to ``on_record`` as it is made."""
+
+    def __init__(self, on_record: Callable[[dict], None] | None):
+        super().__init__()
+        self.on_record = on_record
+
+    def append(self, record: dict) -> None:
+        super().append(record)
+        if self.on_record is not None:
+            self.on_record(record)
 
 
 def default_jobs() -> int:
@@ -381,9 +404,36 @@ def write_outputs(records: list[dict], out: Path) -> None:
 
 # --------------------------------------------------------------------------- the command
 
+#: Records of notebooks graded so far by a run, one JSON line each, written as they are
+#: made (``grade --resume`` continues from them); removed when the run completes.
+JOURNAL = "results.partial.jsonl"
+
+
+class Interrupted(RuntimeError):
+    """The run was stopped (SIGTERM, SIGINT); what was graded is kept for ``--resume``."""
+
+
+def _stop_on_sigterm():
+    """In the main process: SIGTERM (what Slurm and Kubernetes send) stops the run like
+    Ctrl-C. Returns a function that puts the previous handler back."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading_is_main():
+        previous = signal.signal(signal.SIGTERM, stop)
+        return lambda: signal.signal(signal.SIGTERM, previous)
+    return lambda: None
+
+
+def threading_is_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
 def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits | None = None,
         shard: tuple[int, int] | None = None, solutions: Path = SOLUTIONS_DIR,
-        grade_fn: GradeFunction | None = None, stream=None) -> list[dict]:
+        grade_fn: GradeFunction | None = None, stream=None, resume: bool = False) -> list[dict]:
     """Grade ``submissions`` into ``out``; return the records. Raises ``FileNotFoundError``
     / ``ValueError`` when the grader cannot run at all (no such folder, no course, OUT
     inside SUBMISSIONS), and :class:`autograder.engine.UnsafeToGrade` when student code
@@ -418,10 +468,52 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         from autograder.engine import check_safe_to_grade
 
         check_safe_to_grade(stream=stream)
-    total = len(students) * len(course)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    journal = out / JOURNAL
+    earlier = _read_journal(journal) if resume else []
+    wanted = {(s.student_id, a, n) for s in students for (a, n) in course}
+    earlier = [r for r in earlier if sort_key(r) in wanted]
+    done = {sort_key(r) for r in earlier}
+    if resume:
+        print(f"resume: {len(done)} notebook(s) already graded in {journal.name}",
+              file=stream)
+    total = len(students) * len(course) - len(done)
     progress = Progress(total, stream=stream, unit="notebooks")
-    records = grade_class(students, course, limits or Limits(), jobs or default_jobs(),
-                          grade_fn, progress, at_exit=at_exit)
+    with open(journal, "a" if resume else "w", encoding="utf-8") as log:
+
+        def keep(record: dict) -> None:
+            log.write(json.dumps(record, sort_keys=True) + "\n")
+            log.flush()
+
+        restore = _stop_on_sigterm()
+        try:
+            records = grade_class(students, course, limits or Limits(), jobs or default_jobs(),
+                                  grade_fn, progress, at_exit=at_exit, done=done,
+                                  on_record=keep)
+        except KeyboardInterrupt:
+            progress.close()
+            raise Interrupted(f"stopped: the notebooks graded so far are kept in "
+                              f"{journal}; `grade --resume` grades only the rest") from None
+        finally:
+            restore()
     progress.close()
+    records = earlier + records
     write_outputs(records, out)
+    journal.unlink(missing_ok=True)
     return records
+
+
+def _read_journal(path: Path) -> list[dict]:
+    """The records of an interrupted run (a last line cut off by the stop is dropped)."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and {"student_id", "assignment", "notebook"} <= set(record):
+            out.append(record)
+    return out

@@ -368,9 +368,10 @@ def check_safe_to_grade(mode: str | None = None, stream=None) -> str:
     if not root_fallback_allowed():
         raise UnsafeToGrade(message)
     print(f"WARNING: {ALLOW_ROOT_FALLBACK_ENV}=1: STUDENT CODE RUNS AS ROOT in fallback mode "
-          "(no namespaces): a notebook can read, change or delete any file on this machine, "
-          "solutions/ and helpers/ included. Grade like this only inside a throw-away "
-          "container or VM.", file=stream or sys.stderr, flush=True)
+          "(no namespaces): a notebook can read any file on this machine, solutions/ and "
+          "helpers/ included, and where the kernel lacks Landlock also change or delete "
+          "them. Grade like this only inside a throw-away container or VM.",
+          file=stream or sys.stderr, flush=True)
     return mode
 
 
