@@ -59,16 +59,23 @@ def cmd_normalize(args: argparse.Namespace) -> int:
 
 def cmd_collect(args: argparse.Namespace) -> int:
     from autograder.collect import REPORT, collect
+    from autograder.safe_text import terminal
 
-    outcomes = collect(Path(args.download), Path(args.out))
+    from autograder.collect import ZipRefused
+
+    try:
+        outcomes = collect(Path(args.download), Path(args.out))
+    except ZipRefused as exc:
+        print(f"collect: error: the download was not unpacked: {exc}", file=sys.stderr)
+        return CANNOT_RUN
     placed = [o for o in outcomes if o.status != "unmatched"]
     unmatched = [o for o in outcomes if o.status == "unmatched"]
     students = {o.where.split("/")[0] for o in placed}
     print(f"collect: {len(placed)} notebook(s) of {len(students)} student(s) in {args.out}")
     if unmatched:
         print(f"{len(unmatched)} file(s) not matched (copied to {args.out}/_unmatched/):")
-        for o in unmatched:
-            print(f"  {o.origin}: {o.reason}")
+        for o in unmatched:       # names from the download: escaped for the terminal
+            print(f"  {terminal(o.origin)}: {terminal(o.reason)}")
     print(f"details: {Path(args.out) / REPORT}")
     return 0
 

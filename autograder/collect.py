@@ -41,6 +41,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from autograder import SOLUTIONS_DIR, grade
+from autograder import safe_text
 
 UNMATCHED = "_unmatched"
 REPORT = "_collect_report.csv"
@@ -130,12 +131,40 @@ def match_notebook(filename: str, course: list[tuple[str, str]],
 
 # --------------------------------------------------------------------------- reading the download
 
-def _safe_extract(archive: Path, dest: Path) -> dict[Path, float]:
-    """Extract a zip without letting a member escape ``dest``; return member times."""
+#: Caps on a zip: the whole download, and a zip a student handed in (inside it).
+ZIP_CAPS = {"download": (20_000, 8 * 1024 ** 3), "student": (2_000, 200 * 1024 ** 2)}
+#: A member that expands more than this many times is refused (a "zip bomb").
+MAX_ZIP_RATIO = 200
+
+
+class ZipRefused(ValueError):
+    """A zip over the caps (members, size, compression ratio); the message says which."""
+
+
+def _check_zip(zf: zipfile.ZipFile, name: str, kind: str) -> None:
+    max_members, max_bytes = ZIP_CAPS[kind]
+    infos = zf.infolist()
+    if len(infos) > max_members:
+        raise ZipRefused(f"{name}: {len(infos)} files, more than the {max_members} a "
+                         f"{kind} zip may hold")
+    total = sum(i.file_size for i in infos)
+    if total > max_bytes:
+        raise ZipRefused(f"{name}: {total / 1024 ** 2:.0f} MB once unpacked, more than the "
+                         f"{max_bytes / 1024 ** 2:.0f} MB a {kind} zip may hold")
+    for i in infos:
+        if i.file_size > 1024 ** 2 and i.file_size > MAX_ZIP_RATIO * max(i.compress_size, 1):
+            raise ZipRefused(f"{name}: {safe_text.terminal(i.filename)} would expand "
+                             f"{i.file_size / max(i.compress_size, 1):.0f} times (a zip bomb?)")
+
+
+def _safe_extract(archive: Path, dest: Path, kind: str = "download") -> dict[Path, float]:
+    """Extract a zip without letting a member escape ``dest``; return member times.
+    :class:`ZipRefused` when it is over the caps (nothing is extracted then)."""
     import calendar
 
     times = {}
     with zipfile.ZipFile(archive) as zf:
+        _check_zip(zf, archive.name, kind)
         for info in zf.infolist():
             if info.is_dir():
                 continue
@@ -152,9 +181,15 @@ def _safe_extract(archive: Path, dest: Path) -> dict[Path, float]:
 
 
 def _gradescope_submitters(root: Path) -> dict[str, list[dict]]:
-    """``{submission folder name: [submitter, ...]}`` from ``submission_metadata.yml``."""
+    """``{submission folder name: [submitter, ...]}`` from the download's own
+    ``submission_metadata.yml``: the one nearest its top (at the root or in its one
+    top-level folder). A file of that name inside a submission is a student's file, and
+    never says who submitted what."""
     found: dict[str, list[dict]] = {}
-    for meta in root.rglob("submission_metadata.yml"):
+    metas = sorted(root.rglob("submission_metadata.yml"),
+                   key=lambda p: len(p.relative_to(root).parts))
+    top = [m for m in metas if len(m.relative_to(root).parts) <= 2]
+    for meta in top[:1]:
         import yaml
 
         data = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
@@ -217,7 +252,12 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
         mtime = times.get(path, path.stat().st_mtime)
         if filename.lower().endswith(".zip") and ids and zipfile.is_zipfile(path):
             inner_root = work / "inner" / str(len(candidates)) / path.name
-            inner_times = _safe_extract(path, inner_root)
+            try:
+                inner_times = _safe_extract(path, inner_root, "student")
+            except ZipRefused as exc:             # kept as it is, with the reason
+                candidates.append(Candidate(str(rel), path, filename, [], hint, lms, mtime,
+                                            how=f"not unpacked: {exc}"))
+                continue
             for inner in sorted(inner_times):
                 inner_rel = inner.relative_to(inner_root).as_posix()
                 candidates.append(Candidate(f"{rel}!{inner_rel}", inner, inner.name, list(ids),
@@ -248,6 +288,9 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR) -> list[
         for cand in candidates:
             if "__MACOSX" in PurePosixPath(cand.origin.replace("!", "/")).parts:
                 unmatched.append((cand, "macOS archive metadata, not a submission"))
+                continue
+            if cand.how.startswith("not unpacked"):
+                unmatched.append((cand, cand.how))
                 continue
             if cand.filename.lower().endswith(".zip") and cand.student_ids and zipfile.is_zipfile(cand.path):
                 unmatched.append((cand, "a zip file: its notebooks were taken out and matched"))
@@ -322,7 +365,7 @@ def _newer(a: Candidate, b: Candidate) -> bool:
 
 def _write_report(outcomes: list[Outcome], path: Path) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
+        writer = safe_text.writer(f)
         writer.writerow(["source", "status", "where", "reason"])
         for o in sorted(outcomes, key=lambda o: (o.status != "unmatched", o.origin)):
             writer.writerow([o.origin, o.status, o.where, o.reason])
@@ -335,6 +378,6 @@ def _write_roster(roster: dict[str, dict], path: Path) -> None:
             existing = {row["student_id"]: row for row in csv.DictReader(f)}
     existing.update(roster)
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, ROSTER_COLUMNS, extrasaction="ignore")
+        writer = safe_text.DictWriter(f, ROSTER_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(existing[k] for k in sorted(existing))

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from autograder.records import points_text as _points
 from autograder.records import read_records, summary_rows
+from autograder import safe_text
 
 FORMATS = ("canvas", "gradescope")
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -64,7 +65,7 @@ def export_canvas(records: list[dict], dest: Path, roster: dict | None = None,
     path = dest / "canvas_grades.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
+        writer = safe_text.writer(f)
         writer.writerow(CANVAS_FIXED + [rename.get(a, a) for a in assignments])
         writer.writerow(["Points Possible", "", "", "", ""] + [_points(max_points[a]) for a in assignments])
         for student_id in sorted(scores):
@@ -85,7 +86,7 @@ def export_gradescope(records: list[dict], dest: Path, roster: dict | None = Non
         path = dest / f"gradescope_{rename.get(assignment, assignment)}.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
+            writer = safe_text.writer(f)
             writer.writerow(GRADESCOPE_COLUMNS)
             for student_id in sorted(scores):
                 info = roster.get(student_id, {})

@@ -24,7 +24,6 @@ temporary folder before the engine sees it.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import functools
 import hashlib
@@ -41,7 +40,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable, Iterable
 
-from autograder import SOLUTIONS_DIR
+from autograder import SOLUTIONS_DIR, safe_text
 from autograder import cells as nbcells
 from autograder.records import (GRADE_COLUMNS, SUMMARY_COLUMNS, GradedCell, csv_number,
                                 missing_record, result_record, sort_key, summary_rows)
@@ -386,7 +385,7 @@ def write_outputs(records: list[dict], out: Path) -> None:
         for record in records:
             f.write(json.dumps(record, sort_keys=True) + "\n")
     with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, GRADE_COLUMNS, extrasaction="ignore")
+        writer = safe_text.DictWriter(f, GRADE_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         for record in records:
             for row in record["cells"]:
@@ -394,7 +393,7 @@ def write_outputs(records: list[dict], out: Path) -> None:
                                  "assignment": record["assignment"], "notebook": record["notebook"],
                                  "points": csv_number(row["points"]), "max_points": csv_number(row["max_points"])})
     with open(out / "summary.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, SUMMARY_COLUMNS)
+        writer = safe_text.DictWriter(f, SUMMARY_COLUMNS)
         writer.writeheader()
         writer.writerows(summary_rows(records))
     for record in records:
@@ -463,7 +462,8 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     stream = sys.stderr if stream is None else stream
     for student in students:
         for path in student.ignored:
-            print(f"note: not a course notebook, not graded: {path}", file=stream)
+            print(f"note: not a course notebook, not graded: {safe_text.terminal(path)}",
+                  file=stream)
     if at_exit is not None:   # the real engine: student code will run; never as root
         from autograder.engine import check_safe_to_grade
 

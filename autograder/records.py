@@ -15,6 +15,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Iterable
 
+from autograder.safe_text import terminal
+
 #: Columns of ``grades.csv`` (one row per graded cell).
 GRADE_COLUMNS = ["student_id", "assignment", "notebook", "grade_id", "kind", "points",
                  "max_points", "status", "message"]
@@ -175,8 +177,9 @@ def summary_table(records: list[dict]) -> str:
         text.append("")
         text.append(f"{len(problems)} notebook(s) did not run cleanly:")
         for r in problems[:25]:
-            text.append(f"  {r['student_id']}/{r['assignment']}/{r['notebook']}: {r['status']}"
-                        f" ({csv_number(r['points'])}/{csv_number(r['max_points'])}) {r['message']}")
+            text.append(terminal(
+                f"  {r['student_id']}/{r['assignment']}/{r['notebook']}: {r['status']}"
+                f" ({csv_number(r['points'])}/{csv_number(r['max_points'])}) {r['message']}"))
         if len(problems) > 25:
             text.append(f"  ... and {len(problems) - 25} more (see summary.csv)")
     if flagged:
@@ -184,8 +187,8 @@ def summary_table(records: list[dict]) -> str:
         text.append(f"{len(flagged)} notebook(s) flagged for review:")
         for r in flagged[:25]:
             more = f" (and {len(r['flags']) - 2} more)" if len(r["flags"]) > 2 else ""
-            text.append(f"  {r['student_id']}/{r['assignment']}/{r['notebook']}: "
-                        f"{'; '.join(r['flags'][:2])}{more}")
+            text.append(terminal(f"  {r['student_id']}/{r['assignment']}/{r['notebook']}: "
+                                 f"{'; '.join(r['flags'][:2])}{more}"))
     return "\n".join(text)
 
 

@@ -10,12 +10,12 @@ who made the same mistake.
 
 from __future__ import annotations
 
-import csv
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from autograder.records import csv_number, read_records
+from autograder import safe_text
 
 REPORT_COLUMNS = ["assignment", "grade_id", "kind", "students", "max_points", "mean_points",
                   "mean_fraction", "full_marks_share", "not_handed_in", "common_failures"]
@@ -83,7 +83,7 @@ def failure_reason(row: dict) -> str:
 def write_csv(rows: list[dict], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, REPORT_COLUMNS)
+        writer = safe_text.DictWriter(f, REPORT_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
 

@@ -233,3 +233,99 @@ def test_output_inside_the_download_is_refused(tmp_path, solutions):
     (tmp_path / "dl").mkdir()
     with pytest.raises(ValueError, match="inside the download"):
         collect.collect(tmp_path / "dl", tmp_path / "dl" / "subs", solutions)
+
+
+# ---------------------------------------------------------------------------------------
+# Hostile downloads (issue: isolation II, finding 6): a student's own metadata file, names
+# that are spreadsheet formulas or terminal escapes, zip bombs.
+# ---------------------------------------------------------------------------------------
+
+METADATA = """\
+submission_1001:
+  :submitters:
+  - :name: "=HYPERLINK(\\"http://evil.example\\", \\"Jane\\")"
+    :sid: 'S1'
+    :email: jane@uni.edu
+submission_1002:
+  :submitters:
+  - :name: Bob Smith
+    :sid: 'S2'
+    :email: bob@uni.edu
+"""
+
+
+def test_a_metadata_file_planted_in_a_submission_is_ignored(tmp_path, solutions):
+    planted = """\
+submission_1001:
+  :submitters:
+  - :name: Bob Smith
+    :sid: 'S2'
+submission_1002:
+  :submitters:
+  - :name: Jane
+    :sid: 'S1'
+"""
+    download = make_zip(tmp_path / "export.zip", {
+        "assignment_77_export/submission_metadata.yml": METADATA.encode(),
+        "assignment_77_export/submission_1001/01_dot_products.ipynb": nb("jane"),
+        "assignment_77_export/submission_1002/01_dot_products.ipynb": nb("bob"),
+        "assignment_77_export/submission_1002/submission_metadata.yml": planted.encode(),
+    })
+    out = tmp_path / "subs"
+    collect.collect(download, out, solutions)
+    assert json.loads((out / "S1/01_dot_products/01_dot_products.ipynb").read_text())["tag"] == "jane"
+    assert json.loads((out / "S2/01_dot_products/01_dot_products.ipynb").read_text())["tag"] == "bob"
+
+
+def test_names_that_are_formulas_are_neutralised_in_every_csv(tmp_path, solutions):
+    download = make_zip(tmp_path / "export.zip", {
+        "assignment_77_export/submission_metadata.yml": METADATA.encode(),
+        "assignment_77_export/submission_1001/01_dot_products.ipynb": nb("jane"),
+        "=cmd|' /C calc'!A0.ipynb": nb("x"),
+    })
+    out = tmp_path / "subs"
+    collect.collect(download, out, solutions)
+    cells = [c for path in (out / collect.ROSTER, out / collect.REPORT)
+             for row in csv.reader(open(path, newline="")) for c in row]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@")], cells
+    roster = {r["student_id"]: r for r in csv.DictReader(open(out / collect.ROSTER))}
+    assert roster["S1"]["name"].startswith("'=HYPERLINK")     # kept, but inert
+
+
+def test_file_names_with_terminal_escapes_are_printed_escaped(tmp_path, solutions, capsys,
+                                                              monkeypatch):
+    monkeypatch.setattr(collect.collect, "__defaults__", (solutions,))
+    download = make_zip(tmp_path / "dl.zip", {
+        "doejane_1_2_01_dot_products.ipynb": nb("a"),
+        "doejane_1_3_\x1b]0;pwned\x07\x1b[2Jnotes.txt": b"x"})
+    assert main(["collect", str(download), "--out", str(tmp_path / "subs")]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\\x1b]0;pwned\\x07" in out
+
+
+def test_a_zip_bomb_inside_a_submission_is_not_unpacked(tmp_path, solutions):
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("zeros.bin", b"\0" * (64 * 1024 ** 2))        # 64 MB -> ~64 KB
+    download = make_zip(tmp_path / "dl.zip", {
+        "doejane_1_2_01_dot_products.ipynb": nb("a"),
+        "doejane_1_3_extras.zip": bomb.read_bytes()})
+    out = tmp_path / "subs"
+    outcomes = collect.collect(download, out, solutions)
+    refused = [o for o in outcomes if o.origin == "doejane_1_3_extras.zip"]
+    assert refused and refused[0].status == "unmatched"
+    assert "zip bomb" in refused[0].reason and "not unpacked" in refused[0].reason
+    assert not any(p.name == "zeros.bin" for p in out.rglob("*"))
+    assert (out / "doejane/01_dot_products/01_dot_products.ipynb").is_file() or any(
+        o.status == "placed" for o in outcomes)
+
+
+def test_a_download_over_the_caps_is_refused_with_a_message(tmp_path, solutions, capsys,
+                                                            monkeypatch):
+    monkeypatch.setitem(collect.ZIP_CAPS, "download", (3, 10 ** 9))
+    monkeypatch.setattr(collect.collect, "__defaults__", (solutions,))
+    download = make_zip(tmp_path / "dl.zip", {f"doejane_1_{i}_x{i}.ipynb": nb("a")
+                                              for i in range(5)})
+    assert main(["collect", str(download), "--out", str(tmp_path / "subs")]) == 2
+    err = capsys.readouterr().err
+    assert "5 files, more than the 3" in err and "dl.zip" in err

@@ -382,3 +382,26 @@ def test_a_new_run_leaves_no_stale_feedback(tmp_path, course):
     run(subs, tmp_path / "out", course, shard=(grade.shard_of("alice", 2), 2))
     pages = {p.parts[-3] for p in (tmp_path / "out" / "feedback").rglob("*.html")}
     assert pages == {"alice"}
+
+
+def test_names_that_are_formulas_are_inert_in_every_csv_we_write(tmp_path, course):
+    """A folder or roster name a spreadsheet would run as a formula gets a leading quote
+    in grades.csv, summary.csv, the item analysis and the exports; numbers stay numbers."""
+    evil = "=HYPERLINK(x)"
+    subs = make_class(tmp_path, {evil: {"01_a": "good"}, "+1": {"01_a": "HALF"}})
+    out = tmp_path / "out"
+    run(subs, out, course)
+    roster = tmp_path / "roster.csv"
+    roster.write_text(f'student_id,name,email,sid\n"{evil}",@SUM(A1),-x@evil,=1+1\n')
+    written = [out / "grades.csv", out / "summary.csv"]
+    written += export.export(out, "canvas", roster=roster)
+    written += export.export(out, "gradescope", roster=roster)
+    report.report(out)
+    written.append(out / "item_analysis.csv")
+    for path in written:
+        for row in csv.reader(path.open(newline="", encoding="utf-8")):
+            for cell in row:
+                assert cell[:1] not in ("=", "+", "-", "@"), (path.name, cell)
+    rows = read_csv(out / "grades.csv")
+    assert {r["student_id"] for r in rows} == {"'" + evil, "'+1"}
+    assert all(float(r["points"]) >= 0 for r in rows)
