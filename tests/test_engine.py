@@ -19,6 +19,7 @@ import pytest
 
 import helpers
 from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR, engine, slicing
+from autograder import cells as nbcells
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +27,7 @@ SOLUTION_NOTEBOOKS = sorted(p for p in SOLUTIONS_DIR.glob("*/*.ipynb")
                             if ".ipynb_checkpoints" not in p.parts)
 
 
-def _nbg(cell: dict) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
+_nbg = nbcells.nbgrader
 
 
 def _source(cell: dict) -> str:
@@ -38,7 +38,7 @@ def _source(cell: dict) -> str:
 def test_points(nb: dict) -> dict[str, float]:
     """grade_id -> points of every autograded test cell (read from nbgrader metadata)."""
     return {_nbg(c)["grade_id"]: float(_nbg(c).get("points", 0)) for c in nb["cells"]
-            if _nbg(c).get("grade") and not _nbg(c).get("solution") and c["cell_type"] == "code"}
+            if nbcells.is_test(c)}
 
 
 test_points.__test__ = False   # a helper, not a test
@@ -139,8 +139,7 @@ def _reference_caller(answer_source: str, name: str) -> str:
 
 CONTRACT_ANSWERS = [
     (p, _nbg(c)["grade_id"]) for p in SOLUTION_NOTEBOOKS for c in _load(p)["cells"]
-    if _nbg(c).get("solution") and not _nbg(c).get("grade")
-    and _nbg(c).get("grade_id") in helpers.CONTRACT_FUNCTIONS
+    if nbcells.is_answer(c) and _nbg(c).get("grade_id") in helpers.CONTRACT_FUNCTIONS
 ]
 
 
