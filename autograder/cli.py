@@ -4,6 +4,8 @@
   normalize     strip outputs and volatile metadata from notebooks
   collect       turn an LMS download (Canvas, Moodle, Gradescope, folders) into SUBMISSIONS
   grade         grade SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb into OUT
+  manual-template  a CSV of the written answers, to score by hand
+  manual-import    take those scores in (they survive later grade runs)
   merge         join the outputs of several `grade --shard I/N` runs
   report        item analysis of a graded class (CSV and PNG)
   export        grades as a CSV an LMS gradebook imports (Canvas, Gradescope)
@@ -113,6 +115,28 @@ def cmd_grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_manual_template(args: argparse.Namespace) -> int:
+    from autograder.manual import template
+
+    n = template(Path(args.out), Path(args.dest))
+    print(f"manual-template: {n} written answer(s) to score in {args.dest} (fill `points`, "
+          f"then run manual-import)")
+    return 0
+
+
+def cmd_manual_import(args: argparse.Namespace) -> int:
+    from autograder.manual import BadScores, import_scores
+
+    try:
+        n = import_scores(Path(args.out), Path(args.scores))
+    except BadScores as exc:
+        print(f"manual-import: error: {exc} (nothing was applied)", file=sys.stderr)
+        return CANNOT_RUN
+    print(f"manual-import: {n} score(s) taken in; {args.out}/summary.csv, the exports and "
+          f"the feedback pages count them")
+    return 0
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
     from autograder.records import summary_table
     from autograder.merge import merge
@@ -141,8 +165,27 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise ValueError(f"--rename takes ASSIGNMENT=NAME, not {item!r}")
         rename[old] = new
     roster = Path(args.roster) if args.roster else None
-    for path in export(Path(args.out), args.format, Path(args.dest) if args.dest else None,
-                       roster, rename):
+    assignments = [a.strip() for a in args.assignments.split(",") if a.strip()] \
+        if args.assignments else None
+    weights = {}
+    for item in (args.weights.split(",") if args.weights else []):
+        name, sep, value = item.partition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = -1.0
+        if not sep or not name.strip() or not weight >= 0:
+            print(f"export: error: --weights takes ASSIGNMENT=NUMBER,..., not {item!r}",
+                  file=sys.stderr)
+            return CANNOT_RUN
+        weights[name.strip()] = weight
+    try:
+        paths = export(Path(args.out), args.format, Path(args.dest) if args.dest else None,
+                       roster, rename, assignments, weights)
+    except ValueError as exc:
+        print(f"export: error: {exc}", file=sys.stderr)
+        return CANNOT_RUN
+    for path in paths:
         print(f"wrote {path}")
     return 0
 
@@ -208,6 +251,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "notebooks OUT/results.partial.jsonl does not hold yet")
     p.set_defaults(func=cmd_grade)
 
+    p = sub.add_parser("manual-template", help="a CSV of the written answers to score by hand")
+    p.add_argument("out", help="a grading output folder")
+    p.add_argument("--dest", required=True, help="the CSV to write")
+    p.set_defaults(func=cmd_manual_template)
+
+    p = sub.add_parser("manual-import", help="take in hand-given scores of written answers")
+    p.add_argument("out", help="a grading output folder")
+    p.add_argument("scores", help="the CSV of manual-template, filled in")
+    p.set_defaults(func=cmd_manual_import)
+
     p = sub.add_parser("merge", help="join the outputs of several sharded grade runs")
     p.add_argument("outputs", nargs="+", help="output folders of `grade --shard I/N`")
     p.add_argument("--out", required=True, help="merged output folder")
@@ -226,6 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
                                     "sis_login_id/section (collect writes _roster.csv)")
     p.add_argument("--rename", action="append", default=[], metavar="ASSIGNMENT=NAME",
                    help="column name for an assignment (repeatable)")
+    p.add_argument("--assignments", metavar="A,B,...",
+                   help="export only these assignments, in this order (default: all graded)")
+    p.add_argument("--weights", metavar="A=W,...",
+                   help="multiply an assignment's points and maximum by W (default 1)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("make-examples", help="regenerate the example submissions")

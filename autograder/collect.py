@@ -358,9 +358,17 @@ def _keep(source: Path, out: Path, rel: Path) -> Path:
     return candidate
 
 
+def _natural(text: str) -> tuple:
+    """``text`` as a sort key whose numbers compare as numbers (``99999 < 100000``)."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                 for part in re.split(r"(\d+)", text) if part)
+
+
 def _newer(a: Candidate, b: Candidate) -> bool:
-    return (a.mtime, resubmission_number(a.filename), a.origin) > (
-        b.mtime, resubmission_number(b.filename), b.origin)
+    """Whether ``a`` is the later upload: by time, then resubmission number, then the ids
+    in its name (an LMS's upload and attempt ids grow), numbers compared as numbers."""
+    return (a.mtime, resubmission_number(a.filename), _natural(a.origin)) > (
+        b.mtime, resubmission_number(b.filename), _natural(b.origin))
 
 
 def _write_report(outcomes: list[Outcome], path: Path) -> None:

@@ -58,10 +58,36 @@ def score_table(records: list[dict]) -> tuple[list[str], dict[str, float], dict[
     return sorted(assignments), max_points, scores
 
 
+def _select(table, assignments: list[str] | None, weights: dict[str, float] | None,
+            roster: dict):
+    """The score table cut to ``assignments`` (in that order), each assignment's points
+    and maximum multiplied by its weight, and every roster student present (0 where
+    nothing was handed in)."""
+    known, max_points, scores = table
+    if assignments:
+        unknown = [a for a in assignments if a not in known]
+        if unknown:
+            raise ValueError(f"no graded assignment {', '.join(unknown)} in this output; "
+                             f"it has: {', '.join(known)}")
+        known = list(assignments)
+    weights = weights or {}
+    bad = [a for a in weights if a not in known]
+    if bad:
+        raise ValueError(f"--weights names {', '.join(bad)}, not among the exported "
+                         f"assignments {', '.join(known)}")
+    w = {a: float(weights.get(a, 1.0)) for a in known}
+    max_points = {a: max_points[a] * w[a] for a in known}
+    students = set(scores) | set(roster)
+    scores = {s: {a: scores.get(s, {}).get(a, 0.0) * w[a] for a in known} for s in students}
+    return known, max_points, scores
+
+
 def export_canvas(records: list[dict], dest: Path, roster: dict | None = None,
-                  rename: dict[str, str] | None = None) -> list[Path]:
+                  rename: dict[str, str] | None = None, assignments: list[str] | None = None,
+                  weights: dict[str, float] | None = None) -> list[Path]:
     roster, rename = roster or {}, rename or {}
-    assignments, max_points, scores = score_table(records)
+    assignments, max_points, scores = _select(score_table(records), assignments, weights,
+                                              roster)
     path = dest / "canvas_grades.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as f:
@@ -78,9 +104,10 @@ def export_canvas(records: list[dict], dest: Path, roster: dict | None = None,
 
 
 def export_gradescope(records: list[dict], dest: Path, roster: dict | None = None,
-                      rename: dict[str, str] | None = None) -> list[Path]:
+                      rename: dict[str, str] | None = None, assignments: list[str] | None = None,
+                      weights: dict[str, float] | None = None) -> list[Path]:
     roster, rename = roster or {}, rename or {}
-    assignments, _, scores = score_table(records)
+    assignments, _, scores = _select(score_table(records), assignments, weights, roster)
     paths = []
     for assignment in assignments:
         path = dest / f"gradescope_{rename.get(assignment, assignment)}.csv"
@@ -97,9 +124,13 @@ def export_gradescope(records: list[dict], dest: Path, roster: dict | None = Non
 
 
 def export(out: Path, fmt: str, dest: Path | None = None, roster: Path | None = None,
-           rename: dict[str, str] | None = None) -> list[Path]:
-    """Write the gradebook file(s) of grading output ``out`` in format ``fmt``."""
+           rename: dict[str, str] | None = None, assignments: list[str] | None = None,
+           weights: dict[str, float] | None = None) -> list[Path]:
+    """Write the gradebook file(s) of grading output ``out`` in format ``fmt``: the
+    ``assignments`` given (all graded ones by default), each weighted by ``weights``
+    (default 1), one row per student graded or on the roster."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     writer = export_canvas if fmt == "canvas" else export_gradescope
-    return writer(read_records(out), out if dest is None else dest, read_roster(roster), rename)
+    return writer(read_records(out), out if dest is None else dest, read_roster(roster), rename,
+                  assignments, weights)

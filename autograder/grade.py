@@ -42,8 +42,9 @@ from typing import Callable, Iterable
 
 from autograder import SOLUTIONS_DIR, safe_text
 from autograder import cells as nbcells
-from autograder.records import (GRADE_COLUMNS, SUMMARY_COLUMNS, GradedCell, csv_number,
-                                missing_record, result_record, sort_key, summary_rows)
+from autograder.records import (GRADE_COLUMNS, SUMMARY_COLUMNS, GradedCell, apply_manual,
+                                csv_number, missing_record, read_manual, result_record,
+                                sort_key, summary_rows)
 
 # --------------------------------------------------------------------------- course layout
 
@@ -380,7 +381,8 @@ def write_outputs(records: list[dict], out: Path) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(out / "feedback", ignore_errors=True)
-    records = sorted(records, key=sort_key)
+    # hand-given scores of written answers survive any regrade into the same OUT
+    records = sorted(apply_manual(records, read_manual(out)), key=sort_key)
     with open(out / "results.jsonl", "w", encoding="utf-8") as f:
         for record in records:
             f.write(json.dumps(record, sort_keys=True) + "\n")

@@ -150,7 +150,7 @@ def read_records(out: Path) -> list[dict]:
         raise FileNotFoundError(f"{out} is not a grading output: {path.name} is missing "
                                 "(run `python -m autograder grade` first)")
     with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return apply_manual([json.loads(line) for line in f if line.strip()], read_manual(out))
 
 
 def summary_table(records: list[dict]) -> str:
@@ -194,3 +194,52 @@ def summary_table(records: list[dict]) -> str:
 
 def _rank(status: str) -> int:
     return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
+
+
+# --------------------------------------------------------------------------- manual scores
+
+#: Scores given by hand (written answers), kept apart from the grader's records so that a
+#: later ``grade`` into the same OUT never loses them: ``{key: {"points", "comment"}}``.
+MANUAL = "manual_scores.json"
+#: Columns of the CSV an instructor fills in (``manual-template`` / ``manual-import``).
+MANUAL_COLUMNS = ["student_id", "assignment", "notebook", "grade_id", "max_points", "points",
+                  "comment"]
+
+
+def manual_key(student_id: str, assignment: str, notebook: str, grade_id: str) -> str:
+    return json.dumps([student_id, assignment, notebook, grade_id])
+
+
+def read_manual(out: Path) -> dict[str, dict]:
+    path = Path(out) / MANUAL
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else {}
+
+
+def apply_manual(records: list[dict], manual: dict[str, dict]) -> list[dict]:
+    """The records with the hand-given scores of ``manual`` in their written-answer
+    cells (points capped to the cell's maximum; the comment becomes the message), and
+    each record's points summed again. The one place manual scores enter the results."""
+    if not manual:
+        return records
+    out = []
+    for record in records:
+        record = json.loads(json.dumps(record))                # a copy
+        for cell in record["cells"]:
+            given = manual.get(manual_key(record["student_id"], record["assignment"],
+                                          record["notebook"], cell["grade_id"]))
+            if cell.get("kind") != "manual" or given is None:
+                continue
+            cell["points"] = min(max(float(given["points"]), 0.0), float(cell["max_points"]))
+            cell["status"] = "ok"
+            comment = str(given.get("comment") or "")
+            cell["message"] = _short(f"graded by hand: {comment}" if comment else
+                                     "graded by hand", MAX_MESSAGE_CHARS)
+        record["points"] = sum(c["points"] for c in record["cells"])
+        if record["status"] == "needs_manual_grade" and not any(
+                c["status"] == "needs_manual_grade" for c in record["cells"]):
+            record["status"] = "ok"
+        out.append(record)
+    return out

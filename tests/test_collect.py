@@ -329,3 +329,18 @@ def test_a_download_over_the_caps_is_refused_with_a_message(tmp_path, solutions,
     assert main(["collect", str(download), "--out", str(tmp_path / "subs")]) == 2
     err = capsys.readouterr().err
     assert "5 files, more than the 3" in err and "dl.zip" in err
+
+
+def test_a_tie_in_upload_time_goes_to_the_larger_id_as_a_number(tmp_path, solutions):
+    """Issue 13, finding 5: Canvas submission ids 99999 and 100000 at the same zip time:
+    the later upload (100000) wins, not the one that sorts later as text."""
+    same = (2026, 1, 1, 12, 0, 0)
+    download = make_zip(tmp_path / "dl.zip", {
+        "doejane_5_99999_01_dot_products.ipynb": nb("older"),
+        "doejane_5_100000_01_dot_products.ipynb": nb("newer")},
+        times={"doejane_5_99999_01_dot_products.ipynb": same,
+               "doejane_5_100000_01_dot_products.ipynb": same})
+    out = tmp_path / "subs"
+    collect.collect(download, out, solutions)
+    [placed] = list(out.glob("*/01_dot_products/01_dot_products.ipynb"))
+    assert json.loads(placed.read_text())["tag"] == "newer"
