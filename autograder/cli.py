@@ -103,6 +103,15 @@ def cmd_grade(args: argparse.Namespace) -> int:
         return INTERRUPTED
     if not records:
         where = f" in shard {args.shard}" if shard else ""
+        top = [p for p in Path(args.submissions).iterdir() if p.is_file()
+               and p.suffix.lower() in (".zip", ".ipynb")] if not shard else []
+        if top:       # an LMS download handed to grade as it is
+            print(f"grade: error: no <student>/<assignment>/<notebook>.ipynb in "
+                  f"{args.submissions}, but it holds {len(top)} notebook or zip file(s) "
+                  f"at its top: an LMS download? Run `python -m autograder collect "
+                  f"{args.submissions} --out submissions` first, then grade that.",
+                  file=sys.stderr)
+            return CANNOT_RUN
         print(f"grade: no students found{where} in {args.submissions}")
         return 0
     print(summary_table(records))

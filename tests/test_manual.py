@@ -102,3 +102,13 @@ def test_export_chosen_assignments_weighted_with_every_roster_student(tmp_path, 
     assert "no graded assignment nope" in capsys.readouterr().err
     assert main(["export", str(out), "--format", "canvas", "--weights", "01_a=lots"]) == 2
     assert "--weights takes ASSIGNMENT=NUMBER" in capsys.readouterr().err
+
+
+def test_grade_on_a_download_never_collected_says_to_collect(tmp_path, capsys):
+    """Issue 13, finding 8: the flat files of an LMS download are no class layout."""
+    download = tmp_path / "download"
+    download.mkdir()
+    (download / "doejane_5_123_01_dot_products.ipynb").write_text("{}")
+    assert main(["grade", str(download), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "collect" in err and "LMS download" in err
