@@ -150,7 +150,14 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from autograder.records import summary_table
     from autograder.merge import merge
 
-    records = merge([Path(p) for p in args.outputs], Path(args.out))
+    from autograder.merge import MergeConflict
+
+    try:
+        records = merge([Path(p) for p in args.outputs], Path(args.out),
+                        allow_mixed=args.allow_mixed)
+    except MergeConflict as exc:
+        print(f"merge: error: {exc}", file=sys.stderr)
+        return CANNOT_RUN
     print(summary_table(records))
     print(f"\nmerged {len(args.outputs)} output(s) into {args.out}")
     return 0
@@ -273,6 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("merge", help="join the outputs of several sharded grade runs")
     p.add_argument("outputs", nargs="+", help="output folders of `grade --shard I/N`")
     p.add_argument("--out", required=True, help="merged output folder")
+    p.add_argument("--allow-mixed", action="store_true",
+                   help="merge outputs graded with different solutions/ or grader versions")
     p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("report", help="per-exercise item analysis (CSV and PNG chart)")

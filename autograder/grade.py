@@ -44,7 +44,7 @@ from autograder import SOLUTIONS_DIR, safe_text
 from autograder import cells as nbcells
 from autograder.records import (GRADE_COLUMNS, SUMMARY_COLUMNS, GradedCell, apply_manual,
                                 csv_number, missing_record, read_manual, result_record,
-                                sort_key, summary_rows)
+                                solutions_digest, sort_key, summary_rows)
 
 # --------------------------------------------------------------------------- course layout
 
@@ -246,10 +246,8 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Grad
         for (assignment, notebook), cells in sorted(course.items()):
             if (student.student_id, assignment, notebook) in done:
                 continue
-            if (assignment, notebook) not in student.notebooks:
+            if (assignment, notebook) not in student.notebooks:   # no work: not counted
                 records.append(missing_record(student.student_id, assignment, notebook, cells))
-                if progress:
-                    progress.advance(worked=False)
         todo = [(a, n, str(p)) for (a, n), p in sorted(student.notebooks.items())
                 if (student.student_id, a, n) not in done]
         if todo:
@@ -473,18 +471,28 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     journal = out / JOURNAL
+    from autograder import __version__
+
+    stamp = {"solutions": solutions_digest(solutions), "grader": __version__}
     earlier = _read_journal(journal) if resume else []
     wanted = {(s.student_id, a, n) for s in students for (a, n) in course}
-    earlier = [r for r in earlier if sort_key(r) in wanted]
+    stale = [r for r in earlier if r.get("solutions") != stamp["solutions"]
+             or r.get("grader") != stamp["grader"]]
+    if stale:
+        print(f"resume: {len(stale)} notebook(s) of the journal were graded with other "
+              f"solutions/ or another grader version: graded again", file=stream)
+    stale_ids = {id(r) for r in stale}
+    earlier = [r for r in earlier if sort_key(r) in wanted and id(r) not in stale_ids]
     done = {sort_key(r) for r in earlier}
     if resume:
         print(f"resume: {len(done)} notebook(s) already graded in {journal.name}",
               file=stream)
-    total = len(students) * len(course) - len(done)
+    total = sum(1 for s in students for (a, n) in s.notebooks if (s.student_id, a, n) not in done)
     progress = Progress(total, stream=stream, unit="notebooks")
     with open(journal, "a" if resume else "w", encoding="utf-8") as log:
 
         def keep(record: dict) -> None:
+            record.update(stamp)             # which solutions/ and grader decided it
             log.write(json.dumps(record, sort_keys=True) + "\n")
             log.flush()
 

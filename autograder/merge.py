@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from autograder.grade import write_outputs
-from autograder.records import read_records, sort_key
+from autograder.records import provenance, read_records, sort_key
 
 
 class MergeConflict(ValueError):
@@ -23,11 +23,23 @@ def _comparable(record: dict) -> dict:
     return {k: v for k, v in record.items() if k != "seconds"}
 
 
-def merge(inputs: list[Path], out: Path) -> list[dict]:
-    """Merge the grading outputs ``inputs`` into ``out``; return the merged records."""
+def merge(inputs: list[Path], out: Path, allow_mixed: bool = False) -> list[dict]:
+    """Merge the grading outputs ``inputs`` into ``out``; return the merged records.
+    :class:`MergeConflict` when they were graded with different ``solutions/`` or grader
+    versions (each record says which), unless ``allow_mixed``."""
     merged: dict[tuple, tuple[dict, Path]] = {}
+    seen: dict[tuple[str, str], Path] = {}
     for folder in inputs:
-        for record in read_records(folder):
+        records = read_records(folder)
+        for stamp in provenance(records):
+            seen.setdefault(stamp, folder)
+        if len(seen) > 1 and not allow_mixed:
+            (a, fa), (b, fb) = list(seen.items())[:2]
+            raise MergeConflict(
+                f"{fa} was graded with solutions {a[0]} (grader {a[1]}) and {fb} with "
+                f"solutions {b[0]} (grader {b[1]}): regrade one of them, or pass "
+                f"--allow-mixed to merge anyway")
+        for record in records:
             key = sort_key(record)
             if key in merged:
                 other, where = merged[key]

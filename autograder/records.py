@@ -243,3 +243,28 @@ def apply_manual(records: list[dict], manual: dict[str, dict]) -> list[dict]:
             record["status"] = "ok"
         out.append(record)
     return out
+
+
+# --------------------------------------------------------------------------- provenance
+
+def solutions_digest(solutions: Path) -> str:
+    """A content hash of the solution notebooks and their data files (what decides the
+    points), and of the exercise registry (the cases): equal folders, equal hashes."""
+    import hashlib
+
+    from autograder import REPO_ROOT
+
+    h = hashlib.sha256()
+    roots = [Path(solutions), REPO_ROOT / "helpers" / "exercises"]
+    for root in roots:
+        for path in sorted(p for p in root.rglob("*") if p.is_file()
+                           and "__pycache__" not in p.parts
+                           and ".ipynb_checkpoints" not in p.parts):
+            h.update(str(path.relative_to(root)).encode() + b"\0")
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def provenance(records: list[dict]) -> set[tuple[str, str]]:
+    """The distinct ``(solutions hash, grader version)`` of ``records``."""
+    return {(str(r.get("solutions", "?")), str(r.get("grader", "?"))) for r in records}

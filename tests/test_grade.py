@@ -405,3 +405,32 @@ def test_names_that_are_formulas_are_inert_in_every_csv_we_write(tmp_path, cours
     rows = read_csv(out / "grades.csv")
     assert {r["student_id"] for r in rows} == {"'" + evil, "'+1"}
     assert all(float(r["points"]) >= 0 for r in rows)
+
+
+def test_progress_counts_only_the_work_and_logs_plain_lines_in_a_batch_job():
+    """Issue 13, finding 7: the total is the notebooks to grade (missing ones are no work),
+    the time left comes from the measured rate, and a log (not a terminal) gets a plain
+    line every so often instead of only a final one."""
+    now = [0.0]
+    stream = io.StringIO()
+    bar = progress.Progress(4, stream=stream, unit="notebooks", clock=lambda: now[0],
+                            every=10.0)
+    now[0] = 4.0
+    bar.advance()                                   # 4 s for the first notebook
+    assert stream.getvalue() == ""                  # not yet 10 s since the start
+    now[0] = 12.0
+    bar.advance()                                   # 2 done in 12 s: 6 s each, 2 left
+    assert stream.getvalue() == "graded 2/4 notebooks (50%), eta 12s\n"
+    now[0] = 13.0
+    bar.advance(failed=True)
+    assert stream.getvalue().count("\n") == 1       # the next line waits 10 s
+    bar.close()
+    assert stream.getvalue().endswith("graded 3/4 notebooks in 13s (4.33 s each), 1 not ok\n")
+
+
+def test_a_run_counts_only_the_notebooks_handed_in(tmp_path, course):
+    subs = make_class(tmp_path, {"111": {"01_a": "good"}, "222": {"01_a": "good",
+                                                                  "02_b": "good"}})
+    err = io.StringIO()
+    grade.run(subs, tmp_path / "out", solutions=course, grade_fn=fake_engine, stream=err)
+    assert "graded 3/3 notebooks" in err.getvalue()

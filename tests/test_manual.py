@@ -112,3 +112,20 @@ def test_grade_on_a_download_never_collected_says_to_collect(tmp_path, capsys):
     assert main(["grade", str(download), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "collect" in err and "LMS download" in err
+
+
+def test_records_say_which_solutions_graded_them_and_merge_refuses_a_mix(tmp_path, capsys):
+    """Issue 13, finding 6: stale grades never merge silently."""
+    subs, solutions, out = _graded(tmp_path)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len({(r["solutions"], r["grader"]) for r in records}) == 1
+    # the same class graded after a change to the solutions
+    nb = solutions / "02_b" / "02_b.ipynb"
+    nb.write_text(nb.read_text().replace("assert g() is None", "assert g() is None  # v2"))
+    other = tmp_path / "out2"
+    grade.run(subs, other, solutions=solutions, grade_fn=fake_engine, stream=io.StringIO())
+    merged = tmp_path / "merged"
+    assert main(["merge", str(out), str(other), "--out", str(merged)]) == 2
+    err = capsys.readouterr().err
+    assert "graded with solutions" in err and "--allow-mixed" in err
+    assert not (merged / "results.jsonl").exists()
