@@ -787,13 +787,25 @@ def _feedback(line: dict | None, scrub: _Scrubber, extra: list[str]) -> str:
             if text:
                 parts.append(f"[{key}]\n{text}")
         err = line.get("error")
-        if isinstance(err, dict):
+        if isinstance(err, dict) and err.get("ename") == "CheckFailed":
+            # the check's own words are the explanation; its traceback is the course's code
+            parts.append("[your notebook's check]\n" + scrub(str(err.get("evalue", ""))))
+        elif isinstance(err, dict):
             tb = scrub(str(err.get("traceback") or "")).strip()
             msg = scrub(f"{err.get('ename', 'Error')}: {err.get('evalue', '')}")
             parts.append("[error]\n" + (tb + "\n" if tb else "") + msg)
-    parts.extend(scrub(e) for e in extra if e)
+    for e in extra:                 # each explanation once: skip what is already shown
+        e = scrub(e) if e else ""
+        if e and not any(_same_case(e, p) for p in parts):
+            parts.append(e)
     text = "\n\n".join(parts)
     return text if len(text) <= FEEDBACK_CHARS else text[:FEEDBACK_CHARS] + "\n[...]"
+
+
+def _same_case(text: str, shown: str) -> bool:
+    """Whether ``text`` (an explanation of a failing case) is already part of ``shown``."""
+    head = text.split("\n  Likely mistake", 1)[0].strip()
+    return bool(head) and head in shown
 
 
 @dataclass

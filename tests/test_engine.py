@@ -782,3 +782,18 @@ def test_an_error_on_a_hidden_case_does_not_carry_its_text_into_the_feedback(tmp
     cell = _by_id(result)["test_dot"]
     assert cell.points == 0 and "ValueError" in cell.feedback + cell.message
     assert "LEAK" not in cell.feedback + cell.message
+
+
+def test_feedback_shows_no_grader_traceback_and_each_failing_case_once(tmp_path):
+    """Issue 13, finding 9: the feedback of a wrong answer is the check's own words (the
+    likely mistake among them), each failing case once, and no frame of the course's or
+    the grader's code."""
+    wrong = ("def dot(a, b):\n"
+             "    return float(np.sum(np.asarray(a, float)) * np.sum(np.asarray(b, float)))\n")
+    result = _grade(_write(_with_answer("01_dot_products", "dot", wrong), tmp_path,
+                           "01_dot_products"), "01_dot_products")
+    feedback = _by_id(result)["test_dot"].feedback
+    assert "Traceback" not in feedback and "checks.py" not in feedback
+    assert 'File "' not in feedback
+    first = next(line for line in feedback.splitlines() if line.startswith("Case '"))
+    assert feedback.count(first) == 1, feedback
