@@ -452,6 +452,7 @@ class _Resources:
         os.chmod(self.base, 0o711)
         self._helpers: dict[str | None, str] = {}
         self._data: dict[str, str | None] = {}
+        self._arrays: set[str] = set()
         self._jobs = 0
 
     def helpers(self, strip: str | None) -> str:
@@ -461,6 +462,12 @@ class _Resources:
             os.chmod(dest, 0o755)
             self._helpers[strip] = str(helpers_copy.prepare_helpers(dest, strip=strip))
         return self._helpers[strip]
+
+    def arrays(self, strip: str, store: dict) -> None:
+        """The large arrays of exercise ``strip``'s cases, beside its helpers copy."""
+        if store and strip not in self._arrays:
+            wire.write_arrays(store, Path(self.helpers(strip)) / executor.ARRAYS_FOLDER)
+            self._arrays.add(strip)
 
     def data(self, source: Source) -> str | None:
         key = str(source.path.parent)
@@ -627,23 +634,25 @@ class _Verdict:
 
 
 @lru_cache(maxsize=None)
-@lru_cache(maxsize=None)
 def _load_cases(function: str) -> tuple[tuple, tuple[bool, ...], tuple[str, ...],
-                                         tuple[str | None, ...], tuple[tuple[str, str], ...]]:
+                                         tuple[str | None, ...], tuple[tuple[str, str], ...],
+                                         dict]:
     """The visible then hidden cases of exercise ``function``, which are hidden, their
-    encoded arguments, their scenarios, and the ``(name, "module:function")`` of the
-    course functions it uses (computed once per grading process; cases are fixed)."""
+    encoded arguments, their scenarios, the ``(name, "module:function")`` of the
+    course functions it uses, and the large arrays the arguments name rather than carry
+    (computed once per grading process; cases are fixed)."""
     from helpers import checks, exercises
 
     visible = list(checks.cases(function, hidden=False))
     hidden = list(checks.cases(function, hidden=True))
     cases = tuple(visible + hidden)
-    payloads = tuple(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs))))
+    store: dict = {}
+    payloads = tuple(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs)), store=store))
                      for c in cases)
     uses = tuple((dep, exercises.qualified(exercises.get(dep).reference))
                  for dep in exercises.get(function).uses)
     return (cases, (False,) * len(visible) + (True,) * len(hidden), payloads,
-            tuple(c.scenario for c in cases), uses)
+            tuple(c.scenario for c in cases), uses, store)
 
 
 def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
@@ -659,7 +668,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
     other answer cells is not run again."""
     from helpers import checks
 
-    cases, hidden, payloads, scenarios, uses = _load_cases(function)
+    cases, hidden, payloads, scenarios, uses, store = _load_cases(function)
     groups = [str(getattr(c, "group", "") or "") for c in cases]
     first_test = min((c.index for c in merged.cells if c.kind == "test"
                       and function in {s.function for s in specs_of.get(c.grade_id, [])}),
@@ -673,7 +682,9 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
            "scenarios": list(scenarios), "uses": dict(uses),
            "cell_timeout": cell_timeout, "case_timeout": cell_timeout,
            "timeout": notebook_timeout}
-    reply = res.worker.run(job, res.conf(function, source), limits)
+    conf = res.conf(function, source)
+    res.arrays(function, store)
+    reply = res.worker.run(job, conf, limits)
     lines = executor.parse_lines(reply.get("output", ""))
     by_case: dict[int, dict] = {}
     for line in lines:

@@ -734,3 +734,27 @@ def test_fallback_children_write_only_their_folder_and_leave_nothing_running(
         assert not (Path(sys.prefix) / "escaped").exists()
     finally:
         worker.close()
+
+
+def test_large_case_arrays_go_by_file_and_only_the_child_reads_them(tmp_path):
+    """A capstone's weights are named by content, written once beside the helpers copy
+    and read by the child; the bytes on the wire stay small, and a reply naming a file
+    (the grader's decode has no folder) does not decode."""
+    rng = np.random.default_rng(0)
+    big, small = rng.normal(size=(200, 300)), rng.normal(size=3)
+    store: dict = {}
+    data = wire.encode(((big, small, big), {}), store=store)
+    assert list(store) == [wire.array_key(big)] and len(data) < 10_000   # once, not inline
+    folder = tmp_path / "arrays"
+    wire.write_arrays(store, folder)
+    assert oct((folder / f"{wire.array_key(big)}.npy").stat().st_mode & 0o777) == "0o644"
+    (a, b, c), _ = wire.decode(data, arrays=str(folder))
+    np.testing.assert_array_equal(a, big)
+    np.testing.assert_array_equal(b, small)
+    a[0, 0] = 99.0                         # each use is the child's own copy
+    assert c[0, 0] == big[0, 0]
+    with pytest.raises(wire.DecodeError):   # no folder: a reply cannot name files
+        wire.decode(data)
+    for key in ("../../etc/passwd", "/etc/passwd", "A" * 32, 7):
+        with pytest.raises(wire.DecodeError):
+            wire.decode(_with_structure({"__file__": key}), arrays=str(folder))

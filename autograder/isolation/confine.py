@@ -251,6 +251,11 @@ def confine_inner(conf: Confinement) -> str:
     return work
 
 
+def course_path(conf: Confinement) -> str:
+    """Where a confined child finds the folder ``conf.helpers_parent`` (read-only)."""
+    return COURSE_PATH if conf.mode == "namespaces" else conf.helpers_parent
+
+
 def _inside(path: str, folder: Path) -> bool:
     try:
         return Path(path).resolve().is_relative_to(folder)

@@ -303,7 +303,11 @@ def _resolve(spec: str):
     return obj
 
 
-def _job_calls(job: dict, fd: int) -> None:
+#: The folder, beside the helpers copy, of the cases' arrays stored by file (wire.py).
+ARRAYS_FOLDER = "arrays"
+
+
+def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
     import warnings
 
     import numpy as np
@@ -339,7 +343,7 @@ def _job_calls(job: dict, fd: int) -> None:
         sink = _Capped(1000)
         sys.stdout, sys.stderr = sink, sink
         try:
-            args, kwargs = wire.decode(wire.unb64(payload))
+            args, kwargs = wire.decode(wire.unb64(payload), arrays=arrays)
             runner.timer.start(job["case_timeout"])
             try:
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -399,7 +403,7 @@ def _child_b(job: dict, conf: confine.Confinement, wfd: int) -> None:
         if job["kind"] == "notebook":
             _job_notebook(job, wfd)
         else:
-            _job_calls(job, wfd)
+            _job_calls(job, wfd, os.path.join(confine.course_path(conf), ARRAYS_FOLDER))
     except BaseException:
         code = 1
     os._exit(code)

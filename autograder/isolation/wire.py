@@ -15,6 +15,13 @@ Nothing else is ever reconstructed in the grading process: any other object is s
 its type's name (:class:`Unencodable`), and a structure naming anything else fails to
 decode (:class:`DecodeError`). No value is copied back into the caller's objects (a
 call that modifies its arguments changes only its own copies).
+
+Large arrays of the cases' arguments (a capstone's real weights, megabytes each) need not
+travel through the pipes: :func:`encode` with a ``store`` names them by a content hash
+(``{"__file__": key}``), the grader writes them as ``.npy`` files beside the read-only
+copy of ``helpers`` the child imports, and the child's :func:`decode` (given that folder)
+reads its own copy. Only the child's decode accepts such names; the grader's decode of a
+reply refuses them.
 """
 
 from __future__ import annotations
@@ -22,8 +29,11 @@ from __future__ import annotations
 import base64
 import dataclasses
 import importlib
+import hashlib
 import io
 import json
+import os
+import re
 import zipfile
 from dataclasses import dataclass
 
@@ -34,6 +44,10 @@ MAX_VALUE_BYTES = 32 * 1024 * 1024
 #: The course classes that may cross, by ``"module:qualname"``: their fields (a callable
 #: rebuilds one from plain values). Anything else named in a structure fails to decode.
 WIRE_CLASSES = ("helpers.llama.weights:LlamaConfig", "helpers.llama.model:KVCache")
+
+#: Arrays at least this large go by file when :func:`encode` is given a store.
+FILE_ARRAY_BYTES = 256 * 1024
+_FILE_KEY = re.compile(r"[0-9a-f]{32}")
 
 _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
 
@@ -73,8 +87,17 @@ def _wire_name(x) -> str | None:
     return name if _wire_class(name) is cls else None
 
 
-def encode(obj) -> bytes:
-    """The wire form of ``obj`` (see the module docstring for what crosses)."""
+def array_key(a: np.ndarray) -> str:
+    """The content name of array ``a`` (dtype, shape and bytes)."""
+    h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
+    h.update(np.ascontiguousarray(a).data)
+    return h.hexdigest()[:32]
+
+
+def encode(obj, store=None) -> bytes:
+    """The wire form of ``obj`` (see the module docstring for what crosses). With
+    ``store`` (a dict), numeric arrays of at least :data:`FILE_ARRAY_BYTES` are named by
+    :func:`array_key` and put in ``store`` rather than in the bytes."""
     arrays: dict[str, np.ndarray] = {}
 
     def enc(x, depth=0):
@@ -91,6 +114,10 @@ def encode(obj) -> bytes:
                     a = a.astype(np.float64)
                 except (TypeError, ValueError):
                     return {"__repr__": f"array of dtype {a.dtype}"}
+            if store is not None and a.nbytes >= FILE_ARRAY_BYTES and a.dtype.kind in "biufc":
+                name = array_key(a)
+                store.setdefault(name, a)
+                return {"__file__": name}
             key = f"a{len(arrays)}"
             arrays[key] = a
             return {"__nd__": key, "scalar": isinstance(x, np.generic)}
@@ -170,8 +197,20 @@ def _rebuild(name: str, state: dict):
     return obj
 
 
-def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES):
-    """Inverse of :func:`encode`, for untrusted bytes: size-capped, no pickle."""
+def write_arrays(store: dict[str, np.ndarray], folder) -> None:
+    """Write the arrays :func:`encode` put in ``store`` as ``folder/<key>.npy``."""
+    os.makedirs(folder, exist_ok=True)
+    os.chmod(folder, 0o755)                 # read by the child, whatever its uid
+    for key, a in store.items():
+        path = os.path.join(folder, key + ".npy")
+        if not os.path.exists(path):
+            np.save(path, a, allow_pickle=False)
+            os.chmod(path, 0o644)
+
+
+def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES, arrays: str | None = None):
+    """Inverse of :func:`encode`, for untrusted bytes: size-capped, no pickle. Names of
+    arrays stored by file are read from the folder ``arrays`` (refused without it)."""
     if len(data) > max_bytes:
         raise DecodeError(f"value of {len(data)} bytes exceeds the cap of {max_bytes}")
     try:
@@ -195,6 +234,11 @@ def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES):
         if "__nd__" in x:
             a = npz[str(x["__nd__"])]
             return a[()] if x.get("scalar") else a
+        if "__file__" in x:
+            key = str(x["__file__"])
+            if arrays is None or not _FILE_KEY.fullmatch(key):
+                raise DecodeError("bad structure")
+            return np.load(os.path.join(arrays, key + ".npy"), allow_pickle=False)
         if "__int__" in x:
             return int(x["__int__"])
         if "__seq__" in x:
