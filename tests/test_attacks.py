@@ -195,3 +195,58 @@ def test_marker_scan_finds_names_and_contents(tmp_path):
     hits = _scan_for_marker([tmp_path], "PWNEDtest123", skip=[tmp_path / "skipped"])
     assert sorted(hits) == sorted([str(tmp_path / "a" / "inside.txt"),
                                    str(tmp_path / "PWNEDtest123.txt")])
+
+
+def test_hidden_tests_do_not_leak_base85_encoded_through_an_error_message(run):
+    """The stack and heap thief finds only its own job (its own cells, the visible case
+    arguments); nothing it sends, once decoded, holds a hidden test's line."""
+    import base64
+    import html
+    import re
+
+    from attacks.boundary import B85_OPEN
+
+    sid = run.student_of["hidden_tests_from_frames_base85"]
+    text = html.unescape(run.feedback_html(sid, "02_softmax"))
+    chunks = re.findall(re.escape(B85_OPEN) + r"([0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]+)", text)
+    assert chunks, "the thief's message is not in its feedback"
+    decoded = []
+    for chunk in chunks:
+        chunk = chunk[:len(chunk) // 5 * 5]          # messages are cut: whole groups only
+        decoded.append(base64.b85decode(chunk).decode("utf-8", "replace"))
+    assert any("_strings" in d for d in decoded)     # it decodes: the test can see a leak
+    leaked = [line for line in hidden_lines("02_softmax") for d in decoded if line in d]
+    assert not leaked, leaked
+
+
+def test_no_process_of_a_learner_outlives_the_run(run):
+    """A grandchild in a session of its own (double fork, setsid) is gone once the run
+    is over: killed with its PID namespace, or by its subreaper in fallback mode."""
+    from pathlib import Path
+
+    from attacks.boundary import SURVIVOR_SECONDS
+
+    assert "survivor_after_setsid" in run.student_of
+    survivors = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if SURVIVOR_SECONDS.encode() in cmdline.read_bytes():
+                survivors.append(cmdline.parent.name)
+        except OSError:
+            pass
+    assert not survivors, f"processes left by a learner: {survivors}"
+
+
+def test_the_keyring_holds_nothing_a_learner_stored(run):
+    """The keyring smuggler's key is not in this process's user keyring after the run
+    (learner code cannot reach a keyring at all: add_key and keyctl are denied)."""
+    import ctypes
+
+    assert "keyring_smuggling" in run.student_of
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    number = {"x86_64": 250, "aarch64": 219}.get(__import__("os").uname().machine)
+    if number is None:
+        pytest.skip("keyctl's number is known here for x86_64 and aarch64 only")
+    found = libc.syscall(number, 10, -4, b"user", b"course-reference", 0)   # KEYCTL_SEARCH
+    assert found < 0

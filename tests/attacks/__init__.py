@@ -36,7 +36,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-MODULES = ("tampering", "reference", "disk", "writes", "metadata", "processes", "values")
+MODULES = ("tampering", "reference", "disk", "writes", "metadata", "processes", "values",
+           "boundary")
 
 
 @dataclass(frozen=True)
