@@ -21,13 +21,14 @@ export OPENBLAS_NUM_THREADS ?= 1
 PYTEST_ARGS ?=
 LAB_ARGS ?=
 
-.PHONY: lab test install release check-release grade-examples examples collect grade report export constraints clean help
+.PHONY: lab test install release bundle check-release grade-examples examples collect grade report export constraints clean help
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make lab      open the course in JupyterLab (http://localhost:$(PORT))"
 	@echo "make test     run the whole test suite"
 	@echo "make release  regenerate notebooks/ (student versions) from solutions/"
+	@echo "make bundle BUNDLE=DIR ASSIGNMENTS=... REVEAL=...  the student bundle for graded homework (no answers)"
 	@echo "make grade-examples  generate the example class, grade it, print the summary (docs/grading.md)"
 	@echo "make collect DOWNLOAD=... / grade / report / export FORMAT=canvas  a term's grading"
 
@@ -59,6 +60,13 @@ test: $(STAMP)
 
 release: $(STAMP)
 	$(BIN)python -m autograder release
+
+# The student bundle for graded homework: make bundle BUNDLE=homework-2 ASSIGNMENTS=02_softmax REVEAL="00_start_here 01_dot_products"
+BUNDLE ?= student-bundle
+ASSIGNMENTS ?=
+REVEAL ?=
+bundle: $(STAMP)
+	$(BIN)python -m autograder release --bundle $(BUNDLE) $(ASSIGNMENTS) $(if $(strip $(REVEAL)),--reveal $(REVEAL))
 
 # The instructor's first five minutes: grade the example submissions, print the table.
 GRADE_OUT ?= grading-output/examples

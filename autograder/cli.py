@@ -39,6 +39,20 @@ def _show(path: Path) -> str:
 def cmd_release(args: argparse.Namespace) -> int:
     from autograder.release import release
 
+    if args.bundle:
+        from autograder.bundle import BundleError, build
+
+        try:
+            zip_path = build(Path(args.bundle), args.assignment, args.reveal or [])
+        except BundleError as exc:
+            print(f"release: {exc}", file=sys.stderr)
+            return 2
+        print(f"release: wrote the student bundle {_show(Path(args.bundle))}/ and {_show(zip_path)}")
+        return 0
+    if args.reveal:
+        print("release: --reveal goes with --bundle", file=sys.stderr)
+        return 2
+
     changed = release(Path(args.dest), args.assignment or None)
     for path in changed:
         print(f"updated {_show(path)}")
@@ -236,6 +250,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("release", help="regenerate the student notebooks from solutions/")
     p.add_argument("assignment", nargs="*", help="assignments to release (default: all)")
     p.add_argument("--dest", default=str(NOTEBOOKS_DIR), help="where to write (default: notebooks/)")
+    p.add_argument("--bundle", metavar="OUT", help="write the student bundle for graded homework "
+                   "(the notebooks, helpers without the answers of any assignment not revealed, "
+                   "stored visible checks, a README) as OUT/ and OUT.zip")
+    p.add_argument("--reveal", nargs="+", metavar="ASSIGNMENT",
+                   help="with --bundle: ship the course's answers to these (earlier) assignments")
     p.set_defaults(func=cmd_release)
 
     p = sub.add_parser("normalize", help="strip outputs and volatile metadata from notebooks")

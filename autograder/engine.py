@@ -442,6 +442,16 @@ def merge(source: Source, student: list[dict]) -> Merged:
 # ---------------------------------------------------------------------------------------
 
 
+#: The plain-data codec of the wire (no pickle), which a student bundle ships to read its
+#: stored cases (autograder/bundle.py).
+PLAIN_DATA_CODEC = Path(wire.__file__)
+
+
+def plain_data(obj) -> bytes:
+    """``obj`` in the wire's plain-data form (see ``PLAIN_DATA_CODEC``)."""
+    return wire.encode(obj)
+
+
 class _Resources:
     """Per-process copies of ``helpers`` (full, and one per exercise with what that
     exercise must not find stubbed) and data."""

@@ -266,9 +266,16 @@ def _student_location(exc: BaseException) -> str:
     return f" (in {f.name}, line {f.lineno}{code})"
 
 
+#: Part of the message of a course function a student bundle leaves out (autograder/bundle.py).
+BUNDLE_MARK = "not in the student bundle"
+
+
 def _not_implemented_message(name: str, exc: BaseException | None = None, fn=None) -> str:
     """Names the function that raised: the innermost learner function, if it is not the
-    one being checked (``fn``, called ``name`` in the notebook)."""
+    one being checked (``fn``, called ``name`` in the notebook). In a student bundle, a
+    course function left out of it says which exercise it is: that message is kept."""
+    if exc is not None and BUNDLE_MARK in str(exc):
+        return f"your {name} needs {exc}"
     frames = _user_frames(exc) if exc is not None else []
     raiser = frames[-1].name if frames else name
     own = {getattr(f, "__name__", None) for f in _functions_of(fn)} if fn is not None else set()

@@ -55,21 +55,16 @@ def _stub_function(tree: ast.Module, name: str, label: str | None = None) -> boo
 
 
 def exercise_stubs(name: str) -> dict[str, set[str]]:
-    """What the learner's code must not find while exercise ``name`` is graded:
-    ``{module: {function}}`` for its reference and the functions it ``refuse``s."""
+    """What the learner's code must not find while exercise ``name`` is graded."""
     from helpers import exercises
 
-    ex = exercises.get(name)
-    out: dict[str, set[str]] = {}
-    for fn in [ex.reference] + [exercises.resolve(spec) for spec in ex.refuse]:
-        out.setdefault(fn.__module__, set()).add(fn.__name__)   # where it is defined
-    return out
+    return exercises.answer_functions(name)
 
 
 def _module_file(pkg: Path, module: str) -> Path:
-    parts = module.split(".")[1:]                  # without the leading "helpers"
-    base = pkg.joinpath(*parts) if parts else pkg
-    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    from helpers import exercises
+
+    return exercises.module_file(pkg, module)
 
 
 def _stub_file(py: Path, names, label_of) -> list[str]:

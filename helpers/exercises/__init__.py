@@ -35,7 +35,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 __all__ = ["Case", "Mistake", "Exercise", "NOTEBOOKS", "PREPARE", "get", "names",
-           "of_notebook", "notebook_of", "case"]
+           "of_notebook", "notebook_of", "case", "answer_functions", "module_file"]
 
 #: Graded exercises per notebook (assignment), in course order.
 NOTEBOOKS: dict[str, tuple[str, ...]] = {
@@ -227,6 +227,26 @@ def of_notebook(assignment: str) -> tuple[Exercise, ...]:
 def qualified(fn: Callable) -> str:
     """``"module:qualname"`` of a function (how ``refuse`` and ``uses`` name them)."""
     return f"{fn.__module__}:{fn.__qualname__}"
+
+
+def answer_functions(name: str) -> dict[str, set[str]]:
+    """What a learner's code must not find while exercise ``name`` is graded, or what a
+    student bundle leaves out: ``{module: {function}}`` for its reference and the
+    functions it ``refuse``s, by the module that defines them."""
+    ex = get(name)
+    out: dict[str, set[str]] = {}
+    for fn in [ex.reference] + [resolve(spec) for spec in ex.refuse]:
+        out.setdefault(fn.__module__, set()).add(fn.__name__)
+    return out
+
+
+def module_file(pkg, module: str):
+    """The file of ``helpers`` module ``module`` in the copy of the package at ``pkg``."""
+    from pathlib import Path
+
+    parts = module.split(".")[1:]                  # without the leading "helpers"
+    base = Path(pkg).joinpath(*parts) if parts else Path(pkg)
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
 
 
 def resolve(spec: str):

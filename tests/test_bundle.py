@@ -1,0 +1,268 @@
+"""The student bundle (``release --bundle``): homework that does not ship its answers.
+
+Built once for every assignment (and once with earlier assignments revealed); checked:
+no function of the bundle has the body of a graded exercise's answer (the reference's
+or the solution notebook's, compared by syntax tree with every name renamed), no hidden
+case, no ``solutions/``, tests or examples, no bytecode; the stored visible checks pass
+on the solutions' answers and fail on the released stubs; a notebook handed in from the
+bundle is graded like any other.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import REPO_ROOT, SOLUTIONS_DIR
+from autograder import bundle as bundle_mod
+from catalogue import student_notebook
+from helpers import exercises
+
+ALL = list(exercises.NOTEBOOKS)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bundle") / "homework"
+    result = subprocess.run([sys.executable, "-m", "autograder", "release", "--bundle", str(out)],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr
+    assert out.with_suffix(".zip").is_file()
+    return out
+
+
+class _Canonical(ast.NodeTransformer):
+    """Every identifier renamed to its order of first appearance; docstrings dropped."""
+
+    def __init__(self):
+        self.names: dict[str, str] = {}
+
+    def _n(self, name: str) -> str:
+        return self.names.setdefault(name, f"v{len(self.names)}")
+
+    def visit_Name(self, node):
+        return ast.copy_location(ast.Name(self._n(node.id), node.ctx), node)
+
+    def visit_arg(self, node):
+        return ast.copy_location(ast.arg(self._n(node.arg)), node)
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        node.attr = self._n(node.attr)
+        return node
+
+
+def _body_key(fn: ast.FunctionDef) -> str:
+    body = list(fn.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    import copy
+
+    args = copy.deepcopy(fn.args)
+    for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+        if a is not None:
+            a.annotation = None                  # annotations are no part of the answer
+    node = ast.FunctionDef(name="f", args=args, body=body or [ast.Pass()], decorator_list=[],
+                           returns=None, type_comment=None)
+    return ast.dump(_Canonical().visit(ast.parse(ast.unparse(ast.fix_missing_locations(node)))))
+
+
+def _functions(tree: ast.AST) -> list[ast.FunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _answer_keys() -> dict[str, str]:
+    """Canonical body -> where it comes from, for every graded exercise's reference (and
+    what it refuses) and every function of the solution notebooks' answer cells."""
+    keys: dict[str, str] = {}
+    for name in exercises.names():
+        for module, fns in exercises.answer_functions(name).items():
+            tree = ast.parse(exercises.module_file(REPO_ROOT / "helpers", module).read_text())
+            for fn in _functions(tree):
+                if fn.name in fns:
+                    keys[_body_key(fn)] = f"{module}.{fn.name}"
+    for path in sorted(SOLUTIONS_DIR.glob("*/*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell["cell_type"] == "code" and meta.get("solution"):
+                code = "".join(cell["source"])
+                try:
+                    tree = ast.parse(code)
+                except SyntaxError:
+                    continue
+                for fn in _functions(tree):
+                    keys[_body_key(fn)] = f"{path.stem} answer cell {fn.name}"
+    return keys
+
+
+def test_no_function_of_the_bundle_has_an_answers_body(built):
+    answers = _answer_keys()
+    assert len(answers) >= len(exercises.names())            # the comparison has material
+    found = []
+    for py in sorted((built / "helpers").rglob("*.py")):
+        for fn in _functions(ast.parse(py.read_text(encoding="utf-8"))):
+            where = answers.get(_body_key(fn))
+            if where:
+                found.append(f"{py.relative_to(built)}:{fn.name} is {where}")
+    assert not found, found
+
+
+def test_the_comparison_sees_through_renaming():
+    src = inspect.getsource(sys.modules["helpers.reference"].softmax)
+    class Rename(ast.NodeTransformer):             # every variable renamed, as a copier would
+        def visit_Name(self, node):
+            return ast.Name("my_" + node.id, node.ctx) if node.id != "np" else node
+
+        def visit_arg(self, node):
+            return ast.arg("my_" + node.arg)
+
+    tree = ast.parse(ast.unparse(Rename().visit(ast.parse(src.replace("def softmax", "def mine")))))
+    answers = _answer_keys()
+    assert _body_key(_functions(tree)[0]) in answers
+
+
+def test_no_hidden_case_solution_test_or_bytecode_in_the_bundle(built):
+    files = [p for p in built.rglob("*") if p.is_file()]
+    names = {p.name for p in files}
+    assert not [p for p in files if p.suffix == ".pyc" or "__pycache__" in p.parts]
+    for folder in ("solutions", "tests", "grading-output", "autograder"):
+        assert not (built / folder).exists(), folder
+    assert "make_examples.py" not in names
+    text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in files
+                     if p.suffix in (".py", ".md", ".ipynb", ".txt", ".json", ".yml"))
+    notebooks = "\n".join(p.read_text() for p in files if p.suffix == ".ipynb")
+    assert "BEGIN HIDDEN TESTS" not in notebooks and "BEGIN SOLUTION" not in notebooks
+    hidden = [c for n in exercises.names() for c in exercises.get(n).all_cases() if c.hidden]
+    assert hidden
+    leaked = [c.description for c in hidden if len(c.description) > 25 and c.description in text]
+    assert not leaked, leaked[:5]
+    sys.path.insert(0, str(built))                  # read the stored cases as the bundle does
+    try:
+        from importlib import util
+
+        spec = util.spec_from_file_location("_bundle_wire", built / "helpers" / "_wire.py")
+        wire = util.module_from_spec(spec)
+        sys.modules["_bundle_wire"] = wire           # dataclasses look their module up
+        spec.loader.exec_module(wire)
+    finally:
+        sys.path.remove(str(built))
+        sys.modules.pop("_bundle_wire", None)
+    stored = {p.stem: wire.decode(p.read_bytes(), max_bytes=1 << 28)
+              for p in (built / "helpers" / "exercises" / "_stored").glob("*.npz")}
+    assert set(stored) == set(exercises.names())
+    for name, cases in stored.items():
+        visible = {c.name for c in exercises.get(name).all_cases() if not c.hidden}
+        assert cases and {c["name"] for c in cases} <= visible, name
+        assert not any(c["hidden"] for c in cases)
+
+
+def _run_checks(bundle: Path, assignment: str, stubs: bool) -> dict[str, list[str]]:
+    """grade_id -> error names of the test cells of ``assignment`` run in ``bundle``'s
+    helpers, with the solutions' answers or the released stubs."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = bundle / "notebooks" / assignment / f"{assignment}.ipynb"
+    path.write_text(json.dumps(student_notebook(assignment, {}, stubs=stubs)))
+    nb = nbformat.read(path, as_version=4)
+    env = dict(os.environ, PYTHONPATH=str(bundle))
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    old = dict(os.environ)
+    os.environ.update(env)                     # the kernel imports the bundle's helpers
+    try:
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    out = {}
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            out[meta["grade_id"]] = [o.get("evalue", "") for o in cell.get("outputs", [])
+                                     if o.get("output_type") == "error"]
+    return out
+
+
+@pytest.mark.parametrize("assignment", ["02_softmax", "07_transformer_block"])
+def test_the_bundles_checks_pass_on_right_answers_and_fail_on_stubs(built, tmp_path, assignment):
+    if assignment != "02_softmax":        # homework that builds on revealed earlier ones
+        earlier = [a for a in ALL if a < assignment]
+        built = tmp_path / "hw"
+        bundle_mod.build(built, [assignment], reveal=earlier)
+    right = _run_checks(built, assignment, stubs=False)
+    assert right and not {g: e for g, e in right.items() if e}, right
+    stubs = _run_checks(built, assignment, stubs=True)
+    assert all(stubs.values()), {g: e for g, e in stubs.items() if not e}
+    assert all("not implemented yet" in " ".join(e) for e in stubs.values()), stubs
+
+
+def test_a_demo_before_the_exercise_names_it_and_uses_the_learners_own_once_defined(built):
+    code = f"""
+import sys
+sys.path.insert(0, {str(built)!r})
+import numpy as np, helpers, __main__
+try:
+    helpers.softmax(np.zeros(2))
+except NotImplementedError as exc:
+    print("MESSAGE", exc)
+def softmax(z, axis=-1):
+    return np.full(np.shape(z), 7.0)
+__main__.softmax = softmax
+print("OWN", helpers.softmax(np.zeros(2)))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=built, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "exercise softmax of notebook 02_softmax" in result.stdout
+    assert "OWN [7. 7.]" in result.stdout
+
+
+def test_a_notebook_from_the_bundle_is_graded_like_any_other(built, tmp_path):
+    sub = tmp_path / "sub" / "alice" / "02_softmax"
+    sub.mkdir(parents=True)
+    nb = json.loads((built / "notebooks" / "02_softmax" / "02_softmax.ipynb").read_text())
+    # the learner's answers: the bundle's released notebook with the solutions filled in
+    solved = student_notebook("02_softmax", {}, stubs=False)
+    answers = {c["metadata"]["nbgrader"]["grade_id"]: c["source"] for c in solved["cells"]
+               if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    for cell in nb["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell["source"] = answers[gid]
+    (sub / "02_softmax.ipynb").write_text(json.dumps(nb))
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "sub"),
+                             "--out", str(out)], cwd=REPO_ROOT, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    import csv
+
+    row = next(r for r in csv.DictReader((out / "summary.csv").open())
+               if r["assignment"] == "02_softmax")
+    assert (row["points"], row["max_points"], row["status"]) == ("4", "4", "ok"), row
+
+
+def test_reveal_ships_the_answers_of_earlier_homework(tmp_path):
+    out = tmp_path / "hw2"
+    zip_path = bundle_mod.build(out, ["02_softmax"], reveal=["01_dot_products"])
+    assert zip_path.is_file()
+    ref = (out / "helpers" / "reference.py").read_text()
+    tree = ast.parse(ref)
+    bodies = {fn.name: ast.unparse(fn) for fn in _functions(tree)}
+    assert "_yours" not in bodies["dot"]              # revealed: the course's own code
+    assert "_yours" in bodies["softmax"]              # handed out: not there
+    assert "_yours" in bodies["transformer_block"]    # later homework: not there either
+    assert sorted(p.name for p in (out / "notebooks").iterdir()) == ["02_softmax"]
+    with pytest.raises(bundle_mod.BundleError, match="unknown assignment"):
+        bundle_mod.build(tmp_path / "x", ["99_nothing"])
+    with pytest.raises(bundle_mod.BundleError, match="both"):
+        bundle_mod.build(tmp_path / "y", ["02_softmax"], reveal=["02_softmax"])
