@@ -28,11 +28,12 @@ from pathlib import Path
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT
 from autograder import engine
+from helpers.checks import BUNDLE_MARK
 
 #: Files of ``helpers/exercises/`` a bundle keeps as they are (no answer in them).
 KEEP_EXERCISE_FILES = ("__init__.py", "_compare.py", "_scenarios.py")
-# "not in the student bundle" is helpers.checks.BUNDLE_MARK (the check shows the message)
-STUB_MESSAGE = ("is exercise {name} of notebook {notebook}, not in the student bundle: the "
+#: What a left-out course function says (the check shows messages holding BUNDLE_MARK).
+STUB_MESSAGE = ("is exercise {name} of notebook {notebook}, " + BUNDLE_MARK + ": the "
                 "course calls your own {name} once it is defined in this notebook (copy it "
                 "from your {notebook} if it is an earlier one)")
 #: Visible cases the bundle cannot check without a reference (sampling is judged against
@@ -74,16 +75,15 @@ def strip_exercise_module(source: str) -> str:
         raise BundleError("an exercise module without EXERCISE")
     call = exercise.value
     call.keywords = [k for k in call.keywords if k.arg != "diagnose"]
-    wanted = [exercise] + [n for name, n in defs.items() if name.startswith("scenario_")]
-    keep: dict[str, ast.stmt] = {}
-    todo = list(wanted)
+    keep = {name: n for name, n in defs.items() if name.startswith("scenario_")}
+    todo = [exercise, *keep.values()]
     while todo:
         for name in _referenced_names([todo.pop()]):
             if name in defs and name not in keep:
                 keep[name] = defs[name]
                 todo.append(defs[name])
-    body_nodes = [n for n in tree.body if n is exercise or any(n is k for k in keep.values())
-                  or (isinstance(n, ast.FunctionDef) and n.name.startswith("scenario_"))]
+    kept = {id(n) for n in keep.values()} | {id(exercise)}
+    body_nodes = [n for n in tree.body if id(n) in kept]
     used = _referenced_names(body_nodes)
     imports = []
     for node in tree.body:
@@ -127,7 +127,7 @@ def _stored_cases(name: str) -> list[dict]:
     skip = UNSTORED_GROUPS.get(name, ())
     out = []
     for c in exercises.get(name).all_cases():
-        if c.hidden or c.group in skip or (c.scenario and "same_seed" in c.scenario):
+        if c.hidden or c.group in skip:
             continue
         out.append({"name": c.name, "description": c.description, "args": c.args,
                     "kwargs": c.kwargs, "group": c.group, "hidden": False,
@@ -215,7 +215,8 @@ _CHECK_MY_WORK = '''"""Run every notebook of this bundle and report its instant 
     python check_my_work.py 02_softmax      # one of them
 
 Each notebook runs from top to bottom in a fresh kernel (your saved notebook is not
-changed); for every test cell that fails, the check's message is printed.
+changed); for every cell that fails (a check, or a demo waiting for an exercise), its
+message is printed.
 """
 
 import sys
@@ -223,7 +224,6 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
 
 HERE = Path(__file__).resolve().parent
 

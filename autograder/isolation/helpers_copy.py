@@ -54,19 +54,6 @@ def _stub_function(tree: ast.Module, name: str, label: str | None = None) -> boo
     return found
 
 
-def exercise_stubs(name: str) -> dict[str, set[str]]:
-    """What the learner's code must not find while exercise ``name`` is graded."""
-    from helpers import exercises
-
-    return exercises.answer_functions(name)
-
-
-def _module_file(pkg: Path, module: str) -> Path:
-    from helpers import exercises
-
-    return exercises.module_file(pkg, module)
-
-
 def _stub_file(py: Path, names, label_of) -> list[str]:
     tree = ast.parse(py.read_text(encoding="utf-8"))
     stubbed = sorted(n for n in names if _stub_function(tree, n, label_of(n)))
@@ -87,8 +74,8 @@ def hide_exercise(pkg: Path, name: str) -> dict[str, list[str]]:
     keep = {(f.__module__, f.__name__) for f in
             (exercises.get(dep).reference for dep in exercises.get(name).uses)}
     hidden: dict[str, list[str]] = {}
-    for module, names in exercise_stubs(name).items():
-        py = _module_file(pkg, module)
+    for module, names in exercises.answer_functions(name).items():
+        py = exercises.module_file(pkg, module)
         # helpers.reference is re-exported by the package: name it as learners call it
         prefix = "helpers" if module == "helpers.reference" else module
         stubbed = _stub_file(py, names, lambda n, p=prefix: f"{p}.{n}")
@@ -124,7 +111,7 @@ def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = 
 
         ref = exercises.get(strip).reference
         hidden = hide_exercise(pkg, strip)
-        where = str(_module_file(pkg, ref.__module__).relative_to(pkg))
+        where = str(exercises.module_file(pkg, ref.__module__).relative_to(pkg))
         if ref.__name__ not in hidden.get(where, ()):
             raise ValueError(f"{where} defines no function {ref.__name__} to hide")
         (pkg / "checks.py").write_text(_CHECKS_STAND_IN, encoding="utf-8")

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import importlib
 import hashlib
+import importlib
 import io
 import json
 import os
