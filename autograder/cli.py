@@ -80,7 +80,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from autograder.collect import ZipRefused
 
     try:
-        outcomes = collect(Path(args.download), Path(args.out))
+        outcomes = collect(Path(args.download), Path(args.out), keep=args.keep)
     except ZipRefused as exc:
         print(f"collect: error: the download was not unpacked: {exc}", file=sys.stderr)
         return CANNOT_RUN
@@ -102,13 +102,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     shard = parse_shard(args.shard) if args.shard else None
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.timeout,
-                    memory_mb=args.memory_mb)
+                    memory_mb=args.memory_mb, hidden_feedback=args.hidden_feedback)
     from autograder.engine import UnsafeToGrade
     from autograder.grade import Interrupted
 
     try:
         records = run(Path(args.submissions), Path(args.out), jobs=args.jobs, limits=limits,
-                      shard=shard, resume=args.resume)
+                      shard=shard, resume=args.resume, only=args.student)
     except UnsafeToGrade as exc:
         print(f"grade: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
@@ -210,8 +210,13 @@ def cmd_export(args: argparse.Namespace) -> int:
             return CANNOT_RUN
         weights[name.strip()] = weight
     try:
+        from autograder import late
+
+        policy = late.Policy.parse(args.late_policy)
+        deadlines = late.parse_deadlines(args.deadline)
         paths = export(Path(args.out), args.format, Path(args.dest) if args.dest else None,
-                       roster, rename, assignments, weights)
+                       roster, rename, assignments, weights, deadlines=deadlines,
+                       policy=policy)
     except ValueError as exc:
         print(f"export: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
@@ -264,6 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("collect", help="turn an LMS download into the submissions layout")
     p.add_argument("download", help="a zip file or folder downloaded from Canvas, Moodle or Gradescope")
     p.add_argument("--out", required=True, help="the submissions folder to fill")
+    p.add_argument("--keep", choices=("latest", "first"), default="latest",
+                   help="which of two uploads of a notebook is graded (default: %(default)s)")
     p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser("grade", help="grade every submission",
@@ -284,6 +291,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true",
                    help="continue a run that was stopped (SIGTERM, Ctrl-C): grade only the "
                         "notebooks OUT/results.partial.jsonl does not hold yet")
+    p.add_argument("--hidden-feedback", choices=("full", "brief"), default="full",
+                   help="what a student's feedback says of a failing hidden case: its inputs "
+                        "and expected values (full, the default) or only that a hidden case "
+                        "of a group failed, with the likely mistake (brief)")
+    p.add_argument("--student", nargs="+", action="extend", metavar="ID",
+                   help="regrade only these students into an existing OUT (the other "
+                        "students' grades there are kept)")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("manual-template", help="a CSV of the written answers to score by hand")
@@ -318,6 +332,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="column name for an assignment (repeatable)")
     p.add_argument("--assignments", metavar="A,B,...",
                    help="export only these assignments, in this order (default: all graded)")
+    p.add_argument("--deadline", action="append", default=[], metavar="[ASSIGNMENT=]WHEN",
+                   help="the deadline (ISO 8601, UTC unless a zone is given) of every "
+                        "assignment, or of one (repeat the option)")
+    p.add_argument("--late-policy", metavar="PERCENT[:CAP]", default="none",
+                   help="points off per day late, at most CAP percent; none (default) or "
+                        "zero (late work scores 0). See docs/grading.md")
     p.add_argument("--weights", metavar="A=W,...",
                    help="multiply an assignment's points and maximum by W (default 1)")
     p.set_defaults(func=cmd_export)

@@ -24,10 +24,15 @@ when only one notebook has that number.
 No file is ever lost: everything that is not placed in the layout is copied to
 ``SUBMISSIONS/_unmatched/`` (the grader skips folders starting with ``_``), and
 ``SUBMISSIONS/_collect_report.csv`` says, for every file of the download, where it went
-and why. When one student has two files for the same notebook, the newer one is placed
-(zip/file time, then the higher ``-N`` suffix) and the other goes to ``_unmatched``. A
-file that would overwrite a different file already in SUBMISSIONS is not placed.
-``SUBMISSIONS/_roster.csv`` records the names, e-mails and ids the download gave.
+and why (``_collect_reports/`` keeps one such report per download). When one student has
+two files for the same notebook, the later upload is placed (upload time, then the higher
+``-N`` suffix, then the LMS's ids in the name, compared as numbers) and the other goes to
+``_unmatched``; ``--keep first`` places the earliest instead. Across downloads collected
+into the same SUBMISSIONS the same rule holds (a late resubmission in a second download
+replaces the first file, which moves to ``_unmatched/replaced/``); a different file of
+unknown upload time is never overwritten. ``SUBMISSIONS/_roster.csv`` records the names,
+e-mails and ids the download gave; ``SUBMISSIONS/_submissions.csv`` the upload time and
+the LMS's late flag of every placed notebook (:mod:`autograder.late`).
 """
 
 from __future__ import annotations
@@ -40,15 +45,17 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from autograder import SOLUTIONS_DIR, grade
+from autograder import SOLUTIONS_DIR, grade, late
 from autograder import safe_text
 
 UNMATCHED = "_unmatched"
 REPORT = "_collect_report.csv"
+REPORTS = "_collect_reports"
+KEEP = ("latest", "first")
 ROSTER = "_roster.csv"
 ROSTER_COLUMNS = ["student_id", "name", "email", "sid", "lms"]
 
-CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?:_late)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.I)
+CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.I)
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assign(?:submission|feedback)_\w+?_(?P<file>.*)$")
 GRADESCOPE_DIR = re.compile(r"^submission_(?P<id>\d+)$")
 RESUBMISSION = re.compile(r"(?:-(\d+)| ?\((\d+)\))$")
@@ -69,6 +76,7 @@ class Candidate:
     mtime: float = 0.0
     target: tuple[str, str] | None = None   # (assignment, notebook)
     how: str = ""
+    late: bool = False          # the LMS flagged it late (Canvas's _LATE)
 
 
 @dataclasses.dataclass
@@ -180,12 +188,13 @@ def _safe_extract(archive: Path, dest: Path, kind: str = "download") -> dict[Pat
     return times
 
 
-def _gradescope_submitters(root: Path) -> dict[str, list[dict]]:
-    """``{submission folder name: [submitter, ...]}`` from the download's own
-    ``submission_metadata.yml``: the one nearest its top (at the root or in its one
-    top-level folder). A file of that name inside a submission is a student's file, and
-    never says who submitted what."""
+def _gradescope_submitters(root: Path) -> tuple[dict[str, list[dict]], dict[str, float]]:
+    """``({submission folder name: [submitter, ...]}, {submission folder name: upload
+    time})`` from the download's own ``submission_metadata.yml``: the one nearest its top
+    (at the root or in its one top-level folder). A file of that name inside a submission
+    is a student's file, and never says who submitted what."""
     found: dict[str, list[dict]] = {}
+    created: dict[str, float] = {}
     metas = sorted(root.rglob("submission_metadata.yml"),
                    key=lambda p: len(p.relative_to(root).parts))
     top = [m for m in metas if len(m.relative_to(root).parts) <= 2]
@@ -197,12 +206,35 @@ def _gradescope_submitters(root: Path) -> dict[str, list[dict]]:
             submitters = (value or {}).get(":submitters") or (value or {}).get("submitters") or []
             found[str(key)] = [{str(k).lstrip(":"): ("" if v is None else str(v)) for k, v in s.items()}
                                for s in submitters]
-    return found
+            when = (value or {}).get(":created_at") or (value or {}).get("created_at")
+            if when:
+                try:
+                    created[str(key)] = _gradescope_time(when)
+                except ValueError:
+                    pass                         # no time: the zip's time stands
+    return found, created
+
+
+def _gradescope_time(value) -> float:
+    """Gradescope's ``created_at`` (``2026-10-01 12:00:00.123456789 -0700``, or a datetime
+    YAML already parsed) as seconds since the epoch."""
+    import datetime as dt
+
+    if isinstance(value, dt.datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)).timestamp()
+    m = re.match(r"^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.\d+)?\s*(Z|[+-]\d\d:?\d\d)?$",
+                 str(value).strip())
+    if not m:
+        raise ValueError(value)
+    zone = (m.group(3) or "+0000").replace("Z", "+0000").replace(":", "")
+    return dt.datetime.strptime(f"{m.group(1)} {m.group(2)} {zone}",
+                                "%Y-%m-%d %H:%M:%S %z").timestamp()
 
 
 def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dict[str, dict],
               assignment_names: set[str]) -> tuple[list[str], str | None, str, str]:
-    """``(student ids, assignment folder hint, file name, lms)`` for a path in the download."""
+    """``(student ids, assignment folder hint, file name, lms)`` for a path in the download
+    (``lms`` is ``canvas-late`` for a file Canvas flagged late)."""
     parts = rel.parts
     for i, part in enumerate(parts):
         m = GRADESCOPE_DIR.match(part)
@@ -227,7 +259,7 @@ def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dic
         sid = safe_id(m.group("uid"))
         roster.setdefault(sid, {"student_id": sid, "name": m.group("name"), "email": "", "sid": "",
                                 "lms": "canvas"})
-        return [sid], None, m.group("file"), "canvas"
+        return [sid], None, m.group("file"), "canvas-late" if m.group("late") else "canvas"
     if len(parts) >= 3 and parts[-2] in assignment_names:   # .../<student>/<assignment>/<file>
         return [safe_id(parts[-3])], parts[-2], parts[-1], "folders"
     if len(parts) >= 2 and parts[-2] not in assignment_names:  # .../<student>/<file>
@@ -244,12 +276,16 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
         times.update(_safe_extract(download, root))
     else:
         root = download
-    gradescope = _gradescope_submitters(root)
+    gradescope, created = _gradescope_submitters(root)
     candidates = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = PurePosixPath(path.relative_to(root).as_posix())
         ids, hint, filename, lms = _identify(rel, gradescope, roster, assignment_names)
+        late = lms == "canvas-late"
+        lms = "canvas" if late else lms
         mtime = times.get(path, path.stat().st_mtime)
+        for part in rel.parts:                  # Gradescope's own upload time wins
+            mtime = created.get(part, mtime)
         if filename.lower().endswith(".zip") and ids and zipfile.is_zipfile(path):
             inner_root = work / "inner" / str(len(candidates)) / path.name
             try:
@@ -261,16 +297,24 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
             for inner in sorted(inner_times):
                 inner_rel = inner.relative_to(inner_root).as_posix()
                 candidates.append(Candidate(f"{rel}!{inner_rel}", inner, inner.name, list(ids),
-                                            None, lms, inner_times[inner]))
+                                            None, lms, mtime, late=late))
             # the zip itself is kept too (never lose a file)
-        candidates.append(Candidate(str(rel), path, filename, ids, hint, lms, mtime))
+        candidates.append(Candidate(str(rel), path, filename, ids, hint, lms, mtime, late=late))
     return candidates
 
 
 # --------------------------------------------------------------------------- placing
 
-def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR) -> list[Outcome]:
-    """Place the notebooks of ``download`` into ``out``; return what became of every file."""
+def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
+            keep: str = "latest") -> list[Outcome]:
+    """Place the notebooks of ``download`` into ``out``; return what became of every file.
+
+    ``keep``: which of two uploads of one notebook is graded, ``latest`` (default) or
+    ``first``; this holds within one download and across downloads collected into the
+    same ``out`` (a late resubmission in a second download replaces the first file, which
+    is kept in ``_unmatched/``)."""
+    if keep not in KEEP:
+        raise ValueError(f"keep must be one of {', '.join(KEEP)}, not {keep!r}")
     if not download.exists():
         raise FileNotFoundError(f"download not found: {download}")
     if download.is_file() and not zipfile.is_zipfile(download):
@@ -281,6 +325,8 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR) -> list[
     out.mkdir(parents=True, exist_ok=True)
     roster: dict[str, dict] = {}
     outcomes: list[Outcome] = []
+    times = late.read_submissions(out)        # earlier downloads' upload times
+    prefer = _newer if keep == "latest" else (lambda a, b: _newer(b, a))
     with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
         candidates = read_download(download, Path(tmp), roster, {a for a, _ in course})
         unmatched: list[tuple[Candidate, str]] = []
@@ -311,24 +357,43 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR) -> list[
                 if other is None:
                     chosen[key] = cand
                     continue
-                newer, older = (cand, other) if _newer(cand, other) else (other, cand)
+                newer, older = (cand, other) if prefer(cand, other) else (other, cand)
                 chosen[key] = newer
-                unmatched.append((older, f"older file for {sid}/{target[0]}/{target[1]}"
-                                         f" (kept {newer.origin})"))
+                unmatched.append((older, f"{'older' if keep == 'latest' else 'later'} file "
+                                         f"for {sid}/{target[0]}/{target[1]} (kept {newer.origin})"))
         for (sid, assignment, notebook), cand in sorted(chosen.items()):
             rel = Path(sid) / assignment / notebook
             dest = out / rel
             data = cand.path.read_bytes()
+            row = {"student_id": sid, "assignment": assignment, "notebook": notebook,
+                   "submitted_at": late.iso(cand.mtime), "lms_late": "yes" if cand.late else "",
+                   "source": cand.origin}
             if dest.exists():
                 if dest.read_bytes() == data:
                     outcomes.append(Outcome(cand.origin, "already there", rel.as_posix(), cand.how))
                     continue
-                unmatched.append((cand, f"{rel.as_posix()} already holds a different file;"
-                                        " not overwritten"))
-                continue
+                before = times.get((sid, assignment, notebook), {}).get("submitted_at", "")
+                if not before:
+                    unmatched.append((cand, f"{rel.as_posix()} already holds a different file "
+                                            "of unknown upload time; not overwritten"))
+                    continue
+                later = late.parse_time(row["submitted_at"]) > late.parse_time(before)
+                if later != (keep == "latest"):
+                    unmatched.append((cand, f"{rel.as_posix()} already holds the "
+                                            f"{'later' if keep == 'latest' else 'earlier'} "
+                                            f"upload ({before}); not overwritten"))
+                    continue
+                old = _keep(dest, out, Path(UNMATCHED) / "replaced" / before.replace(":", "")
+                            / rel)
+                outcomes.append(Outcome(cand.origin, "placed", rel.as_posix(),
+                                        f"{cand.how}; replaces the upload of {before} "
+                                        f"(moved to {old.as_posix()})"))
+                dest.unlink()
+            else:
+                outcomes.append(Outcome(cand.origin, "placed", rel.as_posix(), cand.how))
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
-            outcomes.append(Outcome(cand.origin, "placed", rel.as_posix(), cand.how))
+            times[(sid, assignment, notebook)] = row
         seen = set()
         for cand, reason in unmatched:
             key = (cand.origin, reason)
@@ -340,8 +405,19 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR) -> list[
             rel = _keep(cand.path, out, rel)
             outcomes.append(Outcome(cand.origin, "unmatched", rel.as_posix(), reason))
     _write_report(outcomes, out / REPORT)
+    _write_report(outcomes, _download_report(out, download))
     _write_roster(roster, out / ROSTER)
+    late.write_submissions(out, times)
     return outcomes
+
+
+def _download_report(out: Path, download: Path) -> Path:
+    """``_collect_reports/<NN>_<download name>.csv``: one report per download collected,
+    numbered in order (``_collect_report.csv`` is always the latest one)."""
+    folder = out / REPORTS
+    folder.mkdir(exist_ok=True)
+    n = len(list(folder.glob("*.csv"))) + 1
+    return folder / f"{n:02d}_{safe_id(download.name) or 'download'}.csv"
 
 
 def _keep(source: Path, out: Path, rel: Path) -> Path:

@@ -771,6 +771,14 @@ def _case_error(function: str, case, err: str, where: str = "") -> str:
     return checks.error_text(function, case, _short(err, 400))
 
 
+def _brief(function: str, group: str, text: str) -> str:
+    """A failing hidden case in a few words: which group, and the likely mistake."""
+    mistake = next((line.strip() for line in text.splitlines()
+                    if line.strip().startswith("Likely mistake:")), "")
+    return (f"{function} failed a hidden case (group {group!r}; its inputs and expected "
+            f"values are not shown)" + (f"\n  {mistake}" if mistake else ""))
+
+
 def _answer_functions(source: Source) -> dict[str, list[str]]:
     """Answer grade_id -> the functions its source cell defines."""
     return {gid: _defined_functions(cell.source) or [gid]
@@ -825,8 +833,8 @@ def _feedback(line: dict | None, scrub: _Scrubber, extra: list[str]) -> str:
 
 def _same_case(text: str, shown: str) -> bool:
     """Whether ``text`` (an explanation of a failing case) is already part of ``shown``."""
-    head = text.split("\n  Likely mistake", 1)[0].strip()
-    return bool(head) and head in shown
+    head = " ".join(text.split("\n  Likely mistake", 1)[0].split())
+    return bool(head) and head in " ".join(shown.split())   # the notebook's text is wrapped
 
 
 @dataclass
@@ -873,8 +881,11 @@ def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout:
 
 def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str, _Verdict],
                    line: dict | None, run: _Run, note: str, missing: dict[str, str],
-                   scrub: _Scrubber) -> tuple[CellResult, list[str]]:
-    """A test cell (its ``check`` calls): the isolated verdicts decide.
+                   scrub: _Scrubber, hidden_feedback: str = "full"
+                   ) -> tuple[CellResult, list[str]]:
+    """A test cell (its ``check`` calls): the isolated verdicts decide. With
+    ``hidden_feedback="brief"`` a failing hidden case is reported without its inputs and
+    expected values (the likely mistake is still named).
 
     Returns the cell's result and the functions whose verdict contradicts a pass in the
     notebook run on the same (visible) cases: tampering.
@@ -894,6 +905,8 @@ def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str,
         if not failed:
             continue
         first = v.problems[failed[0]]
+        if hidden_feedback == "brief" and v.hidden[failed[0]]:
+            first = _brief(spec.function, v.groups[failed[0]], first)
         extra.append(first)
         first = _summary(first)
         if spec.function in missing:
@@ -924,8 +937,11 @@ def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str,
 
 def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 30,
                    notebook_timeout: float = 120, memory_mb: int = 2048,
-                   solutions: Path | None = None) -> NotebookResult:
+                   solutions: Path | None = None,
+                   hidden_feedback: str = "full") -> NotebookResult:
     """Grade one submitted notebook against ``solutions/<assignment>/`` (see module doc).
+    ``hidden_feedback``: ``full`` shows a failing hidden case's inputs and expected
+    values, ``brief`` only that a hidden case of a group failed, and the likely mistake.
 
     Takes at most ``2 * notebook_timeout`` seconds plus a few: the notebook run, then the
     isolated runs sharing a second budget. ``solutions`` replaces the repository's
@@ -1005,7 +1021,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
                     "of a known exercise; tell your instructor"))
                 continue
             cell, tampered = _exercise_cell(scell, specs[scell.grade_id], verdicts, line,
-                                            run, note, missing, scrub)
+                                            run, note, missing, scrub, hidden_feedback)
             if tampered:
                 result.flags.append(
                     f"tampering suspected in {scell.grade_id}: the test passed in the "

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from autograder.records import points_text as _points
 from autograder.records import read_records, summary_rows
-from autograder import safe_text
+from autograder import late, safe_text
 
 FORMATS = ("canvas", "gradescope")
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -125,12 +125,22 @@ def export_gradescope(records: list[dict], dest: Path, roster: dict | None = Non
 
 def export(out: Path, fmt: str, dest: Path | None = None, roster: Path | None = None,
            rename: dict[str, str] | None = None, assignments: list[str] | None = None,
-           weights: dict[str, float] | None = None) -> list[Path]:
+           weights: dict[str, float] | None = None, deadlines: dict | None = None,
+           policy: "late.Policy | None" = None) -> list[Path]:
     """Write the gradebook file(s) of grading output ``out`` in format ``fmt``: the
     ``assignments`` given (all graded ones by default), each weighted by ``weights``
-    (default 1), one row per student graded or on the roster."""
+    (default 1), one row per student graded or on the roster. With ``deadlines`` the
+    late ``policy`` (:mod:`autograder.late`) is applied and ``late.csv`` lists every
+    late notebook."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     writer = export_canvas if fmt == "canvas" else export_gradescope
-    return writer(read_records(out), out if dest is None else dest, read_roster(roster), rename,
-                  assignments, weights)
+    dest = out if dest is None else dest
+    records = read_records(out)
+    paths = []
+    if deadlines or (policy and policy.percent_per_day):
+        records, rows = late.apply(records, deadlines or {}, policy or late.Policy.parse("none"))
+        dest.mkdir(parents=True, exist_ok=True)
+        late.write_late(rows, dest / "late.csv")
+        paths.append(dest / "late.csv")
+    return writer(records, dest, read_roster(roster), rename, assignments, weights) + paths

@@ -40,11 +40,11 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable, Iterable
 
-from autograder import SOLUTIONS_DIR, safe_text
+from autograder import SOLUTIONS_DIR, late, safe_text
 from autograder import cells as nbcells
 from autograder.records import (GRADE_COLUMNS, SUMMARY_COLUMNS, GradedCell, apply_manual,
-                                csv_number, missing_record, read_manual, result_record,
-                                solutions_digest, sort_key, summary_rows)
+                                csv_number, missing_record, read_manual, read_records,
+                                result_record, solutions_digest, sort_key, summary_rows)
 
 # --------------------------------------------------------------------------- course layout
 
@@ -135,6 +135,7 @@ class Limits:
     cell_timeout: float = 30.0
     notebook_timeout: float = 120.0
     memory_mb: int = 2048
+    hidden_feedback: str = "full"    # or "brief" (grade --hidden-feedback)
 
 
 # --------------------------------------------------------------------------- the pool
@@ -154,8 +155,10 @@ def _grade_one(student_id: str, assignment: str, notebook: str, source: str, tmp
         copy = tmp / assignment / notebook
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, copy)
+        more = {} if limits.hidden_feedback == "full" else {"hidden_feedback": limits.hidden_feedback}
         result = grade_fn(copy, assignment, cell_timeout=limits.cell_timeout,
-                          notebook_timeout=limits.notebook_timeout, memory_mb=limits.memory_mb)
+                          notebook_timeout=limits.notebook_timeout, memory_mb=limits.memory_mb,
+                          **more)
         return result_record(student_id, assignment, notebook, result, cells,
                              time.monotonic() - start)
     except Exception as exc:  # the engine promises not to raise; if it does, say so
@@ -432,12 +435,15 @@ def threading_is_main() -> bool:
 
 def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits | None = None,
         shard: tuple[int, int] | None = None, solutions: Path = SOLUTIONS_DIR,
-        grade_fn: GradeFunction | None = None, stream=None, resume: bool = False) -> list[dict]:
+        grade_fn: GradeFunction | None = None, stream=None, resume: bool = False,
+        only: Iterable[str] | None = None) -> list[dict]:
     """Grade ``submissions`` into ``out``; return the records. Raises ``FileNotFoundError``
     / ``ValueError`` when the grader cannot run at all (no such folder, no course, OUT
     inside SUBMISSIONS), and :class:`autograder.engine.UnsafeToGrade` when student code
     would run as root (:func:`autograder.engine.check_safe_to_grade`). ``grade_fn``
-    defaults to :func:`autograder.engine.grade_notebook`."""
+    defaults to :func:`autograder.engine.grade_notebook`. ``only`` (``grade --student``)
+    regrades those students alone into an existing ``out``: the other students' records
+    there are kept as they are."""
     from autograder.progress import Progress
 
     at_exit = None
@@ -460,6 +466,16 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         raise ValueError(f"no solution notebooks in {solutions}: nothing to grade against")
     students = [s for s in discover(submissions, course) if in_shard(s.student_id, shard)]
     stream = sys.stderr if stream is None else stream
+    kept: list[dict] = []
+    if only is not None:
+        only = set(only)
+        unknown = sorted(only - {s.student_id for s in students})
+        if unknown:
+            raise ValueError("no submissions in " + safe_text.terminal(str(submissions))
+                             + " for student(s): "
+                             + ", ".join(safe_text.terminal(u) for u in unknown))
+        students = [s for s in students if s.student_id in only]
+        kept = [r for r in read_records(Path(out)) if r["student_id"] not in only]
     for student in students:
         for path in student.ignored:
             print(f"note: not a course notebook, not graded: {safe_text.terminal(path)}",
@@ -478,6 +494,11 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     wanted = {(s.student_id, a, n) for s in students for (a, n) in course}
     stale = [r for r in earlier if r.get("solutions") != stamp["solutions"]
              or r.get("grader") != stamp["grader"]]
+    older = {r["student_id"] for r in kept if r.get("solutions") != stamp["solutions"]}
+    if older:
+        print(f"note: {len(older)} other student(s) in {safe_text.terminal(str(out))} were "
+              "graded with another solutions/ (their records are kept as they are; "
+              "grade everyone again to bring them up to date)", file=stream)
     if stale:
         print(f"resume: {len(stale)} notebook(s) of the journal were graded with other "
               f"solutions/ or another grader version: graded again", file=stream)
@@ -508,7 +529,13 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         finally:
             restore()
     progress.close()
-    records = earlier + records
+    records = kept + earlier + records
+    uploads = late.read_submissions(submissions)   # upload times and late flags (collect)
+    for record in records:
+        row = uploads.get(sort_key(record))
+        if row is not None:
+            record.update(submitted_at=row.get("submitted_at", ""),
+                          lms_late=row.get("lms_late", ""))
     write_outputs(records, out)
     journal.unlink(missing_ok=True)
     return records

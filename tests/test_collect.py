@@ -195,7 +195,7 @@ def test_zip_members_cannot_escape(tmp_path, solutions):
 
 def test_collect_command(tmp_path, solutions, monkeypatch, capsys):
     monkeypatch.setattr(collect, "SOLUTIONS_DIR", solutions)
-    monkeypatch.setattr(collect.collect, "__defaults__", (solutions,))
+    monkeypatch.setattr(collect.collect, "__defaults__", (solutions, "latest"))
     download = make_zip(tmp_path / "dl.zip", {"doejane_1_2_01_dot_products.ipynb": nb("a"),
                                               "doejane_1_3_essay.docx": b"x"})
     assert main(["collect", str(download), "--out", str(tmp_path / "subs")]) == 0
@@ -294,7 +294,7 @@ def test_names_that_are_formulas_are_neutralised_in_every_csv(tmp_path, solution
 
 def test_file_names_with_terminal_escapes_are_printed_escaped(tmp_path, solutions, capsys,
                                                               monkeypatch):
-    monkeypatch.setattr(collect.collect, "__defaults__", (solutions,))
+    monkeypatch.setattr(collect.collect, "__defaults__", (solutions, "latest"))
     download = make_zip(tmp_path / "dl.zip", {
         "doejane_1_2_01_dot_products.ipynb": nb("a"),
         "doejane_1_3_\x1b]0;pwned\x07\x1b[2Jnotes.txt": b"x"})
@@ -323,7 +323,7 @@ def test_a_zip_bomb_inside_a_submission_is_not_unpacked(tmp_path, solutions):
 def test_a_download_over_the_caps_is_refused_with_a_message(tmp_path, solutions, capsys,
                                                             monkeypatch):
     monkeypatch.setitem(collect.ZIP_CAPS, "download", (3, 10 ** 9))
-    monkeypatch.setattr(collect.collect, "__defaults__", (solutions,))
+    monkeypatch.setattr(collect.collect, "__defaults__", (solutions, "latest"))
     download = make_zip(tmp_path / "dl.zip", {f"doejane_1_{i}_x{i}.ipynb": nb("a")
                                               for i in range(5)})
     assert main(["collect", str(download), "--out", str(tmp_path / "subs")]) == 2
