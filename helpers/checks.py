@@ -65,8 +65,33 @@ RTOL = exercises.RTOL
 ATOL = exercises.ATOL
 
 
+#: Longest line of a failed check as a notebook shows it. nbgrader's Validate button cuts
+#: every line of an error at 87 characters, its own four-space indent included.
+LINE = 80
+
+
 class CheckFailed(AssertionError):
     """A check did not pass; the message says which case and why."""
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for it (and what nbgrader's Validate reads): the message
+        alone, wrapped at :data:`LINE` characters, without the course's own frames."""
+        return wrap(f"CheckFailed: {self}").splitlines()
+
+
+def wrap(text: str, width: int = LINE) -> str:
+    """``text`` with every line longer than ``width`` wrapped, continuations indented."""
+    import textwrap
+
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        lead = line[:len(line) - len(line.lstrip())]
+        out.append(textwrap.fill(line, width, subsequent_indent=lead + "    ",
+                                 break_on_hyphens=False))
+    return "\n".join(out)
 
 
 def exercise_names() -> tuple[str, ...]:
