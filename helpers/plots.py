@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+from matplotlib.patches import Circle, Rectangle
 
 import helpers.reference as ref
 
@@ -766,4 +766,209 @@ def generation_times_figure(times: dict, n_new: int, title: str | None = None):
     ax.legend(frameon=False, fontsize=8)
     if title:
         ax.set_title(title)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------
+# Diagrams: drawn from code, so they cannot go stale (notebooks 05-10)
+# ---------------------------------------------------------------------------------------
+
+#: One colour per head (or per part of a diagram), in order.
+PART_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
+
+
+def _box(ax, x, y, w, h, text, color="white", fontsize=9, edge="0.25", **text_kw):
+    """A labelled rectangle with its lower-left corner at ``(x, y)``."""
+    ax.add_patch(Rectangle((x, y), w, h, facecolor=color, edgecolor=edge, linewidth=1.0))
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fontsize,
+            **text_kw)
+
+
+def _flow(ax, start, end, text="", color="0.2", side="right", rad=0.0, fontsize=8):
+    """An arrow from ``start`` to ``end`` with an optional label beside its middle."""
+    ax.annotate("", xy=end, xytext=start,
+                arrowprops=dict(arrowstyle="-|>", color=color, linewidth=1.2,
+                                shrinkA=0, shrinkB=0, connectionstyle=f"arc3,rad={rad}"))
+    if text:
+        mx, my = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
+        dx = 0.12 if side == "right" else -0.12
+        ax.text(mx + dx, my, text, ha="left" if side == "right" else "right", va="center",
+                fontsize=fontsize, color=color)
+
+
+def _blank(ax, xlim, ylim) -> None:
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+
+def diagram_causal_mask(tokens: Sequence[str]):
+    """Notebook 05: which key each query of a sentence may attend to (lower triangle)."""
+    n = len(tokens)
+    fig, ax = new_figure(4.2, 3.8)
+    mask = ref.causal_mask(n)
+    for i in range(n):
+        for j in range(n):
+            allowed = bool(mask[i, j])
+            ax.add_patch(Rectangle((j, n - 1 - i), 1, 1, facecolor="#c6dbef" if allowed
+                                   else "0.93", edgecolor="white", linewidth=2,
+                                   hatch=None if allowed else "//"))
+            ax.text(j + 0.5, n - 0.5 - i, "✓" if allowed else "×", ha="center",
+                    va="center", fontsize=11, color="0.15" if allowed else "0.55")
+    for k, tok in enumerate(tokens):
+        ax.text(-0.1, n - 0.5 - k, tok, ha="right", va="center", fontsize=9)
+        ax.text(k + 0.5, n + 0.1, tok, ha="center", va="bottom", fontsize=9, rotation=30)
+    ax.text(n / 2, n + 0.9, "key j (what is read)", ha="center", fontsize=9)
+    ax.text(-1.6, n / 2, "query i (who reads)", ha="center", va="center", fontsize=9,
+            rotation=90)
+    ax.set_title("causal mask: query i may read keys j <= i", fontsize=10, pad=28)
+    _blank(ax, (-2.0, n + 0.2), (-0.2, n + 1.3))
+    return fig
+
+
+def diagram_heads(n_tokens: int = 4, d_model: int = 8, n_heads: int = 2):
+    """Notebook 06: heads are column blocks of Q (and K, V); split_heads stacks them.
+
+    Left: ``Q = X W_Q``, ``[N, d_model]``, its columns coloured by head. Right: the same
+    numbers as ``[n_heads, N, d_h]``, head 0 in front. Heads are numbered from 0, like
+    the columns.
+    """
+    d_h = d_model // n_heads
+    fig, ax = new_figure(8.4, 3.6)
+    top = n_tokens
+    for c in range(n_heads):                               # Q as one matrix
+        for col in range(c * d_h, (c + 1) * d_h):
+            for row in range(n_tokens):
+                ax.add_patch(Rectangle((col * 0.5, top - 1 - row * 0.7), 0.5, 0.7,
+                                       facecolor=PART_COLORS[c % len(PART_COLORS)],
+                                       alpha=0.75, edgecolor="white"))
+        ax.text((c * d_h + d_h / 2) * 0.5, top + 0.35,
+                f"head {c}\ncolumns {c * d_h}-{(c + 1) * d_h - 1}", ha="center",
+                va="bottom", fontsize=8)
+    ax.text(d_model * 0.25, top - 1 - n_tokens * 0.7 - 0.2,
+            f"Q = X W_Q: [N={n_tokens}, d_model={d_model}]", ha="center", va="top",
+            fontsize=9)
+    x0 = d_model * 0.5 + 1.6
+    mid = top - 1 - (n_tokens - 2) * 0.35
+    _flow(ax, (d_model * 0.5 + 0.2, mid), (x0 - 0.2, mid))
+    ax.text((d_model * 0.5 + x0) / 2, mid + 0.15, "split_heads", ha="center", va="bottom",
+            fontsize=8)
+    bottom = top - 1 - (n_tokens - 1) * 0.7
+    for c in reversed(range(n_heads)):                     # the stack, head 0 in front
+        off = c * 0.45
+        for col in range(d_h):
+            for row in range(n_tokens):
+                ax.add_patch(Rectangle((x0 + off + col * 0.5, top - 1 - row * 0.7 + off),
+                                       0.5, 0.7, facecolor=PART_COLORS[c % len(PART_COLORS)],
+                                       edgecolor="white"))
+        ax.text(x0 + off + d_h * 0.5 + 0.1, bottom + off + 0.2, f"head {c}",
+                ha="left", va="center", fontsize=8)
+    ax.text(x0 + d_h * 0.25 + 0.3, top - 1 - n_tokens * 0.7 - 0.2,
+            f"[n_heads={n_heads}, N={n_tokens}, d_h={d_h}]", ha="center", va="top",
+            fontsize=9)
+    ax.set_title("heads are column blocks: head c owns columns c*d_h to (c+1)*d_h - 1",
+                 fontsize=10)
+    _blank(ax, (-0.3, x0 + d_h * 0.5 + n_heads * 0.45 + 1.4),
+           (top - n_tokens * 0.7 - 1.0, top + 1.3))
+    return fig
+
+
+def diagram_prenorm_block():
+    """Notebook 07: the pre-norm block, its six lines ``t1..t5, h`` and two residual paths."""
+    fig, ax = new_figure(5.6, 6.4)
+    cx, w = 2.0, 2.7
+    steps = [  # (y, label, colour, the line it computes)
+        (1.0, "LayerNorm 1", "#eeeeee", "t1 = LN1(x)"),
+        (2.4, "multi-head attention\n(reads every token's t1)", "#c6dbef", "t2 = MHA(t1)"),
+        (4.6, "LayerNorm 2", "#eeeeee", "t4 = LN2(t3)"),
+        (6.0, "feed-forward network\n(each token alone)", "#fdd0a2", "t5 = FFN(t4)"),
+    ]
+    ax.text(cx, -0.2, "x  [N, d]", ha="center", va="center", fontsize=10)
+    prev = 0.05
+    for y, label, color, line in steps:
+        _flow(ax, (cx, prev), (cx, y))
+        _box(ax, cx - w / 2, y, w, 0.8, label, color=color, fontsize=8.5)
+        ax.text(cx + w / 2 + 0.25, y + 0.4, line, ha="left", va="center", fontsize=9,
+                family="monospace")
+        prev = y + 0.8
+        if label.startswith("multi-head"):
+            ax.add_patch(Circle(
+                (cx, 3.95), 0.22, facecolor="white", edgecolor="0.2"))
+            ax.text(cx, 3.95, "+", ha="center", va="center", fontsize=12)
+            _flow(ax, (cx, prev), (cx, 3.73))
+            ax.text(cx + w / 2 + 0.25, 3.95, "t3 = x + t2", ha="left", va="center",
+                    fontsize=9, family="monospace")
+            prev = 4.17
+    ax.add_patch(Circle(
+        (cx, 7.55), 0.22, facecolor="white", edgecolor="0.2"))
+    ax.text(cx, 7.55, "+", ha="center", va="center", fontsize=12)
+    _flow(ax, (cx, prev), (cx, 7.33))
+    ax.text(cx + w / 2 + 0.25, 7.55, "h = t3 + t5", ha="left", va="center", fontsize=9,
+            family="monospace")
+    _flow(ax, (cx, 7.77), (cx, 8.5))
+    ax.text(cx, 8.7, "h  [N, d]  (to the next block)", ha="center", va="center",
+            fontsize=10)
+    # the two residual paths: around attention (x) and around the FFN (t3)
+    for y0, y1, name in ((0.4, 3.95, "residual: x"), (4.3, 7.55, "residual: t3")):
+        xs = cx - w / 2 - 0.45
+        ax.plot([cx, xs, xs], [y0, y0, y1], color=ACCENT_COLOR, linewidth=1.6)
+        _flow(ax, (xs, y1), (cx - 0.22, y1), color=ACCENT_COLOR)
+        ax.text(xs - 0.1, (y0 + y1) / 2, name, ha="right", va="center", fontsize=8.5,
+                color=ACCENT_COLOR, rotation=90)
+    ax.set_title("a pre-norm transformer block", fontsize=10)
+    _blank(ax, (-0.6, 6.2), (-0.6, 9.1))
+    return fig
+
+
+def diagram_language_model(n_tokens: int = 6, d: int = 64, vocab: int = 65,
+                           n_blocks: int = 4):
+    """Notebook 08: token ids -> embeddings -> blocks -> logits, with every shape."""
+    fig, ax = new_figure(9.6, 2.2)
+    stages = [
+        ("token ids", f"[N={n_tokens}]", "white"),
+        ("E[ids] + P[:N]\n(embed)", f"[N, d={d}]", "#eeeeee"),
+        (f"{n_blocks} causal blocks\n(notebook 07)", "[N, d]", "#c6dbef"),
+        ("final LayerNorm\n(if present)", "[N, d]", "#eeeeee"),
+        ("h @ E.T\n(lm_head)", f"logits [N, V={vocab}]", "#fdd0a2"),
+        ("softmax of\nthe last row", "[V]: the next\ntoken's odds", "white"),
+    ]
+    w, gap = 1.25, 0.45
+    for k, (label, shape, color) in enumerate(stages):
+        x = k * (w + gap)
+        _box(ax, x, 0.6, w, 1.0, label, color=color, fontsize=8)
+        ax.text(x + w / 2, 0.45, shape, ha="center", va="top", fontsize=8, color="0.3")
+        if k:
+            _flow(ax, (x - gap + 0.02, 1.1), (x - 0.02, 1.1))
+    ax.set_title("a decoder-only language model, bottom to top (left to right here)",
+                 fontsize=10)
+    _blank(ax, (-0.2, len(stages) * (w + gap)), (-0.4, 1.9))
+    return fig
+
+
+def diagram_kv_cache(n_past: int = 5, n_new: int = 1):
+    """Notebook 10: one generation step with a KV cache. Keys and values of the tokens
+    already seen are kept; only the new token's row is computed and appended, and its
+    query attends to every cached row and to itself."""
+    fig, ax = new_figure(7.8, 3.4)
+    for m, (name, x0) in enumerate((("K", 0.0), ("V", 3.2))):
+        for r in range(n_past + n_new):
+            new = r >= n_past
+            ax.add_patch(Rectangle((x0, n_past + n_new - 1 - r), 2.2, 0.9,
+                                   facecolor=ACCENT_COLOR if new else "#c6dbef",
+                                   edgecolor="white"))
+            ax.text(x0 + 1.1, n_past + n_new - 0.55 - r,
+                    f"{name.lower()}{r}" + ("  (new)" if new else "  (cached)"),
+                    ha="center", va="center", fontsize=8)
+        ax.text(x0 + 1.1, n_past + n_new + 0.2, f"{name}: [positions, d_h]", ha="center",
+                fontsize=9)
+    qx = -2.6
+    _box(ax, qx, 0.0, 1.2, 0.9, f"q{n_past}", color=ACCENT_COLOR, fontsize=9)
+    ax.text(qx + 0.6, 1.1, "the new\ntoken's query", ha="center", va="bottom", fontsize=8)
+    for r in range(n_past + n_new):
+        _flow(ax, (qx + 1.2, 0.45), (-0.05, n_past + n_new - 0.55 - r), color="0.6")
+    ax.text(5.5, (n_past + n_new) / 2, "its weights\nmix these\nrows", ha="left",
+            va="center", fontsize=8)
+    ax.set_title(f"a step with a KV cache: compute 1 row, reuse {n_past}", fontsize=10)
+    _blank(ax, (qx - 0.2, 7.0), (-0.3, n_past + n_new + 0.8))
     return fig
