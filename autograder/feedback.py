@@ -36,6 +36,21 @@ def tests_of(grade_id: str, answer_ids: list[str]) -> str | None:
     return max(owners, key=len) if owners else None
 
 
+def answer_order(cells: list[dict], answer_ids: list[str]) -> list[str]:
+    """The answers in the notebook's order, whatever the order of ``answer_ids``: by the
+    first graded cell each one owns (the cells of a record follow the solution notebook),
+    answers owning none last, by name. A record read back from ``results.jsonl`` has its
+    answers sorted by name (``merge`` reads records so), a record fresh from the engine in
+    the notebook's order: both give the same page."""
+    first: dict[str, int] = {}
+    for i, row in enumerate(cells):
+        owner = row["grade_id"] if row["grade_id"] in answer_ids else tests_of(
+            row["grade_id"], answer_ids)
+        if owner is not None:
+            first.setdefault(owner, i)
+    return sorted(answer_ids, key=lambda a: (first.get(a, len(cells)), a))
+
+
 def _cell_html(row: dict) -> str:
     status = row["status"] if row["status"].isidentifier() else "failed"
     parts = [f'<div class="cell {_e(status)}">',
@@ -60,7 +75,7 @@ def render(record: dict) -> str:
         body.append(f'<div class="cell {_e(record["status"])}"><p>Notebook status: '
                     f'<b>{_e(record["status"])}</b></p><p>{_e(record["message"])}</p></div>')
     answers = dict(record.get("answers") or {})
-    answer_ids = list(answers)
+    answer_ids = answer_order(record["cells"], list(answers))
     placed: set[int] = set()
     for answer_id in answer_ids:
         body.append(f"<h2>Your answer: <code>{_e(answer_id)}</code></h2>")

@@ -4,15 +4,20 @@ Each output folder's ``results.jsonl`` holds one record per graded notebook; mer
 concatenates them and writes grades.csv, summary.csv and the feedback pages afresh, so a
 merged folder is exactly what one run over the whole class would have written. The same
 (student, assignment, notebook) in two inputs is an error unless both records agree,
-because it means the shards overlapped (or a folder was passed twice).
+because it means the shards overlapped (or a folder was passed twice). The written answers
+scored by hand in any input (``manual_scores.json``) are joined too, so that a later
+``grade --student`` into the merged folder keeps them; one answer scored differently in
+two inputs is an error.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import json
+
 from autograder.grade import write_outputs
-from autograder.records import provenance, read_records, sort_key
+from autograder.records import MANUAL, provenance, read_manual, read_records, sort_key
 
 
 class MergeConflict(ValueError):
@@ -27,6 +32,7 @@ def merge(inputs: list[Path], out: Path, allow_mixed: bool = False) -> list[dict
     """Merge the grading outputs ``inputs`` into ``out``; return the merged records.
     :class:`MergeConflict` when they were graded with different ``solutions/`` or grader
     versions (each record says which), unless ``allow_mixed``."""
+    manual = _merged_manual(inputs + [out])   # first: its conflicts say what differs
     merged: dict[tuple, tuple[dict, Path]] = {}
     seen: dict[tuple[str, str], Path] = {}
     for folder in inputs:
@@ -50,5 +56,22 @@ def merge(inputs: list[Path], out: Path, allow_mixed: bool = False) -> list[dict
                 continue
             merged[key] = (record, folder)
     records = [record for record, _ in merged.values()]
+    if manual:      # hand-given scores travel with the merged folder (a later grade keeps them)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / MANUAL).write_text(json.dumps(manual, indent=1, sort_keys=True),
+                                  encoding="utf-8")
     write_outputs(records, out)
     return sorted(records, key=sort_key)
+
+
+def _merged_manual(folders: list[Path]) -> dict:
+    """The hand-given scores of every folder (``manual_scores.json``); the same written
+    answer scored differently in two of them is a :class:`MergeConflict`."""
+    manual: dict[str, tuple[dict, Path]] = {}
+    for folder in folders:
+        for key, given in read_manual(folder).items():
+            if key in manual and manual[key][0] != given:
+                raise MergeConflict(f"{'/'.join(json.loads(key))} was scored by hand "
+                                    f"differently in {manual[key][1]} and {folder}")
+            manual.setdefault(key, (given, folder))
+    return {key: given for key, (given, _) in manual.items()}
