@@ -27,16 +27,20 @@ def item_analysis(records: list[dict]) -> list[dict]:
     """One row per graded cell, in course order (assignment, then notebook order).
 
     Missing notebooks are counted in ``not_handed_in`` and left out of the means: the
-    point is how hard an exercise was for those who tried it.
+    point is how hard an exercise was for those who tried it. ``max_points`` is the
+    cell's worth in ``solutions/``, which every record carries, a missing notebook's
+    too (so a notebook nobody handed in shows its real maximum, with no mean).
     """
     items: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    worth: dict[tuple[str, str], float] = {}
     missing: Counter = Counter()
     order: list[tuple[str, str]] = []
     for record in sorted(records, key=lambda r: (r["assignment"], r["notebook"], r["student_id"])):
         for row in record["cells"]:
             key = (record["assignment"], row["grade_id"])
-            if key not in items and key not in missing:
+            if key not in worth:
                 order.append(key)
+            worth[key] = max(worth.get(key, 0.0), float(row["max_points"]))
             if record["status"] == "missing":
                 missing[key] += 1
             else:
@@ -45,7 +49,7 @@ def item_analysis(records: list[dict]) -> list[dict]:
     for key in order:
         rows = items.get(key, [])
         n = len(rows)
-        max_points = max((float(r["max_points"]) for r in rows), default=0.0)
+        max_points = worth[key]
         mean = sum(float(r["points"]) for r in rows) / n if n else 0.0
         full = sum(float(r["points"]) >= float(r["max_points"]) for r in rows)
         failures = Counter(failure_reason(r) for r in rows
@@ -53,8 +57,8 @@ def item_analysis(records: list[dict]) -> list[dict]:
         report.append({
             "assignment": key[0], "grade_id": key[1], "students": n,
             "kind": rows[0].get("kind", "test") if rows else "test",
-            "max_points": csv_number(max_points), "mean_points": round(mean, 3),
-            "mean_fraction": round(mean / max_points, 3) if max_points else "",
+            "max_points": csv_number(max_points), "mean_points": round(mean, 3) if n else "",
+            "mean_fraction": round(mean / max_points, 3) if max_points and n else "",
             "full_marks_share": round(full / n, 3) if n else "",
             "not_handed_in": missing[key],
             "common_failures": " | ".join(f"{count}x {message}"
@@ -88,9 +92,20 @@ def write_csv(rows: list[dict], path: Path) -> None:
         writer.writerows(rows)
 
 
-def write_chart(rows: list[dict], path: Path) -> None:
+def class_size(records: list[dict]) -> int:
+    """Students in the class: every student with a record (one who handed in nothing
+    gradable has ``missing`` records), not the rows of the analysis."""
+    return len({r["student_id"] for r in records})
+
+
+def chart_title(students: int) -> str:
+    return f"Item analysis ({students} student{'' if students == 1 else 's'} in the class)"
+
+
+def write_chart(rows: list[dict], path: Path, students: int) -> None:
     """A horizontal bar per autograded cell: share of full marks and mean share of points
-    (written answers, graded by hand later, are left out)."""
+    (written answers, graded by hand later, are left out); ``students``: the class size,
+    in the title (also the PNG's ``Title`` text)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -111,12 +126,11 @@ def write_chart(rows: list[dict], path: Path) -> None:
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("fraction of students / of points")
-    n = max((r["students"] for r in rows), default=0)
-    ax.set_title(f"Item analysis ({n} students)")
+    ax.set_title(chart_title(students))
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, metadata={"Title": chart_title(students)})
     plt.close(fig)
 
 
@@ -124,8 +138,9 @@ def report(out: Path, dest: Path | None = None) -> tuple[Path, Path]:
     """Write the item analysis of grading output ``out`` (CSV and PNG) into ``dest``
     (default: ``out``); return both paths."""
     dest = out if dest is None else dest
-    rows = item_analysis(read_records(out))
+    records = read_records(out)
+    rows = item_analysis(records)
     csv_path, png_path = dest / "item_analysis.csv", dest / "item_analysis.png"
     write_csv(rows, csv_path)
-    write_chart(rows, png_path)
+    write_chart(rows, png_path, class_size(records))
     return csv_path, png_path

@@ -1,0 +1,66 @@
+"""Item analysis counts (issue 13, finding 8): a notebook nobody handed in shows the
+points its cells are worth in solutions/ (not 0) and no mean; the chart's title gives
+the number of students in the class, whoever handed in what. Through
+``python -m autograder report`` (autograder.cli.main), on a class graded by the
+engine's stand-in of test_grade.py."""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+from pathlib import Path
+
+from autograder import grade
+from autograder.cli import main
+from test_grade import fake_engine, make_class, make_course, read_csv
+
+
+def png_texts(path: Path) -> dict[str, str]:
+    """The tEXt / zTXt / iTXt chunks of a PNG file."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    texts, i = {}, 8
+    while i < len(data):
+        length, kind = struct.unpack(">I4s", data[i:i + 8])
+        body = data[i + 8:i + 8 + length]
+        if kind == b"tEXt":
+            key, _, value = body.partition(b"\0")
+            texts[key.decode("latin-1")] = value.decode("latin-1")
+        elif kind == b"zTXt":
+            key, _, rest = body.partition(b"\0")
+            texts[key.decode("latin-1")] = zlib.decompress(rest[1:]).decode("latin-1")
+        elif kind == b"iTXt":
+            key, _, rest = body.partition(b"\0")
+            flag, rest = rest[0], rest[2:]
+            _, _, rest = rest.partition(b"\0")
+            _, _, text = rest.partition(b"\0")
+            texts[key.decode("latin-1")] = (zlib.decompress(text) if flag else text).decode()
+        i += 12 + length
+    return texts
+
+
+def test_a_notebook_nobody_handed_in_and_the_class_size(tmp_path, capsys):
+    solutions = make_course(tmp_path)
+    # four students: three hand in 01_a (one of them only half right), nobody hands in
+    # 02_b, and dave hands in nothing gradable (a .py file)
+    subs = make_class(tmp_path, {"ann": {"01_a": "good"}, "bob": {"01_a": "HALF"},
+                                 "cy": {"01_a": "good"}})
+    (subs / "dave").mkdir()
+    (subs / "dave" / "homework.py").write_text("print('hi')\n")
+    out = tmp_path / "out"
+    grade.run(subs, out, solutions=solutions, grade_fn=fake_engine, stream=io.StringIO())
+    assert main(["report", str(out), "--dest", str(tmp_path / "report")]) == 0
+    rows = {r["grade_id"]: r for r in read_csv(tmp_path / "report" / "item_analysis.csv")}
+    nobody = rows["test_g"]
+    assert nobody["assignment"] == "02_b"
+    assert nobody["max_points"] == "3"                  # from solutions/02_b: 3 points
+    assert nobody["students"] == "0" and nobody["not_handed_in"] == "4"
+    assert nobody["mean_points"] == "" and nobody["full_marks_share"] == ""
+    hidden = rows["test_f_hidden"]
+    assert hidden["max_points"] == "2" and hidden["students"] == "3"
+    assert hidden["not_handed_in"] == "1"              # dave
+    assert hidden["mean_points"] == "1.333"             # (2 + 0 + 2) / 3
+    assert rows["why"]["max_points"] == "1"
+    title = png_texts(tmp_path / "report" / "item_analysis.png")["Title"]
+    assert title == "Item analysis (4 students in the class)"
