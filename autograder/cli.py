@@ -1,6 +1,7 @@
 """The instructor's command line: ``python -m autograder COMMAND ...``.
 
   release       regenerate the student notebooks (notebooks/) from solutions/
+  sync-exercises  rewrite the exercise cells of solutions/ from helpers/exercises
   normalize     strip outputs and volatile metadata from notebooks
   collect       turn an LMS download (Canvas, Moodle, Gradescope, folders) into SUBMISSIONS
   grade         grade SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb into OUT
@@ -53,10 +54,23 @@ def cmd_release(args: argparse.Namespace) -> int:
         print("release: --reveal goes with --bundle", file=sys.stderr)
         return 2
 
-    changed = release(Path(args.dest), args.assignment or None)
+    changed = release(Path(args.dest), args.assignment or None, sync=True)
     for path in changed:
         print(f"updated {_show(path)}")
     print(f"release: {len(changed)} file(s) changed in {args.dest}")
+    return 0
+
+
+def cmd_sync_exercises(args: argparse.Namespace) -> int:
+    from autograder.release import sync_exercises
+
+    stale = sync_exercises(args.assignment or None, write=not args.check)
+    for path, name in stale:
+        print(f"{'stale' if args.check else 'updated'} {_show(path)}: exercise {name}")
+    if args.check:
+        print(f"sync-exercises: {len(stale)} exercise cell(s) differ from their modules")
+        return 1 if stale else 0
+    print(f"sync-exercises: {len(stale)} exercise cell(s) rewritten")
     return 0
 
 
@@ -261,6 +275,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reveal", nargs="+", metavar="ASSIGNMENT",
                    help="with --bundle: ship the course's answers to these (earlier) assignments")
     p.set_defaults(func=cmd_release)
+
+    p = sub.add_parser("sync-exercises", help="rewrite the exercise cells of solutions/ "
+                       "(heading, header, hints) from helpers/exercises (release does it too)")
+    p.add_argument("assignment", nargs="*", help="assignments to sync (default: all)")
+    p.add_argument("--check", action="store_true",
+                   help="change nothing; exit 1 when a cell differs from its module")
+    p.set_defaults(func=cmd_sync_exercises)
 
     p = sub.add_parser("normalize", help="strip outputs and volatile metadata from notebooks")
     p.add_argument("paths", nargs="*", help="notebooks (default: every notebook in solutions/)")

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR
+from autograder import cells as nbcells
 from autograder import notebook_format
 
 
@@ -79,14 +80,75 @@ def generate(course_root: Path, names: list[str], solutions: Path = SOLUTIONS_DI
     return course_root / "release"
 
 
+def synced_exercise_cells(nb) -> list[tuple[int, str, str]]:
+    """``(index, exercise, new source)`` for each exercise cell of notebook ``nb`` whose
+    text differs from its module's render (heading, header, hints; see
+    ``helpers.exercises._render``).
+
+    An exercise's cell is the nearest markdown cell before its answer cell that starts
+    with ``## Exercise``; its number is how many such cells the notebook has up to it.
+    Exercises that declare no hints yet are left alone.
+    """
+    from helpers import exercises
+    from helpers.exercises import _render
+
+    cells = nb["cells"] if isinstance(nb, dict) else nb.cells
+    out = []
+    for index, cell in enumerate(cells):
+        if not nbcells.is_answer(cell):
+            continue
+        name = nbcells.grade_id(cell)
+        if name not in exercises.names() or not exercises.get(name).hints:
+            continue
+        at = next((i for i in range(index - 1, -1, -1) if cells[i]["cell_type"] == "markdown"
+                   and _source(cells[i]).startswith(_render.HEADING_START)), None)
+        if at is None:
+            raise ValueError(f"exercise {name}: no markdown cell starting with "
+                             f"{_render.HEADING_START!r} before its answer cell")
+        k = sum(1 for c in cells[:at + 1] if c["cell_type"] == "markdown"
+                and _source(c).startswith(_render.HEADING_START))
+        text = _render.sync_cell(_source(cells[at]), exercises.get(name), k)
+        if text != _source(cells[at]):
+            out.append((at, name, text))
+    return out
+
+
+def _source(cell) -> str:
+    src = cell["source"]
+    return "".join(src) if isinstance(src, list) else src
+
+
+def sync_exercises(names: list[str] | None = None, solutions: Path = SOLUTIONS_DIR,
+                   write: bool = True) -> list[tuple[Path, str]]:
+    """Rewrite the exercise cells of ``solutions/<name>/<name>.ipynb`` from the exercise
+    modules (``python -m autograder sync-exercises``); return ``(notebook, exercise)``
+    for each cell that differed. ``write=False`` only reports."""
+    names = assignments(solutions) if names is None else names
+    stale: list[tuple[Path, str]] = []
+    for name in names:
+        path = solutions / name / f"{name}.ipynb"
+        nb = notebook_format.read(path)
+        changes = synced_exercise_cells(nb)
+        for index, exercise, text in changes:
+            nb.cells[index].source = text
+            stale.append((path, exercise))
+        if changes and write:
+            notebook_format.write(nb, path)
+    return stale
+
+
 def release(dest: Path = NOTEBOOKS_DIR, names: list[str] | None = None,
-            solutions: Path = SOLUTIONS_DIR) -> list[Path]:
+            solutions: Path = SOLUTIONS_DIR, sync: bool = False) -> list[Path]:
     """Regenerate ``dest/<assignment>/`` from ``solutions/``; return the files that changed.
 
-    Files in ``dest`` that the release no longer produces are removed, so ``dest``
-    mirrors ``solutions`` exactly.
+    With ``sync`` (what ``python -m autograder release`` does) the exercise cells of
+    ``solutions/`` are first brought in line with the exercise modules
+    (:func:`sync_exercises`). Files in ``dest`` that the release no
+    longer produces are removed, so ``dest`` mirrors ``solutions`` exactly.
     """
     names = assignments(solutions) if names is None else names
+    if sync:
+        sync_exercises(names, solutions)
     changed: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="release-") as tmp:
         released = generate(Path(tmp), names, solutions)

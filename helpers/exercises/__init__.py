@@ -143,8 +143,15 @@ class Exercise:
                  parts: tuple[str, ...] = (), compare: Callable | None = None,
                  nan_hint: str = "", near_miss: str = "", rtol: float = RTOL,
                  atol: float = ATOL, signature: Callable | None = None,
-                 diagnose: Callable | None = None):
+                 diagnose: Callable | None = None, difficulty: int = 0,
+                 importance: int = 0, minutes: int = 0, hints: tuple[str, ...] = ()):
         self.name = name
+        # Teaching fields (docs/authoring.md): rendered into the notebook by
+        # helpers.exercises.render and copied there by `python -m autograder sync-exercises`.
+        self.difficulty = difficulty    # 1 (easy) .. 3 (hard); 0: not declared yet
+        self.importance = importance    # 1 (optional extra) .. 3 (essential)
+        self.minutes = minutes          # expected minutes for a learner
+        self.hints = tuple(hints)       # 2 or 3 markdown levels: idea, nudge, almost there
         self.reference = reference
         self.uses = tuple(uses)
         self.refuse = tuple(refuse)

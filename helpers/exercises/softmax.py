@@ -11,7 +11,33 @@ from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f, _naive_softmax, _softmax_any
 
 
-EXERCISE = Exercise('softmax', reference.softmax, nan_hint='is the softmax stable? Subtract the maximum along the axis before exp')
+EXERCISE = Exercise(
+    'softmax', reference.softmax,
+    nan_hint='is the softmax stable? Subtract the maximum along the axis before exp',
+    difficulty=2, importance=3, minutes=15,
+    hints=(
+        r"""Exponentiate, then normalise, but shift first: $\sigma(\mathbf{z}) =
+\sigma(\mathbf{z} - m)$ for any number $m$, so subtract the maximum $m$ of each slice along
+`axis`. The largest exponent is then $e^0 = 1$ (no overflow) and the denominator is at
+least 1 (no division by zero).""",
+        r"""Reduce along `axis` and keep the reduced axis with length 1, so that broadcasting
+pairs every entry with its own slice: for `z` of shape `[N, N]` and `axis=-1`,
+`z.max(axis=axis, keepdims=True)` has shape `[N, 1]`. A skeleton:
+
+```python
+z = np.asarray(z, dtype=float)
+z_max = ___          # like z, but length 1 along axis
+e = np.exp(___)
+return e / ___       # the sum of e along the same axis, also with keepdims=True
+```""",
+        r"""The shift and the exponential; the division by the sum along `axis` is yours:
+
+```python
+z = np.asarray(z, dtype=float)
+e = np.exp(z - z.max(axis=axis, keepdims=True))
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -19,7 +19,22 @@ def softmax_with_temperature(z, temperature):
 
 EXERCISE = Exercise("softmax_with_temperature", softmax_with_temperature, uses=("softmax",),
                     nan_hint="is the softmax stable? Subtract the maximum of each row of "
-                             "z / T before exp")
+                             "z / T before exp",
+                    difficulty=1, importance=2, minutes=5,
+                    hints=(
+                        r"""The temperature divides the scores before the softmax:
+$\sigma(\mathbf{z}/T)$. $T < 1$ stretches the differences between scores, $T > 1$ shrinks
+them. $T = 0$ would divide by zero, and "temperature 0" usually means "take the argmax",
+a different function (notebook 08 uses it for greedy decoding): refuse $T \le 0$.""",
+                        r"""A guard, then one call of your `softmax` (its default axis is the
+last one):
+
+```python
+if ___:
+    raise ValueError("temperature must be positive")
+return softmax(___)
+```""",
+                    ))
 
 
 @EXERCISE.cases

@@ -1,0 +1,128 @@
+"""The exercise text of a notebook, rendered from the exercise's module.
+
+An exercise's markdown cell in ``solutions/`` reads, top to bottom::
+
+    ## Exercise 2: `softmax(z, axis=-1)`             <- heading(ex, k)
+
+    **Difficulty:** ●●○ (2 of 3) · ...               <- header(ex)
+
+    What to write: inputs with shapes, output, ...    <- the author's own text, kept
+
+    <details><summary><b>Hint 1: the idea</b></summary>
+    ...                                                <- hints(ex)
+    </details>
+
+Authors edit the heading's signature, the header and the hints only in the module
+(``Exercise(..., difficulty=, importance=, minutes=, hints=)``); :func:`sync_cell` puts
+them into the cell (``python -m autograder sync-exercises``, also run by ``release``),
+and a test fails when a notebook differs from the render.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+#: What each hint level is, in order (level 3 is optional).
+LEVELS = ("the idea", "a nudge", "almost there")
+#: How the header line starts (how :func:`sync_cell` recognises an old one).
+HEADER_START = "**Difficulty:**"
+#: How an exercise cell starts, and how its hints start.
+HEADING_START = "## Exercise "
+HINTS_START = "<details><summary><b>Hint 1"
+
+_FULL, _EMPTY = "●", "○"
+
+
+def _dots(level: int) -> str:
+    return _FULL * level + _EMPTY * (3 - level)
+
+
+def signature(ex) -> str:
+    """``name(param, param=default)``: the function to write, without annotations."""
+    params = [p.replace(annotation=inspect.Parameter.empty)
+              for p in inspect.signature(ex.signature).parameters.values()]
+    sig = inspect.Signature(params)
+    return f"{ex.name}{sig}"
+
+
+def heading(ex, k: int) -> str:
+    """The cell's first line: ``## Exercise k: `signature```."""
+    return f"{HEADING_START}{k}: `{signature(ex)}`"
+
+
+def header(ex) -> str:
+    """One line: difficulty and importance (dots and words, for screen readers too)
+    and the expected minutes."""
+    problems = declared_problems(ex)
+    if problems:
+        raise ValueError(f"exercise {ex.name}: " + "; ".join(problems))
+    return (f"{HEADER_START} {_dots(ex.difficulty)} ({ex.difficulty} of 3) · "
+            f"**Importance:** {_dots(ex.importance)} ({ex.importance} of 3) · "
+            f"**Time:** about {ex.minutes} minutes")
+
+
+def hints(ex) -> str:
+    """The hints as successive collapsed blocks, one click each."""
+    blocks = []
+    for level, text in enumerate(ex.hints, start=1):
+        blocks.append(f"<details><summary><b>Hint {level}: {LEVELS[level - 1]}</b></summary>"
+                      f"\n\n{text.strip()}\n\n</details>")
+    return "\n\n".join(blocks)
+
+
+def declared_problems(ex) -> list[str]:
+    """What is missing or out of range in the exercise's teaching fields (empty: fine)."""
+    out = []
+    for field in ("difficulty", "importance"):
+        value = getattr(ex, field)
+        if value not in (1, 2, 3):
+            out.append(f"{field} must be 1, 2 or 3 (got {value!r})")
+    if not isinstance(ex.minutes, int) or not 1 <= ex.minutes <= 120:
+        out.append(f"minutes must be a whole number from 1 to 120 (got {ex.minutes!r})")
+    if not 2 <= len(ex.hints) <= 3:
+        out.append(f"hints must hold 2 or 3 levels (got {len(ex.hints)})")
+    if any(not isinstance(h, str) or not h.strip() for h in ex.hints):
+        out.append("every hint level must be non-empty markdown")
+    return out
+
+
+def sync_cell(source: str, ex, k: int) -> str:
+    """The exercise cell ``source`` with its heading, header and hints rendered from
+    ``ex`` (exercise number ``k``); the author's instructions in between are kept."""
+    lines = source.strip("\n").split("\n")
+    if not lines or not lines[0].startswith(HEADING_START):
+        raise ValueError(f"exercise {ex.name}: its cell must start with {HEADING_START!r}")
+    body = lines[1:]
+    while body and not body[0].strip():
+        body.pop(0)
+    if body and body[0].startswith(HEADER_START):
+        body.pop(0)
+    cut = next((i for i, line in enumerate(body) if line.startswith(HINTS_START)), len(body))
+    instructions = "\n".join(body[:cut]).strip("\n")
+    parts = [heading(ex, k), header(ex)] + ([instructions] if instructions else [])
+    parts.append(hints(ex))
+    return "\n\n".join(parts)
+
+
+def instructions(source: str) -> str:
+    """The author's part of an exercise cell (between the header and the hints)."""
+    lines = source.strip("\n").split("\n")[1:]
+    while lines and (not lines[0].strip() or lines[0].startswith(HEADER_START)):
+        lines.pop(0)
+    cut = next((i for i, line in enumerate(lines) if line.startswith(HINTS_START)), len(lines))
+    return "\n".join(lines[:cut]).strip("\n")
+
+
+def code_blocks(markdown: str) -> list[str]:
+    """The ```python fenced blocks of a markdown text, in order."""
+    blocks, current = [], None
+    for line in markdown.split("\n"):
+        stripped = line.strip()
+        if current is None and stripped.startswith("```python"):
+            current = []
+        elif current is not None and stripped.startswith("```"):
+            blocks.append("\n".join(current))
+            current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
