@@ -303,6 +303,8 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Grad
                 give_out(start_slot())
             busy = [s for s in slots if s.student]
             ready = wait([s.conn for s in busy], timeout=0.5)
+            if progress:
+                progress.tick()   # a log line every few seconds, even on a slow notebook
             for slot in busy:
                 if slot.conn in ready:
                     try:

@@ -2,8 +2,9 @@
 
 On a terminal it redraws one line on stderr (at most a few times a second); when stderr
 is not a terminal (a batch job's log under Slurm or Kubernetes, CI) it prints a plain
-line every ``every`` seconds (default 30) and a final line, so a log shows the run
-moving without being filled with redraws. The total is the work to do (notebooks handed
+line every ``every`` seconds (default 5) while the run lasts, even while one slow
+notebook is being graded (the run calls :meth:`Progress.tick` as it waits), and a final
+line, so a log shows the run moving without being filled with redraws. The total is the work to do (notebooks handed
 in and not graded yet), and the time left is estimated from the measured rate.
 """
 
@@ -32,7 +33,7 @@ class Progress:
     """
 
     def __init__(self, total: int, stream=None, unit: str = "items", width: int = 30,
-                 interactive: bool | None = None, clock=time.monotonic, every: float = 30.0):
+                 interactive: bool | None = None, clock=time.monotonic, every: float = 5.0):
         self.total, self.unit, self.width = total, unit, width
         self.stream = sys.stderr if stream is None else stream
         if interactive is None:
@@ -55,9 +56,21 @@ class Progress:
         self.failed += bool(failed)
         if self.interactive and (self.clock() - self._last_draw >= 0.2 or self.done >= self.total):
             self._draw()
-        elif not self.interactive and self.clock() - self._last_plain >= self.every \
-                and self.done < self.total:
-            self._last_plain = self.clock()
+        else:
+            self.tick()
+
+    def tick(self) -> None:
+        """Called as the run waits: in a log, a plain line when ``every`` seconds have
+        passed since the last one (or the start); on a terminal, the bar redrawn once a
+        second (its time left moves on)."""
+        if self._closed or self.done >= self.total:
+            return
+        now = self.clock()
+        if self.interactive:
+            if now - self._last_draw >= 1.0:
+                self._draw()
+        elif now - self._last_plain >= self.every:
+            self._last_plain = now
             self.stream.write(self.plain_line() + "\n")
             self.stream.flush()
 

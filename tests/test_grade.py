@@ -10,6 +10,7 @@ exercised by tests/test_examples.py and tests/test_cli.py.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -434,3 +435,64 @@ def test_a_run_counts_only_the_notebooks_handed_in(tmp_path, course):
     err = io.StringIO()
     grade.run(subs, tmp_path / "out", solutions=course, grade_fn=fake_engine, stream=err)
     assert "graded 3/3 notebooks" in err.getvalue()
+
+
+def test_progress_in_a_log_prints_a_line_every_five_seconds_even_while_waiting():
+    """Issue 13, finding 7: a batch job's log gets a plain line every few seconds (5 by
+    default), from tick() as the run waits, not only when a notebook finishes. A fake
+    clock: no real time involved."""
+    now = [0.0]
+    stream = io.StringIO()
+    bar = progress.Progress(3, stream=stream, unit="notebooks", clock=lambda: now[0])
+    assert bar.every == 5.0
+    now[0] = 4.9
+    bar.tick()
+    assert stream.getvalue() == ""
+    now[0] = 5.0
+    bar.tick()                                      # nothing finished yet: still a line
+    assert stream.getvalue() == "graded 0/3 notebooks (0%)\n"
+    now[0] = 6.0
+    bar.advance()
+    bar.tick()
+    assert stream.getvalue().count("\n") == 1       # 1 s since the last line
+    now[0] = 10.0
+    bar.tick()
+    assert stream.getvalue().endswith("graded 1/3 notebooks (33%), eta 20s\n")
+    now[0] = 30.0
+    bar.advance()
+    bar.advance()                                   # done: no more plain lines
+    bar.tick()
+    assert stream.getvalue().count("\n") == 3
+    bar.close()
+    assert stream.getvalue().endswith("graded 3/3 notebooks in 30s (10.00 s each)\n")
+
+
+def _engine_waiting_for_a_log_line(log: Path, submission, assignment, **limits):
+    """Grades only once the run's log shows a progress line written while this notebook
+    was being graded (at most 120 s, then it returns as the stand-in would anyway)."""
+    deadline = time.monotonic() + 120
+    while "graded 0/1" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return fake_engine(submission, assignment, **limits)
+
+
+def test_the_run_logs_progress_while_a_notebook_is_still_being_graded(tmp_path, course):
+    """grade_class calls tick() as it waits for results: the log moves on during one long
+    notebook. The clock is fake (one second per reading); the stand-in engine waits for
+    the line, so nothing here depends on how fast the machine is."""
+    subs = make_class(tmp_path, {"alice": {"02_b": "good"}})
+    log = tmp_path / "log.txt"
+    ticks = iter(range(10**6))
+    with open(log, "w", encoding="utf-8") as stream:
+        bar = progress.Progress(1, stream=stream, unit="notebooks",
+                                clock=lambda: float(next(ticks)))
+        students = grade.discover(subs, grade.course_notebooks(course))
+        records = grade.grade_class(
+            students, grade.course_notebooks(course), grade.Limits(), 1,
+            functools.partial(_engine_waiting_for_a_log_line, log), bar)
+        bar.close()
+    got = {r["assignment"]: r for r in records}
+    assert got["02_b"]["status"] == "ok"
+    text = log.read_text()
+    assert text.startswith("graded 0/1 notebooks (0%)\n"), text
+    assert "\ngraded 1/1 notebooks in " in text
