@@ -11,6 +11,7 @@ scripts and loads nothing.
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 from autograder.records import points_text as _points
@@ -51,6 +52,28 @@ def answer_order(cells: list[dict], answer_ids: list[str]) -> list[str]:
     return sorted(answer_ids, key=lambda a: (first.get(a, len(cells)), a))
 
 
+def headline(row: dict) -> str:
+    """The line above a cell's feedback. The message (one line, for grades.csv) names the
+    likely mistake and then, in brackets, the first failing case; when the feedback below
+    shows that case whole, the page gives the mistake alone, so that no case is told
+    twice. Likewise for a test that passed the isolated check while the notebook's own
+    check failed: the check's words are below."""
+    message, shown = str(row.get("message") or ""), str(row.get("feedback") or "")
+    if not shown or message == shown:
+        return message
+    case = re.match(r"(?s)(?P<mistake>Likely mistake: .+?) \(case '(?P<case>[^']*)': ", message)
+    if case and f"Case '{case['case']}'" in shown:
+        return case["mistake"]
+    case = re.match(r"case '(?P<case>[^']*)': ", message)
+    if case and f"Case '{case['case']}'" in shown:
+        return f"failed case '{case['case']}' (below)"
+    if message.startswith("passed the isolated check (notebook run: ") and \
+            "[your notebook's check]" in shown:
+        return ("passed the isolated check of your function; your notebook's own check "
+                "failed (below)")
+    return message
+
+
 def _cell_html(row: dict) -> str:
     status = row["status"] if row["status"].isidentifier() else "failed"
     parts = [f'<div class="cell {_e(status)}">',
@@ -58,7 +81,7 @@ def _cell_html(row: dict) -> str:
              f'<span class="points">{_points(row["points"])} / {_points(row["max_points"])}</span>'
              f' &mdash; {_e(row["status"])}</p>']
     if row.get("message"):
-        parts.append(f"<p>{_e(row['message'])}</p>")
+        parts.append(f"<p>{_e(headline(row))}</p>")
     if row.get("feedback") and row["feedback"] != row.get("message"):
         parts.append(f"<pre>{_e(row['feedback'])}</pre>")
     parts.append("</div>")
