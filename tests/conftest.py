@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
 settings.register_profile(
     "ci", derandomize=True, max_examples=40, deadline=None, print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.register_profile("explore", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def own_tmpdir(tmp_path_factory, monkeypatch):
+    """Every test gets a temporary folder of its own as ``TMPDIR`` (and as
+    ``tempfile.gettempdir()``), so no test reads or leaves anything in the machine's
+    global temp folder, and subprocesses it starts inherit the same private folder. The
+    folder is not the test's ``tmp_path`` (tests that list that folder see only what they
+    made)."""
+    own = tmp_path_factory.mktemp("tmpdir")
+    monkeypatch.setenv("TMPDIR", str(own))
+    monkeypatch.setattr(tempfile, "tempdir", None)   # recomputed from TMPDIR on next use
+    return own
 
 
 @pytest.fixture(scope="session")

@@ -47,8 +47,9 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
-ARTIFACTS = Path(os.environ.get("COURSE_BROWSER_ARTIFACTS")
-                 or Path(tempfile.gettempdir()) / "course-browser-test")
+#: Where screenshots go; by default the test's own temporary folder (conftest gives every
+#: test its own TMPDIR), read when the screenshot is taken.
+ARTIFACTS = os.environ.get("COURSE_BROWSER_ARTIFACTS")
 #: Notebook paths are relative to the server's root (a copy of notebooks/).
 ALL_EXPLORER_NOTEBOOKS = [p for p in student_notebooks() if explorer_cells(read(p))]
 
@@ -332,10 +333,11 @@ def control_redraws(page, index: int) -> str | None:
 
 
 def screenshot(page, notebook: str, first_index: int | None) -> Path:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    folder = Path(ARTIFACTS or Path(tempfile.gettempdir()) / "course-browser-test")
+    folder.mkdir(parents=True, exist_ok=True)
     if first_index is not None:
         cells_of(page).nth(first_index).scroll_into_view_if_needed()
-    path = ARTIFACTS / (notebook.replace("/", "__").removesuffix(".ipynb") + ".png")
+    path = folder / (notebook.replace("/", "__").removesuffix(".ipynb") + ".png")
     page.screenshot(path=str(path))
     return path
 
