@@ -7,6 +7,7 @@
   grade         grade SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb into OUT
   manual-template  a CSV of the written answers, to score by hand
   manual-import    take those scores in (they survive later grade runs)
+  gradebook     push / serve / pull: grade the written answers in nbgrader's formgrader
   merge         join the outputs of several `grade --shard I/N` runs
   report        item analysis of a graded class (CSV and PNG)
   export        grades as a CSV an LMS gradebook imports (Canvas, Gradescope)
@@ -174,6 +175,34 @@ def cmd_manual_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gradebook(args: argparse.Namespace) -> int:
+    from autograder import gradebook
+    from autograder.safe_text import terminal
+
+    out = Path(args.out)
+    try:
+        if args.action == "push":
+            done = gradebook.push(out, Path(args.solutions))
+        elif args.action == "pull":
+            done = gradebook.pull(out)
+        else:
+            return gradebook.serve(out, port=args.port, ip=args.ip,
+                                   open_browser=not args.no_browser, extra=args.jupyter_option)
+    except gradebook.GradebookError as exc:
+        print(f"gradebook {args.action}: error: {exc} (nothing was changed)", file=sys.stderr)
+        return CANNOT_RUN
+    for note in done.notes:
+        print(f"  note: {terminal(note)}")
+    if args.action == "push":
+        print(f"gradebook push: {done.notebooks} graded notebook(s) in {done.folder}/gradebook.db, "
+              f"{done.to_grade} written answer(s) to grade; start formgrader with "
+              f"`python -m autograder gradebook serve {out}`, then run `gradebook pull {out}`")
+    else:
+        print(f"gradebook pull: {done.taken} score(s) taken from formgrader; {out}/summary.csv, "
+              f"the exports and the feedback pages count them")
+    return 0
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
     from autograder.records import summary_table
     from autograder.merge import merge
@@ -330,6 +359,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", help="a grading output folder")
     p.add_argument("scores", help="the CSV of manual-template, filled in")
     p.set_defaults(func=cmd_manual_import)
+
+    p = sub.add_parser("gradebook", help="written answers graded in nbgrader's formgrader",
+                       description="push: fill OUT/nbgrader/gradebook.db with the graded "
+                       "submissions (nothing is run); serve: start formgrader on it (no "
+                       "kernels, no terminals); pull: take the scores and comments given "
+                       "there into OUT (they survive later grade runs). See docs/grading.md.")
+    p.add_argument("action", choices=("push", "serve", "pull"))
+    p.add_argument("out", help="a grading output folder")
+    p.add_argument("--solutions", default=str(SOLUTIONS_DIR),
+                   help="push: the solution notebooks that graded OUT (default: solutions/)")
+    p.add_argument("--port", type=_positive(int), default=8899,
+                   help="serve: the port (default: %(default)s)")
+    p.add_argument("--ip", default="127.0.0.1", help="serve: the address (default: %(default)s)")
+    p.add_argument("--no-browser", action="store_true", help="serve: do not open a browser")
+    p.add_argument("--jupyter-option", action="append", default=[], metavar="OPTION",
+                   help="serve: one more option for the Jupyter server, e.g. "
+                        "--jupyter-option=--IdentityProvider.token=... (repeatable)")
+    p.set_defaults(func=cmd_gradebook)
 
     p = sub.add_parser("merge", help="join the outputs of several sharded grade runs")
     p.add_argument("outputs", nargs="+", help="output folders of `grade --shard I/N`")
