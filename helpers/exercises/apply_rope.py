@@ -10,7 +10,34 @@ from helpers.llama import model
 
 EXERCISE = Exercise("apply_rope", model.apply_rope,
                     refuse=("helpers.llama.model:rotate_half", "helpers.llama.model:rope_angles",
-                            "helpers.exercises._llama_variants:rope_variant"))
+                            "helpers.exercises._llama_variants:rope_variant"),
+                    difficulty=3, importance=3, minutes=25,
+                    hints=(
+                        r"""Three steps. (1) One frequency per pair, $\omega_m =
+\theta^{-2m/d_h}$ for $m = 0, \dots, d_h/2 - 1$. (2) One angle per row and pair, $p\,\omega_m$,
+where $p$ is the row's entry of `positions`. (3) Rotate pair $m$, feature $m$ with feature
+$m + d_h/2$ (the first half of the features with the second half, not neighbours):
+$y_m = x_m \cos - x_{m+d_h/2} \sin$ and $y_{m+d_h/2} = x_{m+d_h/2} \cos + x_m \sin$.""",
+                        r"""Shapes: the angles form a table `[N, half]` (an outer product of
+the positions and the frequencies); it lines up with the last two axes of `x[..., :half]`,
+`[..., N, half]`, and broadcasts over any head axes in front.
+
+```python
+x = np.asarray(x)
+d_h = x.shape[-1]
+half = d_h // 2
+freqs = ___                                  # [half]: theta ** (-2 m / d_h), m = 0..half-1
+angles = ___                                 # [N, half]: positions[:, None] times freqs[None, :]
+x1, x2 = x[..., :half], x[..., half:]        # [..., N, half] each
+```""",
+                        r"""With `cos` and `sin` of the angles, the two new halves are put
+side by side again (first halves first):
+
+```python
+cos, sin = np.cos(angles), np.sin(angles)    # [N, half]
+return np.concatenate([___, ___], axis=-1)   # [..., N, d_h]
+```""",
+                    ))
 
 
 @EXERCISE.cases

@@ -8,7 +8,23 @@ from helpers import bert
 from helpers.exercises import Exercise, case
 
 EXERCISE = Exercise("gelu", bert.gelu, near_miss="is it an approximation? BERT's GELU is the "
-                    "exact one, with erf")
+                    "exact one, with erf",
+                    difficulty=1, importance=2, minutes=5,
+                    hints=(
+                        r"""Every entry is treated on its own: $x$ times the probability
+$\Phi(x)$ that a standard normal variable lies below $x$. The normal distribution's
+cumulative function is written with the error function, $\Phi(x) = \frac{1}{2}\big(1 +
+\operatorname{erf}(x/\sqrt 2)\big)$. The tanh formula of GPT-2 is only close to it; the
+check wants the exact one.""",
+                        r"""NumPy has no `erf`; `math.erf` takes one number, and
+`np.vectorize` turns it into a function of arrays (shape in, same shape out):
+
+```python
+x = np.asarray(x, dtype=float)
+erf = np.vectorize(___)        # the error function of the math module
+return ___                     # x * Phi(x), with Phi written with erf(x / np.sqrt(2))
+```""",
+                    ))
 
 
 @EXERCISE.cases

@@ -12,7 +12,35 @@ from helpers.llama import model
 EXERCISE = Exercise("grouped_query_attention", model.grouped_query_attention,
                     uses=("softmax", "scaled_dot_product_attention"),
                     refuse=("helpers.llama.model:repeat_kv",
-                            "helpers.exercises._llama_variants:gqa_variant"))
+                            "helpers.exercises._llama_variants:gqa_variant"),
+                    difficulty=2, importance=3, minutes=20,
+                    hints=(
+                        r"""Two ideas. (1) Give every query head its own copy of its
+group's key/value head: with $r = h / h_{kv}$ query heads per group, key/value head $g$ is
+used by query heads $gr, \dots, gr + r - 1$, so repeat each head $r$ times **in place**
+($k_0, k_0, k_0, k_1, \dots$). Then it is the multi-head attention of notebook 06. (2) The
+queries are the **last** $N_q$ of the $N_k$ positions: query $i$ sits at $N_k - N_q + i$
+and may see key $j$ when $j \le N_k - N_q + i$.""",
+                        r"""`np.repeat(a, r, axis=0)` copies each entry of axis 0 $r$ times
+in place; `np.tile` would repeat the whole stack ($k_0, k_1, k_2, k_0, \dots$), the wrong
+grouping. The mask compares a row of key positions with a column of query positions:
+
+```python
+n_rep = Q.shape[0] // K.shape[0]
+K = ___                                    # [n_heads, N_k, d_h]
+V = ___
+n_q, n_k = Q.shape[-2], K.shape[-2]
+mask = ___                                 # bool [N_q, N_k]: key j <= (n_k - n_q) + query i
+```""",
+                        r"""The mask, as broadcasting builds it; the attention itself is the
+`scaled_dot_product_attention` of notebook 04, which handles the head axis and returns
+`(output, weights)`:
+
+```python
+mask = np.arange(n_k)[None, :] <= (n_k - n_q) + np.arange(n_q)[:, None]
+out, _ = ___
+```""",
+                    ))
 
 
 @EXERCISE.cases

@@ -37,7 +37,38 @@ EXERCISE = Exercise(
     uses=("rms_norm", "apply_rope", "swiglu", "grouped_query_attention", "split_heads",
           "merge_heads"),
     refuse=("helpers.llama.model:forward", "helpers.llama.model:generate",
-            "helpers.exercises._llama_variants:block_variant"))
+            "helpers.exercises._llama_variants:block_variant"),
+    difficulty=3, importance=3, minutes=30,
+    hints=(
+        r"""Follow the lines $t_1, \dots, t_5, h$ of the equation, as in notebook 07: norm,
+attention, add $x$; norm, feed-forward, add $t_3$. The new parts: the new rows sit at
+positions `start`, ..., `start + N - 1`; queries and keys (not values) are split into heads
+and **then** rotated for those positions; with a cache, the rotated keys and the values
+are appended and the attention uses everything the cache returns; queries have
+`config.n_heads` heads, keys and values `config.n_kv_heads`.""",
+        r"""The attention half, up to the cache. `split_heads` and `merge_heads` return
+float64; `.astype(x.dtype)` after them keeps the real model in float32.
+
+```python
+x = np.asarray(x)
+positions = np.arange(start, start + len(x))
+t1 = rms_norm(x, block["attn_norm"], config.eps)                             # [N, d]
+Q = split_heads(t1 @ block["W_Q"], config.n_heads).astype(x.dtype)           # [h, N, d_h]
+Q = apply_rope(Q, positions, config.rope_theta)
+K = ___                       # like Q, with W_K and config.n_kv_heads: [h_kv, N, d_h], rotated
+V = ___                       # like K, with W_V, not rotated
+if cache is not None:
+    K, V = ___                # append, and take back every position of this layer
+```""",
+        r"""The rest, from the heads to the output (one line left for you):
+
+```python
+heads = grouped_query_attention(Q, K, V)                                     # [h, N, d_h]
+t3 = merge_heads(heads).astype(x.dtype) @ block["W_O"] + x                  # [N, d]
+t4 = rms_norm(t3, block["ffn_norm"], config.eps)
+return ___                    # SwiGLU of t4 with W_gate, W_up, W_down, plus the residual
+```""",
+    ))
 
 
 def scenario_cache(llama_block, x, block, config, n):

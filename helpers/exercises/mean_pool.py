@@ -9,7 +9,23 @@ from helpers.exercises import Exercise, case
 
 EXERCISE = Exercise("mean_pool", bert.mean_pool,
                     refuse=("helpers.bert:sentence_embeddings", "helpers.bert:encode"),
-                    near_miss="is every real token counted once, and nothing else?")
+                    near_miss="is every real token counted once, and nothing else?",
+                    difficulty=1, importance=3, minutes=10,
+                    hints=(
+                        r"""A mean in which padding has weight 0: multiply each token's
+vector by its mask value $m_i$ (1 for a real token, 0 for `[PAD]`), add over the tokens, and
+divide by the number of real tokens $\sum_i m_i$, not by $N$. Padding must count neither
+above nor below the fraction bar.""",
+                        r"""The tokens are the second-to-last axis of `h` (`[..., N, d]`).
+Give the mask a last axis of length 1 so that it broadcasts over the $d$ features, then sum
+numerator and denominator over the token axis:
+
+```python
+h = np.asarray(h, dtype=float)
+m = np.asarray(key_mask, dtype=float)[..., None]     # [..., N, 1]: 1 real, 0 padding
+return ___ / ___                                     # both summed over axis=-2: [..., d]
+```""",
+                    ))
 
 
 @EXERCISE.cases

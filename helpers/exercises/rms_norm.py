@@ -8,7 +8,23 @@ from helpers.exercises import Exercise, case
 from helpers.llama import model
 
 EXERCISE = Exercise("rms_norm", model.rms_norm, nan_hint="is eps inside the square root, "
-                    "x / sqrt(mean(x^2) + eps)?")
+                    "x / sqrt(mean(x^2) + eps)?",
+                    difficulty=1, importance=3, minutes=10,
+                    hints=(
+                        r"""Each row (the last axis) is divided by its root mean square
+$\sqrt{\frac{1}{d}\sum_j x_j^2 + \epsilon}$ and then multiplied entry by entry by the gain
+`weight`. Compared with layer norm, nothing is subtracted first (no mean) and nothing is
+added at the end (no $\beta$); $\epsilon$ goes inside the square root.""",
+                        r"""Reduce over the last axis and keep it with length 1, so that the
+result, of shape `[..., 1]`, broadcasts against `x` `[..., d]`. Keep the dtype of `x`
+(`np.asarray(x)`): the real model's rows are float32.
+
+```python
+x = np.asarray(x)
+mean_square = ___            # [..., 1]: the mean of x * x over axis=-1, keepdims=True
+return ___ * weight          # x divided by the root of (mean_square + eps)
+```""",
+                    ))
 
 
 @EXERCISE.cases

@@ -14,7 +14,28 @@ EXERCISE = Exercise(
     "sentence_embeddings", bert.sentence_embeddings, uses=("bert_layer", "mean_pool", "gelu"),
     refuse=("helpers.bert:encode", "helpers.bert:bert_forward", "helpers.bert:token_vectors"),
     near_miss="does EVERY layer norm (the embeddings' too) use eps=1e-12, and is GELU the "
-              "exact (erf) one?")
+              "exact (erf) one?",
+    difficulty=2, importance=3, minutes=20,
+    hints=(
+        r"""No new mathematics: chain what you have. Embed ($E[\text{ids}] + P[:N] + T[0]$,
+then the embedding layer norm, also with $\epsilon = 10^{-12}$), run every layer in order,
+mean-pool over the real tokens, and divide each sentence vector by its length
+$\lVert \boldsymbol{s} \rVert$. The same `key_mask` serves the layers (hide padding keys)
+and the pooling (skip padding rows).""",
+        r"""Indexing `E` `[V, d]` with `ids` `[B, N]` gives `[B, N, d]`; `P[:n]` `[N, d]` and
+`T[0]` `[d]` broadcast over the batch. A skeleton:
+
+```python
+ids = np.asarray(ids)
+n = ids.shape[-1]
+x = ___                                            # [B, N, d]: the three rows added
+h = layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"], eps=1e-12)
+for layer in params["layers"]:
+    h = ___                                        # your bert_layer, params["n_heads"] heads
+s = ___                                            # [B, d]
+return ___                                         # unit rows: np.linalg.norm(..., axis=-1, keepdims=True)
+```""",
+    ))
 
 
 @EXERCISE.cases

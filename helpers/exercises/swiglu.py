@@ -7,7 +7,26 @@ import numpy as np
 from helpers.exercises import Exercise, case
 from helpers.llama import model
 
-EXERCISE = Exercise("swiglu", model.swiglu, refuse=("helpers.llama.model:silu",))
+EXERCISE = Exercise(
+    "swiglu", model.swiglu, refuse=("helpers.llama.model:silu",),
+    difficulty=1, importance=2, minutes=10,
+    hints=(
+        r"""Two projections up, $\boldsymbol{x} W_{gate}$ and $\boldsymbol{x} W_{up}$, both
+$[N, d_{ff}]$; the first goes through $\operatorname{silu}(z) = z\,\sigma(z)$ and then
+multiplies the second entry by entry (the gate); one projection down with $W_{down}$ brings
+the rows back to width $d$. No biases.""",
+        r"""Shapes: `x` `[N, d]`, `W_gate` and `W_up` `[d, d_ff]`, `W_down` `[d_ff, d]`. For the
+sigmoid, $\sigma(z) = 1/(1 + e^{-z})$ overflows in `np.exp` for very negative $z$ (a warning,
+though the limit comes out right); $\sigma(z) = \frac{1}{2}\big(1 + \tanh(z/2)\big)$ is the
+same function without the overflow.
+
+```python
+gate = x @ W_gate                 # [N, d_ff]
+up = ___                          # [N, d_ff]
+silu = ___                        # gate times the sigmoid of gate, entry by entry
+return ___                        # the gated product, projected down: [N, d]
+```""",
+    ))
 
 
 def _weights(normal, d, d_ff, scale=1.0):
