@@ -1,38 +1,58 @@
-"""How much slower is the course's NumPy encoder than PyTorch? (A measurement, not a test.)
+"""The course's NumPy all-MiniLM-L6-v2 against sentence-transformers, side by side.
+(A measurement, not a test.)
 
-Times the sentence embeddings of one batch with all-MiniLM-L6-v2 on ONE thread:
+    .venv/bin/python tools/benchmark_encoder.py [--threads 2] [--repeats 5]
 
-* NumPy: ``helpers.bert.sentence_embeddings`` (float64, the course's reference code, with
-  exact GELU through ``math.erf`` on every entry), and the share of that time spent in
-  GELU's erf;
-* PyTorch: transformers' ``BertModel`` (float32, ``torch.inference_mode``) plus the same
-  mean pooling and normalisation.
+Two workloads, each timed end to end (tokenization included) on both sides in the same
+process, the repetitions alternating (ours, theirs, ours, theirs, ...) so that both see
+the same load of the machine; the figure kept is the best of ``--repeats``:
 
-Tokenization is done once, outside the timings. Run from the repository root (needs
-torch and transformers for the second column; without them only NumPy is timed):
+* ``short``: 8 short sentences (one batch, padded to its longest, about 16 tokens);
+* ``long``: 32 texts of 120 words (up to 128 tokens each), one batch.
 
-    .venv/bin/python tools/benchmark_encoder.py [--batch 8] [--repeats 7]
+Ours: ``helpers.bert.encode`` (float32, the weights loaded once). Theirs:
+``SentenceTransformer(...).encode`` on the same files (float32, PyTorch), with the same
+batch size (32). Both sides use the same number of threads: NumPy's OpenBLAS through
+``OPENBLAS_NUM_THREADS`` (set before NumPy starts) and PyTorch through
+``torch.set_num_threads``. Prints the times, the ratio ours / theirs, the largest
+difference between the two sets of embeddings, and the machine (cores, load average).
+Needs torch and sentence-transformers (developer tools, not course dependencies):
 
-Prints the median and the best of ``repeats`` runs for each, and the largest difference
-between the two sets of embeddings.
+    .venv/bin/python -m pip install torch sentence-transformers
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import os
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+ROOT = Path(__file__).resolve().parents[1]
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from helpers import bert, demos_model  # noqa: E402
+def _threads_from_argv(argv) -> int:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--threads", type=int, default=2)
+    return parser.parse_known_args(argv)[0].threads
+
+
+if __name__ == "__main__":                       # before NumPy loads OpenBLAS
+    _n = str(_threads_from_argv(sys.argv[1:]))
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = _n
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+
+from helpers import bert  # noqa: E402
 from helpers.examples import IT_SENTENCES  # noqa: E402
 
-SENTENCES = [
+SHORT = [
     IT_SENTENCES["tired"], IT_SENTENCES["wide"],
     "A man is playing a guitar on the stage.",
     "The stock market fell sharply this morning after the announcement.",
@@ -42,73 +62,81 @@ SENTENCES = [
     "A small encoder with six layers and twelve heads.",
 ]
 
+_WORDS = ("the river ran past the old mill where children played every summer while "
+          "their parents worked in the fields and talked about the weather the harvest "
+          "and the price of bread at the market in town a model reads every word of a "
+          "sentence at once and each word looks at all the others to decide what it "
+          "means here attention weights say how much one word borrows from another "
+          "layers stack these steps so that meaning builds up from words to phrases to "
+          "whole ideas").split()
 
-def timed(fn, repeats: int) -> tuple[list[float], object]:
-    fn()                                                         # warm-up
-    times, result = [], None
+
+def long_sentences(n: int = 32, words: int = 120) -> list[str]:
+    """``n`` different texts of ``words`` words each (seeded shuffles of one passage)."""
+    rng = np.random.default_rng(15)
+    texts = []
+    for _ in range(n):
+        picked = rng.choice(len(_WORDS), size=words)
+        texts.append(" ".join(_WORDS[i] for i in picked).capitalize() + ".")
+    return texts
+
+
+def machine() -> str:
+    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    return f"{os.cpu_count()} cores (nproc), load average {load}"
+
+
+def alternate(fns: dict, repeats: int) -> tuple[dict, dict]:
+    """Call each function once (warm-up), then ``repeats`` rounds of all of them in turn;
+    return ``({name: best seconds}, {name: last result})``."""
+    results = {name: fn() for name, fn in fns.items()}
+    best = dict.fromkeys(fns, float("inf"))
     for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return times, result
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            results[name] = fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best, results
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=8, help="sentences per batch")
-    parser.add_argument("--repeats", type=int, default=7)
-    args = parser.parse_args()
+    parser.add_argument("--threads", type=int, default=2,
+                        help="threads for NumPy's BLAS and for PyTorch alike (default 2)")
+    parser.add_argument("--repeats", type=int, default=5, help="best of this many")
+    args = parser.parse_args(argv)
 
     missing = bert.missing_requirements()
     if missing:
         sys.exit("missing:\n  " + "\n  ".join(missing))
-    one_thread = demos_model.use_one_blas_thread()
-    params, tokenizer = bert.load_encoder()
-    sentences = (SENTENCES * (args.batch // len(SENTENCES) + 1))[:args.batch]
-    batch = bert.tokenize(sentences, tokenizer)
-    B, N = batch.ids.shape
-    print(f"batch: {B} sentences padded to N = {N} tokens ({int(batch.mask.sum())} real); "
-          f"NumPy BLAS on one thread: {one_thread}")
-
-    np_times, ours = timed(lambda: bert.sentence_embeddings(batch.ids, batch.mask, params),
-                           args.repeats)
-    d_ff = params["layers"][0]["W1"].shape[1]
-    z = np.random.default_rng(0).normal(size=(B, N, d_ff))       # one layer's GELU input
-    erf_times, _ = timed(lambda: bert.gelu(z), args.repeats)
-    erf_share = len(params["layers"]) * statistics.median(erf_times) / statistics.median(np_times)
-    rows = [("NumPy float64 (helpers.bert)", np_times)]
-
     try:
         import torch
-        from transformers import AutoModel
-    except ImportError:
-        torch = None
-        print("(torch/transformers not installed: PyTorch not timed)")
-    if torch is not None:
-        torch.set_num_threads(1)
-        model = AutoModel.from_pretrained(str(bert.model_dir())).eval()
-        ids = torch.from_numpy(batch.ids)
-        mask = torch.from_numpy(batch.mask.astype(np.int64))
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        sys.exit(f"this benchmark needs torch and sentence-transformers ({exc})")
+    torch.set_num_threads(args.threads)
+    params, tokenizer = bert.load_encoder()
+    theirs_model = SentenceTransformer(str(bert.model_dir()), device="cpu")
+    theirs_model.eval()
 
-        def torch_embed():
-            with torch.inference_mode():
-                h = model(input_ids=ids, attention_mask=mask).last_hidden_state
-                m = mask.unsqueeze(-1).to(h.dtype)
-                s = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
-                return torch.nn.functional.normalize(s, dim=1).numpy()
-
-        torch_times, theirs = timed(torch_embed, args.repeats)
-        rows.append((f"PyTorch {torch.__version__} float32 (transformers)", torch_times))
-
-    print(f"{'':44s} {'median':>9s} {'best':>9s}")
-    for label, times in rows:
-        print(f"{label:44s} {1e3 * statistics.median(times):7.1f} ms "
-              f"{1e3 * min(times):7.1f} ms")
-    print(f"GELU (math.erf per entry) is about {100 * erf_share:.0f}% of the NumPy time")
-    if torch is not None:
-        ratio = statistics.median(np_times) / statistics.median(torch_times)
-        print(f"NumPy / PyTorch: {ratio:.1f}x; largest |difference| of the embeddings: "
-              f"{np.abs(ours - theirs).max():.1e}")
+    print(f"machine: {machine()}")
+    print(f"threads: NumPy OpenBLAS {os.environ.get('OPENBLAS_NUM_THREADS')}, "
+          f"PyTorch {torch.get_num_threads()}; best of {args.repeats}, alternating")
+    print(f"versions: numpy {np.__version__}, torch {torch.__version__}, "
+          f"sentence-transformers {sys.modules['sentence_transformers'].__version__}")
+    print(f"{'workload':34s} {'NumPy':>10s} {'PyTorch':>10s} {'ratio':>7s} {'max |diff|':>11s}")
+    for name, sentences in (("8 short sentences", SHORT), ("32 long sentences", long_sentences())):
+        n_tokens = bert.tokenize(sentences, tokenizer).ids.shape[1]
+        best, out = alternate({
+            "ours": lambda s=sentences: bert.encode(s, params, tokenizer, batch_size=32),
+            "theirs": lambda s=sentences: theirs_model.encode(
+                s, batch_size=32, convert_to_numpy=True, show_progress_bar=False),
+        }, args.repeats)
+        diff = float(np.abs(out["ours"].astype(np.float64) - out["theirs"]).max())
+        label = f"{name} (padded to {n_tokens} tokens)"
+        print(f"{label:34s} {1e3 * best['ours']:7.1f} ms {1e3 * best['theirs']:7.1f} ms "
+              f"{best['ours'] / best['theirs']:6.2f}x {diff:11.1e}")
+    print(f"machine after the run: {machine()}")
 
 
 if __name__ == "__main__":

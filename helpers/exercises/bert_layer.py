@@ -9,7 +9,7 @@ import numpy as np
 from helpers import bert
 from helpers import reference as ref
 from helpers.exercises import Exercise, case
-from helpers.exercises._bert_inputs import random_layer
+from helpers.exercises._bert_inputs import cut_model, random_layer
 
 
 def _signature(x, layer, n_heads, key_mask=None):
@@ -22,7 +22,37 @@ EXERCISE = Exercise(
     refuse=("helpers.bert:bert_attention", "helpers.bert:bert_forward",
             "helpers.bert:sentence_embeddings", "helpers.bert:encode",
             "helpers.bert:token_vectors"),
-    near_miss="do BOTH layer norms use eps=1e-12, and is GELU the exact (erf) one?")
+    near_miss="do BOTH layer norms use eps=1e-12, and is GELU the exact (erf) one?",
+    difficulty=3, importance=3, minutes=25,
+    hints=(
+        r"""Notebook 07's block with three changes. (1) **Post-norm**: each layer norm comes
+*after* its residual addition, $H = \operatorname{LN}_1(X + \operatorname{MHA}(X))$, then
+$\operatorname{LN}_2(H + \operatorname{FFN}(H))$, with $\epsilon = 10^{-12}$ (not the default
+$10^{-5}$). (2) Every projection has a bias, $XW + \boldsymbol{b}$. (3) The mask hides
+padding keys only: no causal mask, every token sees every real token. The feed-forward
+network uses your `gelu`.""",
+        r"""The attention half. The scores of all heads are `[..., h, N, N]`; the key mask
+`[..., N]` must hide *columns* (keys), so give it two axes of length 1 before its last one,
+`[..., 1, 1, N]`:
+
+```python
+x = np.asarray(x, dtype=float)
+mask = None if key_mask is None else ___          # bool [..., 1, 1, N]
+Qh = split_heads(x @ layer["W_Q"] + layer["b_Q"], n_heads)      # [..., h, N, d_h]
+Kh = ___                                          # likewise with W_K, b_K
+Vh = ___                                          # likewise with W_V, b_V
+heads, _ = scaled_dot_product_attention(Qh, Kh, Vh, mask)
+attention = ___                                   # merge the heads, then W_O and b_O: [..., N, d]
+h = layer_norm(___, layer["ln1_gamma"], layer["ln1_beta"], eps=___)
+```""",
+        r"""The feed-forward half, once `h` is right (the first line is complete, the
+return is not):
+
+```python
+ffn = gelu(h @ layer["W1"] + layer["b1"]) @ layer["W2"] + layer["b2"]    # [..., N, d]
+return layer_norm(___, layer["ln2_gamma"], layer["ln2_beta"], eps=___)
+```""",
+    ))
 
 
 @EXERCISE.cases
@@ -45,12 +75,13 @@ def cases():
              group="stability", hidden=True),
     ]
     if not bert.missing_requirements():            # the real model, where it is installed
-        params, tokenizer = bert.load_encoder()
-        batch = bert.tokenize(["Padding hides these tokens.", "Hi"], tokenizer)
-        x = bert.bert_embeddings(batch.ids, params)
+        # float64 embeddings x (so the layer computes in float64), the layer's weights
+        # float32 as the model stores them (half the bytes on the grader's wire)
+        ids, mask, small = cut_model(["Padding hides these tokens.", "Hi"], [0])
+        x = bert.bert_embeddings(ids, small)                           # [2, N, 384] float64
         hidden.append(case(
             "minilm_layer_1", "layer 1 of all-MiniLM-L6-v2 on a padded batch of two sentences",
-            (x, params["layers"][0], params["n_heads"], batch.mask), group="model",
+            (x, small["layers"][0], small["n_heads"], mask), group="model",
             hidden=True))
     return visible + hidden
 

@@ -4,6 +4,8 @@ generation. Weights come from :mod:`helpers.llama.weights`."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import helpers.reference as ref
@@ -123,11 +125,33 @@ def grouped_query_attention(Q, K, V) -> np.ndarray:
     if n_q > n_k:
         raise ValueError(f"{n_q} queries but only {n_k} keys")
     n_rep = n_heads // n_kv
+    if Q.dtype == K.dtype == V.dtype == np.float32 and Q.ndim == K.ndim == V.ndim == 3:
+        return _gqa_float32(Q, K, V, n_rep)
     start = n_k - n_q                                             # position of query 0
     mask = np.arange(n_k)[None, :] <= start + np.arange(n_q)[:, None]   # [N_q, N_k]
     out, _ = ref.scaled_dot_product_attention(Q, repeat_kv(K, n_rep), repeat_kv(V, n_rep),
                                               mask)               # [h, N_q, d_h]
     return out.astype(np.result_type(Q.dtype, K.dtype, V.dtype))
+
+
+def _gqa_float32(Q, K, V, n_rep: int) -> np.ndarray:
+    """:func:`grouped_query_attention` in float32 without copying keys and values per
+    query head: the ``n_rep`` query heads of a group are stacked as rows, so each group
+    is one product with its key/value head. Same conventions and result."""
+    n_heads, n_q, d_h = Q.shape
+    n_kv, n_k = K.shape[0], K.shape[1]
+    Qg = (Q * np.float32(1.0 / np.sqrt(d_h))).reshape(n_kv, n_rep * n_q, d_h)
+    scores = Qg @ K.swapaxes(-1, -2)                              # [h_kv, rep*N_q, N_k]
+    if n_q > 1:                                                   # a single query sees all
+        start = n_k - n_q
+        allowed = np.arange(n_k)[None, :] <= start + np.arange(n_q)[:, None]   # [N_q, N_k]
+        bias = np.where(allowed, np.float32(0.0), np.float32(-np.inf))
+        scores.reshape(n_kv, n_rep, n_q, n_k)[...] += bias
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    out = scores @ V                                              # [h_kv, rep*N_q, d_h]
+    out /= scores.sum(axis=-1, keepdims=True)
+    return out.reshape(n_heads, n_q, d_h)
 
 
 class KVCache:
@@ -164,6 +188,27 @@ class KVCache:
 # ---------------------------------------------------------------------------------------
 
 
+def _split_heads(t: np.ndarray, n_heads: int) -> np.ndarray:
+    """``[N, h*d_h] -> [h, N, d_h]`` (a view; :func:`helpers.reference.split_heads`)."""
+    return t.reshape(t.shape[0], n_heads, -1).swapaxes(0, 1)
+
+
+def _merge_heads(A: np.ndarray) -> np.ndarray:
+    """``[h, N, d_h] -> [N, h*d_h]`` (:func:`helpers.reference.merge_heads`)."""
+    return A.swapaxes(0, 1).reshape(A.shape[1], -1)
+
+
+@functools.lru_cache(maxsize=256)
+def _rope_tables(start: int, n: int, d_head: int, theta: float, dtype: str):
+    """``cos, sin [N, d_h]`` of :func:`apply_rope` for positions ``start .. start+N-1``,
+    computed once and shared by the blocks (read-only)."""
+    angles = rope_angles(np.arange(start, start + n), d_head, theta)   # [N, d_h/2]
+    angles = np.concatenate([angles, angles], axis=-1)             # [N, d_h]
+    cos, sin = np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+    cos.flags.writeable = sin.flags.writeable = False
+    return cos, sin
+
+
 def llama_block(x, block: dict, config: LlamaConfig, start: int = 0,
                 cache: KVCache | None = None, layer: int = 0) -> np.ndarray:
     """One Llama block, pre-norm like the course's, with the new parts:
@@ -179,18 +224,17 @@ def llama_block(x, block: dict, config: LlamaConfig, start: int = 0,
     """
     x = _float(x)
     N = x.shape[0]
-    positions = np.arange(start, start + N)
     t1 = rms_norm(x, block["attn_norm"], config.eps)              # [N, d]
-    Q = ref.split_heads(t1 @ block["W_Q"], config.n_heads)        # [h, N, d_h]
-    K = ref.split_heads(t1 @ block["W_K"], config.n_kv_heads)     # [h_kv, N, d_h]
-    V = ref.split_heads(t1 @ block["W_V"], config.n_kv_heads)     # [h_kv, N, d_h]
-    Q = apply_rope(Q.astype(x.dtype), positions, config.rope_theta)
-    K = apply_rope(K.astype(x.dtype), positions, config.rope_theta)
-    V = V.astype(x.dtype)
+    Q = _split_heads(t1 @ block["W_Q"], config.n_heads).astype(x.dtype, copy=False)
+    K = _split_heads(t1 @ block["W_K"], config.n_kv_heads).astype(x.dtype, copy=False)
+    V = _split_heads(t1 @ block["W_V"], config.n_kv_heads).astype(x.dtype, copy=False)
+    cos, sin = _rope_tables(start, N, config.d_head, config.rope_theta, x.dtype.str)
+    Q = Q * cos + rotate_half(Q) * sin                            # apply_rope, [h, N, d_h]
+    K = K * cos + rotate_half(K) * sin                            # [h_kv, N, d_h]
     if cache is not None:
         K, V = cache.update(layer, K, V)                          # [h_kv, N_past+N, d_h]
     A = grouped_query_attention(Q, K, V)                          # [h, N, d_h]
-    t2 = ref.merge_heads(A).astype(x.dtype) @ block["W_O"]        # [N, d]
+    t2 = _merge_heads(A).astype(x.dtype, copy=False) @ block["W_O"]   # [N, d]
     t3 = t2 + x
     t4 = rms_norm(t3, block["ffn_norm"], config.eps)
     t5 = swiglu(t4, block["W_gate"], block["W_up"], block["W_down"])
@@ -198,14 +242,15 @@ def llama_block(x, block: dict, config: LlamaConfig, start: int = 0,
 
 
 def forward(token_ids, params: dict, config: LlamaConfig, cache: KVCache | None = None,
-            block_fn=None) -> np.ndarray:
+            block_fn=None, last_only: bool = False) -> np.ndarray:
     """Logits of the next token after each of ``token_ids``.
 
     ``h = E[ids]`` (no position embeddings: positions are in the rotations), then the
     blocks, then ``logits = RMSNorm(h) E^T`` (tied head). With a cache, ``token_ids`` are
     the NEW tokens, placed after the ``len(cache)`` positions already stored, and the
     cache grows by them. ``block_fn`` (default :func:`llama_block`) computes each block,
-    e.g. a learner's own. Returns ``[N, V]``.
+    e.g. a learner's own. Returns ``[N, V]``, or ``[1, V]`` with ``last_only`` (the
+    next token after the last one only, all that generation needs).
     """
     block_fn = llama_block if block_fn is None else block_fn
     ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
@@ -215,6 +260,8 @@ def forward(token_ids, params: dict, config: LlamaConfig, cache: KVCache | None 
     h = params["E"][ids]                                          # [N, d]
     for layer, block in enumerate(params["blocks"]):
         h = block_fn(h, block, config, start=start, cache=cache, layer=layer)
+    if last_only:
+        h = h[-1:]                                                # [1, d]
     return rms_norm(h, params["norm"], config.eps) @ params["E"].T   # [N, V]
 
 
@@ -232,7 +279,8 @@ def generate(token_ids, params: dict, config: LlamaConfig, n_new: int,
     cache = KVCache(config.n_layers) if use_cache else None
     new = ids                                                     # what the model has not seen
     for _ in range(n_new):
-        logits = forward(new if use_cache else ids, params, config, cache, block_fn)
+        logits = forward(new if use_cache else ids, params, config, cache, block_fn,
+                         last_only=True)
         next_id = int(np.argmax(logits[-1]))
         ids.append(next_id)
         new = [next_id]
