@@ -972,3 +972,146 @@ def diagram_kv_cache(n_past: int = 5, n_new: int = 1):
     ax.set_title(f"a step with a KV cache: compute 1 row, reuse {n_past}", fontsize=10)
     _blank(ax, (qx - 0.2, 7.0), (-0.3, n_past + n_new + 0.8))
     return fig
+
+
+def diagram_rope(d_head: int = 8, theta: float = 100.0, n_positions: int = 5):
+    """Notebook 10: RoPE turns pair ``m = (x[m], x[m + d_h/2])`` of a query or key at
+    position ``p`` by the angle ``p * omega_m``, ``omega_m = theta^(-2m/d_h)``.
+
+    Top: the features of one head, coloured by pair (the first half pairs with the second
+    half). Below: one row per pair, one column per position; in each circle the grey line
+    is the pair before rotation (the same vector at every position), the arrow the pair
+    after it, with the angle under it. Fast pairs (small ``m``) turn a lot per position,
+    slow ones hardly move.
+    """
+    half = d_head // 2
+    omegas = theta ** (-2.0 * np.arange(half) / d_head)              # [half]
+    start = 0.35                                                       # the pair's direction
+    cell, r = 1.5, 0.5
+    fig, ax = new_figure(1.25 * (n_positions + 2.2), 1.2 * (half + 1.8))
+    top = half * cell
+    # the head's features, coloured by pair
+    w = 0.55
+    x_feat = (n_positions * cell - d_head * w - 0.3) / 2
+    for j in range(d_head):
+        m = j % half
+        x = x_feat + j * w + (0.3 if j >= half else 0.0)
+        ax.add_patch(Rectangle((x, top + 0.55), w, 0.45, alpha=0.35, edgecolor="white",
+                               facecolor=PART_COLORS[m % len(PART_COLORS)]))
+        ax.text(x + w / 2, top + 0.775, f"x{j}", ha="center", va="center", fontsize=8)
+    ax.text(x_feat - 0.15, top + 0.775, f"one head, d_h = {d_head}:", ha="right",
+            va="center", fontsize=8.5)
+    ax.text(n_positions * cell / 2, top + 1.15,
+            f"pair m = (x_m, x_(m+{half})): feature m turns together with feature m + {half}",
+            ha="center", va="bottom", fontsize=8.5)
+    for p in range(n_positions):
+        ax.text(p * cell + cell / 2, top + 0.2, f"position p = {p}", ha="center",
+                va="center", fontsize=8.5)
+    circle = np.linspace(0, 2 * np.pi, 100)
+    for m in range(half):
+        color = PART_COLORS[m % len(PART_COLORS)]
+        cy = top - m * cell - cell / 2
+        ax.text(-0.15, cy, f"pair {m}: (x{m}, x{m + half})\nω{m} = {omegas[m]:.3g} rad",
+                ha="right", va="center", fontsize=8.5)
+        for p in range(n_positions):
+            cx = p * cell + cell / 2
+            angle = p * omegas[m]
+            ax.plot(cx + r * np.cos(circle), cy + 0.1 + r * np.sin(circle), color="0.85",
+                    linewidth=0.8)
+            ax.plot([cx, cx + r * np.cos(start)], [cy + 0.1, cy + 0.1 + r * np.sin(start)],
+                    color="0.6", linewidth=1.0, linestyle="--")
+            tip = (cx + r * np.cos(start + angle), cy + 0.1 + r * np.sin(start + angle))
+            ax.annotate("", xy=tip, xytext=(cx, cy + 0.1),
+                        arrowprops=dict(arrowstyle="-|>", color=color, linewidth=1.6,
+                                        shrinkA=0, shrinkB=0))
+            ax.text(cx, cy - 0.6, f"{angle:.2f} rad", ha="center", va="center",
+                    fontsize=7.5, color="0.3")
+    ax.text(n_positions * cell / 2, -0.25, "dashed: the pair before rotation (the same at "
+            "every position)    arrow: the pair after rotation", ha="center", va="top",
+            fontsize=8, color="0.3")
+    ax.set_title(f"RoPE: pair m at position p turns by p·ω_m, ω_m = θ^(-2m/d_h), "
+                 f"θ = {theta:g}", fontsize=10)
+    _blank(ax, (-2.4, n_positions * cell + 0.1), (-0.6, top + 1.6))
+    return fig
+
+
+def diagram_mean_pool(h=((1.0, 2.0), (3.0, 0.0), (9.0, 9.0)), key_mask=(True, True, False),
+                      tokens=("token 1", "token 2", "[PAD]")):
+    """Notebook 09: mean pooling with a padding mask, every number computed from ``h``
+    ``[N, d]`` and ``key_mask`` ``[N]``: the mask zeroes the padding rows, the sum runs over
+    the tokens, the count is the number of real tokens, and the unit vector follows."""
+    h = np.asarray(h, dtype=float)
+    m = np.asarray(key_mask, dtype=float)
+    n, d = h.shape
+    masked = h * m[:, None]
+    total = masked.sum(axis=0)
+    s = total / m.sum()
+    unit = s / np.linalg.norm(s)
+
+    def num(v):
+        return f"{v:.3g}"
+
+    fig, ax = new_figure(9.6, 0.55 * n + 1.5)
+    cw, rh = 0.75, 0.62                              # cell width, row height
+
+    def row_y(i):
+        return (n - 1 - i) * rh
+
+    def matrix(x0, values, faded_rows=()):
+        for i in range(values.shape[0]):
+            for j in range(values.shape[1]):
+                faded = i in faded_rows
+                ax.add_patch(Rectangle((x0 + j * cw, row_y(i)), cw, rh,
+                                       facecolor="0.93" if faded else "#c6dbef",
+                                       edgecolor="white", linewidth=2,
+                                       hatch="//" if faded else None))
+                ax.text(x0 + (j + 0.5) * cw, row_y(i) + rh / 2, num(values[i, j]),
+                        ha="center", va="center", fontsize=9,
+                        color="0.55" if faded else "0.1")
+    pads = [i for i in range(n) if not m[i]]
+    for i, tok in enumerate(tokens):
+        ax.text(-0.1, row_y(i) + rh / 2, tok, ha="right", va="center", fontsize=9)
+    x_h = 0.0
+    matrix(x_h, h, pads)
+    ax.text(x_h + d * cw / 2, n * rh + 0.12, f"h [N={n}, d={d}]", ha="center", va="bottom",
+            fontsize=9)
+    x_m = x_h + d * cw + 0.7
+    for i in range(n):
+        ax.add_patch(Rectangle((x_m, row_y(i)), cw, rh, edgecolor="white", linewidth=2,
+                               facecolor=ACCENT_COLOR if m[i] else "0.93",
+                               alpha=0.6 if m[i] else 1.0))
+        ax.text(x_m + cw / 2, row_y(i) + rh / 2, f"{int(m[i])}", ha="center", va="center",
+                fontsize=9)
+    ax.text(x_h + d * cw + 0.35, n * rh / 2, "×", ha="center", va="center", fontsize=12)
+    ax.text(x_m + cw / 2, n * rh + 0.12, "mask m", ha="center", va="bottom", fontsize=9)
+    x_p = x_m + cw + 0.7
+    ax.text(x_m + cw + 0.35, n * rh / 2, "=", ha="center", va="center", fontsize=12)
+    matrix(x_p, masked, pads)
+    ax.text(x_p + d * cw / 2, n * rh + 0.12, "m h (padding rows 0)", ha="center",
+            va="bottom", fontsize=9)
+    # the sum over the tokens, below the product
+    for j in range(d):
+        _box(ax, x_p + j * cw, -rh - 0.35, cw, rh, num(total[j]), color="white", fontsize=9)
+    ax.text(x_p - 0.1, -rh / 2 - 0.35, "sum over tokens", ha="right", va="center",
+            fontsize=8.5)
+    _flow(ax, (x_p + d * cw / 2, -0.02), (x_p + d * cw / 2, -0.33))
+    # s and its unit vector
+    x_s = x_p + d * cw + 1.6
+    y_res = -rh - 0.35
+    for j in range(d):
+        _box(ax, x_s + j * cw, y_res, cw, rh, num(s[j]), color="#c6dbef", fontsize=9)
+    _flow(ax, (x_p + d * cw + 0.05, y_res + rh / 2), (x_s - 0.05, y_res + rh / 2))
+    ax.text((x_p + d * cw + x_s) / 2, y_res + rh + 0.08, f"÷ {num(m.sum())} real\ntokens",
+            ha="center", va="bottom", fontsize=8)
+    ax.text(x_s + d * cw / 2, y_res - 0.08, "s: the mean", ha="center", va="top", fontsize=8.5)
+    x_u = x_s + d * cw + 1.6
+    for j in range(d):
+        _box(ax, x_u + j * cw, y_res, cw, rh, num(unit[j]), color=ACCENT_COLOR, fontsize=9)
+    _flow(ax, (x_s + d * cw + 0.05, y_res + rh / 2), (x_u - 0.05, y_res + rh / 2))
+    ax.text((x_s + d * cw + x_u) / 2, y_res + rh + 0.08,
+            f"÷ |s| =\n{num(np.linalg.norm(s))}", ha="center", va="bottom", fontsize=8)
+    ax.text(x_u + d * cw / 2, y_res - 0.08, "ŝ: length 1", ha="center", va="top",
+            fontsize=8.5)
+    ax.set_title("mean pooling with a padding mask: s = Σ m_i h_i / Σ m_i", fontsize=10)
+    _blank(ax, (-1.3, x_u + d * cw + 0.3), (y_res - 0.4, n * rh + 0.5))
+    return fig

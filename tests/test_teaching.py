@@ -302,6 +302,10 @@ DIAGRAMS = {
     "diagram_kv_cache": ((), {}, ["q5"], "10_modern_llm"),
 }
 
+    "diagram_rope": ((), {}, ["pair 0: (x0, x4)", "position p = 4", "4.00 rad", "0.13 rad"],
+                     "10_modern_llm"),
+    "diagram_mean_pool": ((), {}, ["[PAD]", "mask m", "0.894", "0.447", "÷ 2 real"],
+                          "09_sentence_encoder"),
 
 def _texts(fig) -> list:
     return [t for t in fig.findobj(matplotlib.text.Text) if t.get_text().strip()
