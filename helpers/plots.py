@@ -822,8 +822,10 @@ def diagram_causal_mask(tokens: Sequence[str]):
     ax.text(n / 2, n + 0.9, "key j (what is read)", ha="center", fontsize=9)
     ax.text(-1.6, n / 2, "query i (who reads)", ha="center", va="center", fontsize=9,
             rotation=90)
+    ax.text(n / 2, -0.25, "✓ True: may attend     × False: score set to -inf",
+            ha="center", va="top", fontsize=8.5, color="0.3")
     ax.set_title("causal mask: query i may read keys j <= i", fontsize=10, pad=28)
-    _blank(ax, (-2.0, n + 0.2), (-0.2, n + 1.3))
+    _blank(ax, (-2.0, n + 0.2), (-0.8, n + 1.3))
     return fig
 
 

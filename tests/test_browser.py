@@ -62,7 +62,15 @@ def chosen_notebooks() -> list[Path]:
     chosen = [p for p in ALL_EXPLORER_NOTEBOOKS if "softmax" in p.name][:1]
     by_count = sorted(ALL_EXPLORER_NOTEBOOKS, key=lambda p: -len(explorer_cells(read(p))))
     chosen += [p for p in by_count if p not in chosen][:2 - len(chosen)]
-    return sorted(chosen)
+    # and the first notebook that draws a diagram (issue 14), so that a screenshot shows one
+    chosen += [p for p in ALL_EXPLORER_NOTEBOOKS if diagram_cells(read(p))][:1]
+    return sorted(set(chosen))
+
+
+def diagram_cells(nb) -> list[int]:
+    """Indices of the code cells that draw a diagram (``plots.diagram_...(``)."""
+    return [i for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and "plots.diagram_" in c.source]
 
 
 EXPLORER_NOTEBOOKS = chosen_notebooks()
@@ -332,12 +340,12 @@ def control_redraws(page, index: int) -> str | None:
     return None
 
 
-def screenshot(page, notebook: str, first_index: int | None) -> Path:
+def screenshot(page, notebook: str, first_index: int | None, suffix: str = "") -> Path:
     folder = Path(ARTIFACTS or Path(tempfile.gettempdir()) / "course-browser-test")
     folder.mkdir(parents=True, exist_ok=True)
     if first_index is not None:
         cells_of(page).nth(first_index).scroll_into_view_if_needed()
-    path = folder / (notebook.replace("/", "__").removesuffix(".ipynb") + ".png")
+    path = folder / (notebook.replace("/", "__").removesuffix(".ipynb") + suffix + ".png")
     page.screenshot(path=str(path))
     return path
 
@@ -358,6 +366,11 @@ def check_notebook(lab, browser_context, notebook: str, nb, capsys, extra_check=
             wait_until(lambda: lab.kernel_state(notebook) == "idle", 60, "the redraws to finish")
             page.wait_for_timeout(500)
         shot = screenshot(page, notebook, indices[0] if indices else None)
+        for index in diagram_cells(nb)[:1]:      # a diagram drawn from code shows as a PNG
+            image = cells_of(page).nth(index).locator(".jp-OutputArea-output img")
+            if image.count() == 0:
+                problems.append(f"cell {index}: the diagram shows no picture")
+            shot = screenshot(page, notebook, index, "__diagram")
         if extra_check is not None:
             extra_check(page)
         seconds = time.monotonic() - start

@@ -27,7 +27,9 @@ from helpers.checks import check
 from helpers.exercises import _render
 
 #: The notebooks that follow the rhythm (issue 14), by folder name.
-CONVERTED: set[str] = {"02_softmax"}
+CONVERTED: set[str] = {"00_start_here", "01_dot_products", "02_softmax",
+                       "03_simple_self_attention", "04_queries_keys_values",
+                       "05_masking_cross_attention"}
 
 CONVERTED_EXERCISES = sorted(n for nb in CONVERTED for n in exercises.NOTEBOOKS[nb])
 
@@ -36,7 +38,7 @@ RHYTHM = {
     "objectives": r"Objectives",
     "intuition": r"Intuition(: .+)?",
     "equation": r"The equation(: .+)?",
-    "worked": r"Worked example(: .+)?",
+    "worked": r"Worked example( \d+)?(: .+)?",
     "exercise": r"Exercise (?P<k>\d+)( \((extra|written)\))?: .+",
     "plot": r"Plot(: .+)?",
     "explorer": r"Explorer(: .+)?",
@@ -171,7 +173,7 @@ def test_every_exercise_states_what_to_write(nb):
     cells = notebook_format.read(_path(nb)).cells
     for name in exercises.NOTEBOOKS[nb]:
         ex = exercises.get(name)
-        heading = re.compile(rf"## Exercise \d+: `{re.escape(_render.signature(ex))}`\n")
+        heading = re.compile(rf"## Exercise \d+( \(extra\))?: `{re.escape(_render.signature(ex))}`\n")
         text = _render.instructions(next(c.source for c in cells if c.cell_type == "markdown"
                                          and heading.match(c.source)))
         assert text, f"{name}: no instructions"
@@ -300,12 +302,12 @@ DIAGRAMS = {
                               "07_transformer_block"),
     "diagram_language_model": ((), {}, ["token ids"], "08_language_model"),
     "diagram_kv_cache": ((), {}, ["q5"], "10_modern_llm"),
-}
-
     "diagram_rope": ((), {}, ["pair 0: (x0, x4)", "position p = 4", "4.00 rad", "0.13 rad"],
                      "10_modern_llm"),
     "diagram_mean_pool": ((), {}, ["[PAD]", "mask m", "0.894", "0.447", "÷ 2 real"],
                           "09_sentence_encoder"),
+}
+
 
 def _texts(fig) -> list:
     return [t for t in fig.findobj(matplotlib.text.Text) if t.get_text().strip()

@@ -46,8 +46,10 @@ def signature(ex) -> str:
 
 
 def heading(ex, k: int) -> str:
-    """The cell's first line: ``## Exercise k: `signature```."""
-    return f"{HEADING_START}{k}: `{signature(ex)}`"
+    """The cell's first line: ``## Exercise k: `signature```, with ``(extra)`` after
+    ``k`` for an exercise of importance 1 (an optional extra)."""
+    extra = " (extra)" if ex.importance == 1 else ""
+    return f"{HEADING_START}{k}{extra}: `{signature(ex)}`"
 
 
 def header(ex) -> str:

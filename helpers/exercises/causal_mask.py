@@ -8,7 +8,23 @@ from helpers import reference
 from helpers.exercises import Exercise, case
 
 
-EXERCISE = Exercise('causal_mask', reference.causal_mask, output='mask')
+EXERCISE = Exercise('causal_mask', reference.causal_mask, output='mask',
+    difficulty=1, importance=3, minutes=5,
+    hints=(
+        r"""Compare positions: the entry of row $i$ (the query) and column $j$ (the key) is true when
+$j \le i$. Drawn as a table, that is the lower triangle with the diagonal, as in the picture
+of the intuition.""",
+        r"""Broadcasting compares a column of query positions, `np.arange(n)[:, None]` of shape
+`[n, 1]`, with a row of key positions, `np.arange(n)[None, :]` of shape `[1, n]`, and gives
+an `[n, n]` array. (Or `np.tril` of a matrix of ones: mind the dtype, `np.tril(np.ones((n,
+n)))` holds floats and the check wants booleans.)
+
+```python
+positions = np.arange(n)
+return ___ <= ___          # [n, n]: key j <= query i
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

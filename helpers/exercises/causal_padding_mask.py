@@ -25,7 +25,23 @@ def _compare(case, expected, got):
 
 
 EXERCISE = Exercise("causal_padding_mask", causal_padding_mask, compare=_compare,
-                    uses=("causal_mask",))
+                    uses=("causal_mask",),
+    difficulty=2, importance=1, minutes=10,
+    hints=(
+        r"""Two conditions, both on the key $j$ (the column): the causal one, $j \le i$, and "is a
+real token", $j < n_{real}$. A key is allowed when both hold. Rows of padding queries still
+see the real keys, so no row is empty.""",
+        r"""Build two boolean arrays and combine them with `&`: the causal mask of shape `[n, n]`
+and a row of shape `[n]` that is `True` for the real keys. Broadcasting a row over a square
+matrix applies it to every query.
+
+```python
+causal = ___                # [n, n]
+real_key = ___              # [n], True where j < n_real
+return ___ & ___            # [n, n]
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -11,7 +11,22 @@ from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _cos_with, _f
 
 
-EXERCISE = Exercise('cosine_similarity', reference.cosine_similarity, uses=('dot',), output='scalar', nan_hint='did a length come out as 0 or inf?')
+EXERCISE = Exercise('cosine_similarity', reference.cosine_similarity, uses=('dot',), output='scalar', nan_hint='did a length come out as 0 or inf?',
+    difficulty=1, importance=2, minutes=5,
+    hints=(
+        r"""Divide the dot product by both lengths. The length of a vector is the square root of
+its dot product with itself: $\lVert\mathbf{a}\rVert = \sqrt{\mathbf{a}\cdot\mathbf{a}}$.
+The check also feeds in vectors at very different scales (entries around $10^{3}$ and
+$10^{-2}$): the cosine does not care, and neither should your code.""",
+        r"""`np.sqrt(dot(a, a))` or `np.linalg.norm(a)` gives $\lVert\mathbf{a}\rVert$. A skeleton:
+
+```python
+norm_a = ___
+norm_b = ___
+return float(dot(a, b) / ___)
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -11,7 +11,24 @@ from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _xattn
 
 
-EXERCISE = Exercise('cross_attention', reference.cross_attention, uses=('project_qkv', 'scaled_dot_product_attention'))
+EXERCISE = Exercise('cross_attention', reference.cross_attention, uses=('project_qkv', 'scaled_dot_product_attention'),
+    difficulty=2, importance=3, minutes=10,
+    hints=(
+        r"""The attention of notebook 04 with one change: the queries come from the decoder, the
+keys and values from the encoder. So the weight matrix is $[N_{dec}, N_{enc}]$, not square,
+and no mask is needed.""",
+        r"""Three matrix products, then `scaled_dot_product_attention`, which returns a tuple
+`(output, weights)`. `project_qkv` does not fit here: it projects a single sequence.
+
+```python
+Q = ___ @ W_Q            # [N_dec, d_k]
+K = ___                  # [N_enc, d_k]
+V = ___                  # [N_enc, d_v]
+output, weights = ___
+return ___               # [N_dec, d_v]
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

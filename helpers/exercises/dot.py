@@ -11,7 +11,21 @@ from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f
 
 
-EXERCISE = Exercise('dot', reference.dot, output='scalar', nan_hint='did a product overflow?')
+EXERCISE = Exercise('dot', reference.dot, output='scalar', nan_hint='did a product overflow?',
+    difficulty=1, importance=3, minutes=5,
+    hints=(
+        r"""Walk through the two vectors together: multiply the $k$-th entries, $a_k b_k$, and add
+up the $n$ products. The result is one number, not a vector.""",
+        r"""Convert first, so that lists work too: `np.asarray(a, dtype=float)` has shape `[n]`.
+Then either `np.sum` of the elementwise product `a * b`, or the `@` operator. A skeleton:
+
+```python
+a = np.asarray(a, dtype=float)
+b = ___
+return float(___)
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -37,7 +37,27 @@ def _compare(case, expected, got):
     return None
 
 
-EXERCISE = Exercise("find_slips", find_slips, compare=_compare)
+EXERCISE = Exercise("find_slips", find_slips, compare=_compare,
+    difficulty=2, importance=2, minutes=15,
+    hints=(
+        r"""A row is a slip when at least one of its entries is off by more than the tolerance:
+$\max_k |p_{ik} - c_{ik}| > \mathrm{tolerance}$, with $p$ the printed and $c$ the computed
+matrix of the same name. Look at every name of `printed`, and report a row by its token.""",
+        r"""`np.abs(P - C)` is `[N, d]`; `(diff > tolerance).any(axis=1)` gives one boolean per row,
+`[N]`; `zip(tokens, ...)` pairs each row with its token. Return a `set` of
+`(name, token)` tuples.
+
+```python
+slips = set()
+for name, rows in printed.items():
+    diff = ___                                  # [N, d]
+    for token, off in zip(tokens, ___):         # one boolean per row
+        if off:
+            slips.add(___)
+return slips
+```""",
+    ),
+)
 
 
 def _slides():

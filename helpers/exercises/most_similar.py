@@ -26,7 +26,30 @@ def _compare(case, expected, got):
     return None
 
 
-EXERCISE = Exercise("most_similar", most_similar, compare=_compare, uses=("cosine_similarity",))
+EXERCISE = Exercise("most_similar", most_similar, compare=_compare, uses=("cosine_similarity",),
+    difficulty=2, importance=1, minutes=10,
+    hints=(
+        r"""Compute $\cos(\mathbf{x}_i, \mathbf{x}_j)$ for every $j$, leave $j = i$ out, and keep
+the index of the largest. In the example of the instructions the dot product prefers the
+long `[10, 10]`, while the cosine prefers `[0.9, 0.1]`, which points almost exactly like
+`[1, 0]`.""",
+        r"""A loop over `j` with your `cosine_similarity`, skipping `j == i`; a strict `>` keeps the
+first of a tie. (Or a whole row at once: the cosines of row $i$ are row $i$ of $X X^\top$
+divided by the lengths, `np.linalg.norm(X, axis=1)` of shape `[N]`; set entry $i$ to
+`-np.inf` and take `np.argmax`.)
+
+```python
+best, best_j = -np.inf, None
+for j in range(len(X)):
+    if j == i:
+        continue
+    c = ___
+    if ___:
+        best, best_j = c, j
+return best_j
+```""",
+    ),
+)
 
 
 def _random(seed):

@@ -11,7 +11,26 @@ from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f
 
 
-EXERCISE = Exercise('pairwise_scores', reference.pairwise_scores, uses=('dot',))
+EXERCISE = Exercise('pairwise_scores', reference.pairwise_scores, uses=('dot',),
+    difficulty=2, importance=3, minutes=10,
+    hints=(
+        r"""Entry $(i, j)$ pairs row $i$ of $X$ with row $j$ of $X$. A matrix product `A @ B`
+pairs the rows of `A` with the *columns* of `B`: which matrix has the rows of $X$ as its
+columns?""",
+        r"""The transpose `X.T` has shape `[d, N]`, and `[N, d] @ [d, N]` gives `[N, N]`. Convert a
+list input with `np.asarray(X, dtype=float)` first. The loop version, if you start there:
+
+```python
+X = np.asarray(X, dtype=float)
+N = X.shape[0]
+S = np.zeros((N, N))
+for i in range(N):
+    for j in range(N):
+        S[i, j] = ___
+return S
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -10,7 +10,24 @@ from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f
 
 
-EXERCISE = Exercise('project_qkv', reference.project_qkv, output='tuple', parts=('Q', 'K', 'V'))
+EXERCISE = Exercise('project_qkv', reference.project_qkv, output='tuple', parts=('Q', 'K', 'V'),
+    difficulty=1, importance=3, minutes=5,
+    hints=(
+        r"""Each projection is one matrix product, with the tokens on the left because they are row
+vectors: row $i$ of $Q$ is $\mathbf{q}_i = \mathbf{x}_i W_Q$, and likewise for $K$ and $V$.""",
+        r"""Convert each argument with `np.asarray(..., dtype=float)`, then use `@`:
+`[N, d] @ [d, d_k] -> [N, d_k]`. If you find yourself writing `W_Q @ X`, you are in the
+column-vector convention.
+
+```python
+X = np.asarray(X, dtype=float)
+Q = ___
+K = ___
+V = ___
+return Q, K, V
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

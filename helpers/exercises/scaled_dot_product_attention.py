@@ -11,7 +11,27 @@ from helpers.exercises._inputs import _cat_qkv, _normal, _valid_mask
 from helpers.exercises._variants import _attention, _f, _naive_softmax
 
 
-EXERCISE = Exercise('scaled_dot_product_attention', reference.scaled_dot_product_attention, uses=('softmax',), output='tuple', parts=('output', 'weights'))
+EXERCISE = Exercise('scaled_dot_product_attention', reference.scaled_dot_product_attention, uses=('softmax',), output='tuple', parts=('output', 'weights'),
+    difficulty=2, importance=3, minutes=15,
+    hints=(
+        r"""Three steps, as in the equation: the scores $QK^\top/\sqrt{d_k}$ (one row per query, one
+column per key), a softmax along each row, then the weighted sum of the value rows. The
+mask acts on the *scores*: a score of $-\infty$ becomes a weight of exactly
+$e^{-\infty} = 0$, and the softmax still makes each row sum to 1.""",
+        r"""`[N_q, d_k] @ [d_k, N_k] -> [N_q, N_k]`. $d_k$ is `Q.shape[-1]`: dividing by the width of
+`V` or of the model is a classic bug (the checks use $d_k \ne d_v$). `np.where(condition,
+a, b)` takes `a` where the condition holds and `b` elsewhere. Zeroing weights *after* the
+softmax leaves rows that no longer sum to 1.
+
+```python
+scores = ___ / np.sqrt(___)              # [N_q, N_k]
+if mask is not None:
+    scores = np.where(___, ___, -np.inf)
+weights = ___                            # [N_q, N_k], rows sum to 1
+return ___, weights                      # output: [N_q, d_v]
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

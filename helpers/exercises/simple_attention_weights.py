@@ -19,7 +19,23 @@ def simple_attention_weights(X):
 EXERCISE = Exercise("simple_attention_weights", simple_attention_weights,
                     uses=("pairwise_scores", "softmax"),
                     refuse=("helpers.plots:simple_attention_weights",
-                            "helpers.reference:simple_self_attention"))
+                            "helpers.reference:simple_self_attention"),
+    difficulty=2, importance=3, minutes=10,
+    hints=(
+        r"""Three steps: every dot product at once, $X X^\top$ (shape `[N, N]`); divided by
+$\sqrt{d}$, where $d$ is the length of one token vector; then a softmax along each row,
+so that row $i$ says how token $i$ spreads its attention.""",
+        r"""$d$ is `X.shape[-1]`, the softmax over each row is `axis=-1`, and `X.T` turns the rows
+of `X` into columns:
+
+```python
+X = np.asarray(X, dtype=float)
+d = ___
+scores = ___                          # [N, N]
+return helpers.softmax(___, axis=___)
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -11,7 +11,21 @@ from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f, _naive_softmax, _simple
 
 
-EXERCISE = Exercise('simple_self_attention', reference.simple_self_attention, uses=('pairwise_scores', 'softmax'))
+EXERCISE = Exercise('simple_self_attention', reference.simple_self_attention, uses=('pairwise_scores', 'softmax'),
+    difficulty=1, importance=3, minutes=5,
+    hints=(
+        r"""Row $i$ of the output is a weighted sum of the rows of $X$, $\sum_j \alpha_{ij}\mathbf{x}_j$,
+with the weights of row $i$ of the weight matrix. A weighted sum of rows, for every $i$ at
+once, is one matrix product.""",
+        r"""Mind the order of the factors: `[N, N] @ [N, d] -> [N, d]`, the weights on the left.
+`X @ weights` or `weights.T @ X` mixes the wrong rows (the check says so).
+
+```python
+weights = ___        # [N, N], each row sums to 1
+return ___           # [N, d]
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -35,7 +35,25 @@ def _compare(case, expected, got):
     return None
 
 
-EXERCISE = Exercise("stack_tokens", stack_tokens, compare=_compare)
+EXERCISE = Exercise("stack_tokens", stack_tokens, compare=_compare,
+    difficulty=1, importance=2, minutes=5,
+    hints=(
+        r"""A list of $N$ vectors of length $d$ is a matrix in waiting: one NumPy call turns it into
+an `[N, d]` array. The work is in refusing what is not a matrix, vectors of different
+lengths.""",
+        r"""`np.asarray(vectors, dtype=np.float64)` builds the matrix. Look at the lengths first (a
+set of `len(v)` holds one number when they all agree), or check `.ndim` of the result:
+vectors of different lengths cannot form a 2-D array (NumPy raises its own `ValueError`, or
+builds something that is not 2-D).
+
+```python
+lengths = {len(v) for v in vectors}
+if ___:
+    raise ValueError(___)
+return ___
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

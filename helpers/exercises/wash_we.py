@@ -22,7 +22,28 @@ def wash_we():
 EXERCISE = Exercise(
     "wash_we", wash_we, output="tuple", uses=("softmax",),
     parts=("q1", "k1", "the scores q1 . k_j (before scaling)",
-           "the weights (scores / 8, then softmax)", "z1"))
+           "the weights (scores / 8, then softmax)", "z1"),
+    difficulty=2, importance=2, minutes=15,
+    hints=(
+        r"""Follow worked example 3 step by step: project "we" to get its query and its key, put
+its key on top of the three given ones so that you have all four keys, score every key
+against the query, divide by $\sqrt{64} = 8$, take the softmax, and mix the four values
+with the weights.""",
+        r"""`np.vstack([k1, examples.WASH_K_REST])` stacks the keys into `[4, 3]`, and a matrix
+times a vector, `K @ q1`, gives the four scores at once. You should find
+$\mathbf{q}_1 = [1, 3, 3]$ and $\mathbf{k}_1 = [1, 2, 2]$.
+
+```python
+q1 = examples.WASH_X1 @ ___                   # [3]
+k1 = ___                                      # [3]
+K = np.vstack([k1, examples.WASH_K_REST])     # [4, 3]
+scores = ___                                  # [4], before scaling
+weights = softmax(___)                        # [4]
+z1 = ___                                      # [3]
+return q1, k1, scores, weights, z1
+```""",
+    ),
+)
 
 
 @EXERCISE.cases
