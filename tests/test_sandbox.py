@@ -365,7 +365,8 @@ print(json.dumps({{"uid": os.getuid(), "mode": executor.get_worker().mode, "stat
     "/usr/bin/unshare", "/usr/bin/setpriv")), reason="needs root to switch to an unprivileged user")
 def test_an_unprivileged_grader_uses_user_namespaces():
     """Graded as `nobody`: the child enters a user namespace; kill(-1) spares the grader."""
-    tmp_path = Path(tempfile.mkdtemp(prefix="agr-nobody-"))   # pytest's tmp is root-only
+    # pytest's tmp (and the TMPDIR it gives each test) is root-only
+    tmp_path = Path(tempfile.mkdtemp(prefix="agr-nobody-", dir="/tmp"))
     try:
         _grade_as_nobody(tmp_path)
     finally:
@@ -395,7 +396,7 @@ def _grade_as_nobody(tmp_path: Path) -> None:
         setup = (f"mount --bind {top} {hold} && mount -t tmpfs -o mode=755 tmpfs /root && "
                  f"mkdir -p {top} && mount --bind {hold} {top} && ")
     cmd = (setup + f"cd {tmp_path} && setpriv --reuid=65534 --regid=65534 --clear-groups "
-           f"env HOME={tmp_path} {sys.executable} {script}")
+           f"env HOME={tmp_path} TMPDIR={tmp_path} {sys.executable} {script}")
     out = subprocess.run(["unshare", "--mount", "sh", "-c", cmd], capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -501,7 +502,7 @@ def _confine_as_root_in_a_child(tmp_path: Path, allow: bool) -> int:
                 os.environ[confine.ALLOW_ROOT_FALLBACK_ENV] = "1"
             else:
                 os.environ.pop(confine.ALLOW_ROOT_FALLBACK_ENV, None)
-            confine._drop_privileges = lambda work, mode: None
+            confine._drop_privileges = lambda *args: None
             os.getresuid = lambda: (0, 0, 0)
             conf = confine.Confinement("fallback", str(tmp_path / "root"), str(tmp_path),
                                        fallback_work=str(tmp_path / "work"))

@@ -17,13 +17,22 @@ authoritative re-run of each exercise) happens in a child process that calls
     otherwise) and sets ``no_new_privs``. In a new PID namespace the child is PID 1 of
     its own world: ``os.getppid()`` is 0, ``kill(-1)`` reaches only its own
     descendants, and it cannot see the grader or other students' children.
+    When the grader is root, each child also gets a user of its own: after building its
+    root it switches to the host uid ``CHILD_UID_BASE`` + the pid of its process A
+    (distinct among all children alive on the machine) and enters a new user namespace
+    in which that uid appears as ``nobody`` (A writes the map). Two children thus never
+    share a uid, a user keyring or a process-count limit, whatever else fails. A
+    non-root grader's children each get a user namespace of their own (the grader's
+    uid, mapped to itself). Every child joins a new session keyring.
 
 ``fallback`` (no namespaces available)
     A documented weaker mode: new session, working folder in a private temp dir,
     environment cleared, rlimits, ``nobody`` when the grader is root, and ``helpers``
     imported from the grader's copy (so the stripped copy still hides the reference of
     the function under test). Files readable by that user stay readable; there is no
-    network isolation. The grader still survives any attack, because it never runs
+    network isolation. A root grader's children each run as a uid of their own
+    (``CHILD_UID_BASE`` + pid, as above; no user namespace), so they cannot signal or
+    read each other. The grader still survives any attack, because it never runs
     student code in its own process and reads results only through a size-capped pipe.
     Student code never runs as root: when the grader is root and cannot drop to
     ``nobody`` (the Python installation is not readable by ``nobody``, e.g. pyenv under
@@ -44,8 +53,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import os
 import resource
+import select
 import shutil
 import signal
 import sys
@@ -69,10 +80,18 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
 NOBODY = 65534
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+KEYCTL_JOIN_SESSION_KEYRING = 1
+#: A root grader runs each child as host uid CHILD_UID_BASE + the pid of the child's
+#: process A: unique among the children alive at any moment (pids are at most 2**22).
+#: The range 0x70000000-0x703FFFFF lies above the container ranges systemd hands out
+#: (up to 0x6FFFFFFF) and holds no user of the machine.
+CHILD_UID_BASE = 0x70000000
 
 #: Where the chosen ``helpers`` copy appears inside the child (its parent goes on sys.path).
 COURSE_PATH = "/course"
@@ -119,6 +138,79 @@ class Confinement:
     #: Read-only data folders (host path -> environment variable naming it in the child),
     #: e.g. the course's cache of converted model weights.
     data_folders: dict[str, str] = field(default_factory=dict)
+
+
+class ChildIdentity:
+    """Who the learner's process B will be, arranged by its process A around the fork.
+
+    A root grader gives B the host uid ``CHILD_UID_BASE + pid of A`` and, in namespace
+    mode, a user namespace of its own whose map (that uid seen as ``nobody`` inside) A
+    writes once B has entered it: a process cannot write such a map for itself. A shares
+    B's mount namespace, whose root B replaces, so A opens ``/proc`` before the fork and
+    B closes that copy at once. A pipe that A keeps open also tells B, once B's
+    credentials are final, whether A is still alive (the kernel forgets B's parent-death
+    signal at each change of credentials, so B sets it last, then checks).
+    """
+
+    def __init__(self, mode: str):
+        self.uid = CHILD_UID_BASE + os.getpid() if os.getuid() == 0 else None
+        self.userns = self.uid is not None and mode == "namespaces"
+        self._ready = os.pipe() if self.userns else None
+        self._proc = (os.open("/proc", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                      if self.userns else None)
+        self._alive = os.pipe()
+
+    def in_child(self) -> None:
+        """In B, just after the fork."""
+        if self._ready:
+            os.close(self._ready[0])
+            os.close(self._proc)
+        os.close(self._alive[1])
+
+    def in_parent(self, pid: int) -> None:
+        """In A, just after the fork: map B's user namespace once B has made it."""
+        os.close(self._alive[0])
+        if not self._ready:
+            return
+        os.close(self._ready[1])
+        answer = b"x"                            # B finds no map and refuses to go on
+        try:
+            if os.read(self._ready[0], 1) == b"u":
+                for name, text in (("uid_map", f"{NOBODY} {self.uid} 1\n"),
+                                   ("setgroups", "deny"),
+                                   ("gid_map", f"{NOBODY} {self.uid} 1\n")):
+                    fd = os.open(f"{pid}/{name}", os.O_WRONLY, dir_fd=self._proc)
+                    try:
+                        os.write(fd, text.encode())
+                    finally:
+                        os.close(fd)
+                answer = b"m"
+        except OSError:
+            pass
+        finally:
+            os.close(self._ready[0])
+            os.close(self._proc)
+        try:
+            os.write(self._alive[1], answer)
+        except OSError:
+            pass
+
+    def enter_user_namespace(self) -> None:
+        """In B, already running as ``self.uid``: a new user namespace, mapped by A."""
+        _check(_libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
+        os.write(self._ready[1], b"u")
+        os.close(self._ready[1])
+        if os.read(self._alive[0], 1) != b"m" or os.getuid() != NOBODY:
+            raise IsolationError(0, "the child's user namespace was not mapped")
+
+    def check_parent(self) -> None:
+        """In B, after its last change of credentials: set the parent-death signal and
+        make sure A had not already gone (then the pipe reads as ended)."""
+        _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+        ready, _, _ = select.select([self._alive[0]], [], [], 0)
+        os.close(self._alive[0])
+        if ready:
+            raise IsolationError(0, "the child's supervisor is gone")
 
 
 # ---------------------------------------------------------------------------------------
@@ -182,8 +274,9 @@ def _read_only_sources() -> list[str]:
     return out
 
 
-def confine_inner(conf: Confinement) -> str:
-    """Confine the calling process; return its working folder. Run before student code."""
+def confine_inner(conf: Confinement, ident: ChildIdentity | None = None) -> str:
+    """Confine the calling process; return its working folder. Run before student code.
+    ``ident``: what its process A arranged (see :class:`ChildIdentity`)."""
     os.setsid()
     limits = conf.limits
     if conf.mode == "namespaces":
@@ -236,9 +329,12 @@ def confine_inner(conf: Confinement) -> str:
     sys.path_importer_cache.clear()
     os.chdir(work)
     _set_limits(limits)
-    _drop_privileges(work, conf.mode)
+    _drop_privileges(work, conf.mode, ident)
     if conf.mode == "fallback":          # no private mounts: the kernel limits the writes
         landlock.restrict_writes([work, "/dev/null"])
+    _new_session_keyring()
+    if ident is not None:
+        ident.check_parent()
     if conf.mode == "fallback" and 0 in os.getresuid() and not root_fallback_allowed():
         raise UnsafeToGrade("refusing to run student code as root (privileges could not be "
                             f"dropped; see {ALLOW_ROOT_FALLBACK_ENV} in docs/grading.md)")
@@ -293,21 +389,45 @@ def _world_can_run_python() -> bool:
     return True
 
 
-def _drop_privileges(work: str, mode: str) -> None:
+def _drop_privileges(work: str, mode: str, ident: ChildIdentity | None = None) -> None:
+    """Leave root (for a uid of this child's own, see :class:`ChildIdentity`, or
+    ``nobody``) or, for a non-root grader, every capability; then ``no_new_privs``."""
+    dropped = False
     if os.getuid() == 0 and (mode == "namespaces" or _world_can_run_python()):
-        os.chown(work, NOBODY, NOBODY)
+        uid = ident.uid if ident is not None and ident.uid is not None else NOBODY
+        os.chown(work, uid, uid)
+        os.chmod(work, 0o700)
         os.setgroups([])
-        os.setresgid(NOBODY, NOBODY, NOBODY)
-        os.setresuid(NOBODY, NOBODY, NOBODY)      # also clears every capability
-    elif os.getuid() != 0:
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)      # also clears every capability
+        if ident is not None and ident.userns:
+            ident.enter_user_namespace()  # uid seen as nobody; all capabilities there
+        dropped = True
+    if os.getuid() != 0:
         arch = os.uname().machine
         header = (ctypes.c_uint32 * 2)(0x20080522, 0)      # _LINUX_CAPABILITY_VERSION_3
         data = (ctypes.c_uint32 * 6)()                      # all zero: no capabilities
         if arch in SYS_CAPSET:
-            _libc.syscall(SYS_CAPSET[arch], header, data)
+            _check(_libc.syscall(SYS_CAPSET[arch], header, data), "capset")
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    if os.getuid() == NOBODY:
+    if dropped or os.getuid() == NOBODY:   # counted per uid: this child's own
         resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
+    # Nobody else may read this process's memory or files under /proc/PID, even a
+    # process of the same user (a non-root grader's fallback children).
+    _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "dumpable")
+
+
+def _new_session_keyring() -> None:
+    """Join a new, empty session keyring: not the one inherited from the grader (which
+    every child would share, whatever its uid)."""
+    nr = SYS_KEYCTL.get(os.uname().machine)
+    if nr is None:
+        return
+    _libc.syscall.restype = ctypes.c_long
+    if _libc.syscall(nr, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+        err = ctypes.get_errno()
+        if err != errno.ENOSYS:              # a kernel without keys has nothing to share
+            raise IsolationError(err, f"new session keyring: {os.strerror(err)}")
 
 
 def root_fallback_allowed() -> bool:

@@ -382,7 +382,8 @@ def _innermost_learner_function(exc: BaseException) -> str:
     return name[:100]
 
 
-def _child_b(job: dict, conf: confine.Confinement, wfd: int) -> None:
+def _child_b(job: dict, conf: confine.Confinement, wfd: int,
+             ident: confine.ChildIdentity) -> None:
     """Process B: confine, silence fds 0-2, run the job, exit."""
     code = 0
     try:
@@ -390,7 +391,8 @@ def _child_b(job: dict, conf: confine.Confinement, wfd: int) -> None:
             import ctypes
 
             ctypes.CDLL(None).prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            confine.confine_inner(conf)
+            ident.in_child()
+            confine.confine_inner(conf, ident)
             seccomp.install()         # the deny-list (a no-op where libseccomp is missing)
         except BaseException as exc:
             if wfd is not None:
@@ -419,9 +421,11 @@ def _child_a(job: dict, conf: confine.Confinement, wfd: int) -> None:
             import ctypes
 
             ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        ident = confine.ChildIdentity(conf.mode)
         pid = os.fork()
         if pid == 0:
-            _child_b(job, conf, wfd)
+            _child_b(job, conf, wfd, ident)
+        ident.in_parent(pid)
 
         def stop(signum, frame):      # the worker is done with us: take B's world down
             confine.kill_quietly(pid)
@@ -691,6 +695,8 @@ class Worker:
         self.mode: str | None = None
         self.home = Path(tempfile.mkdtemp(prefix=HOME_PREFIX))
         (self.home / "root").mkdir()
+        # A child's own uid must be able to pass through (not list) this folder.
+        os.chmod(self.home, 0o711)
 
     def _start(self) -> None:
         env = {
@@ -701,7 +707,8 @@ class Worker:
             "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(self.home / "mpl"),
             "IPYTHONDIR": str(self.home / "ipython"), "PYTHONDONTWRITEBYTECODE": "1",
         }
-        for name in ("AUTOGRADER_ISOLATION", confine.ALLOW_ROOT_FALLBACK_ENV):
+        for name in ("AUTOGRADER_ISOLATION", confine.ALLOW_ROOT_FALLBACK_ENV,
+                     seccomp.DISABLE_ENV):
             if name in os.environ:
                 env[name] = os.environ[name]
         src = str(Path(__file__).resolve().parents[2])                  # the repository
