@@ -21,6 +21,7 @@ import argparse
 import csv
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -65,13 +66,14 @@ def notebook_texts(assignments: list[str]) -> dict[str, dict[str, str]]:
     return texts
 
 
-def student(i: int) -> tuple[str, str, str]:
+def student(i: int, first_id: int = 4000) -> tuple[str, str, str]:
     """``(Canvas login name, Canvas user id, kind)`` of the i-th generated student."""
-    return f"student{i:03d}", str(4000 + i), KINDS[i % len(KINDS)]
+    return f"student{i:03d}", str(first_id + i), KINDS[i % len(KINDS)]
 
 
 def canvas_download(path: Path, n_students: int, assignments: list[str], deadline: datetime,
-                    late_every: int = 7, texts: dict | None = None) -> Path:
+                    late_every: int = 7, texts: dict | None = None,
+                    first_id: int = 4000) -> Path:
     """Write a Canvas "Download submissions" zip of ``n_students`` to ``path``: member
     ``<login>[_LATE]_<user id>_<submission id>_<notebook>.ipynb``, zip time the upload
     time (a day before ``deadline``, or for every ``late_every``-th student 30 hours
@@ -79,7 +81,7 @@ def canvas_download(path: Path, n_students: int, assignments: list[str], deadlin
     texts = texts or notebook_texts(assignments)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for i in range(n_students):
-            login, uid, kind = student(i)
+            login, uid, kind = student(i, first_id)
             late = late_every and i % late_every == late_every - 1
             when = deadline + (timedelta(hours=30) if late else timedelta(days=-1))
             for k, assignment in enumerate(assignments):
@@ -108,6 +110,13 @@ def fill_scores(path: Path, fraction: float = 1.0) -> int:
         writer.writeheader()
         writer.writerows(rows)
     return len(rows)
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished (reaped) descendants: every process of a
+    step counts, so the figure hardly depends on what else the machine is doing."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _load() -> str:
@@ -141,10 +150,10 @@ def main() -> int:
         work = Path(args.keep) if args.keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TMPDIR=str(work))
-        steps: list[tuple[str, float, str]] = []
+        steps: list[tuple[str, float, float | None, str]] = []
 
         def timed(label: str, *command: str) -> None:
-            load = _load()
+            load, cpu = _load(), _children_cpu()
             start = time.perf_counter()
             result = subprocess.run([sys.executable, "-m", "autograder", *command], cwd=work,
                                     env=env, capture_output=True, text=True)
@@ -152,14 +161,16 @@ def main() -> int:
             if result.returncode != 0:
                 print(result.stdout, result.stderr, file=sys.stderr)
                 raise SystemExit(f"{label} failed with status {result.returncode}")
-            steps.append((label, seconds, load))
-            print(f"{label}: {seconds:.1f} s (load before: {load})", file=sys.stderr)
+            cpu = _children_cpu() - cpu
+            steps.append((label, seconds, cpu, load))
+            print(f"{label}: {seconds:.1f} s, CPU {cpu:.1f} s (load before: {load})",
+                  file=sys.stderr)
 
         start = time.perf_counter()
         download = canvas_download(work / "download.zip", args.students, assignments,
                                    deadline)
         steps.append(("build the Canvas zip (not a course step)",
-                      time.perf_counter() - start, _load()))
+                      time.perf_counter() - start, None, _load()))
         timed("collect", "collect", str(download), "--out", "submissions")
         timed(f"grade --jobs {args.jobs}", "grade", "submissions", "--out", "grading-output",
               "--jobs", str(args.jobs))
@@ -175,10 +186,10 @@ def main() -> int:
     print(f"\n{args.students} students, {notebooks} notebooks handed in "
           f"({', '.join(assignments)}); {os.cpu_count()} cores ({_cpu()}); "
           f"load average after: {_load()}\n")
-    print("| step | wall s | load average before (1, 5, 15 min) |")
-    print("|---|---|---|")
-    for label, seconds, load in steps:
-        print(f"| {label} | {seconds:.1f} | {load} |")
+    print("| step | wall s | CPU s | load average before (1, 5, 15 min) |")
+    print("|---|---|---|---|")
+    for label, seconds, cpu, load in steps:
+        print(f"| {label} | {seconds:.1f} | {'' if cpu is None else f'{cpu:.1f}'} | {load} |")
     return 0
 
 
