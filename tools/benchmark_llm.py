@@ -1,18 +1,24 @@
-"""How fast is the NumPy SmolLM2 of notebook 10? Greedy generation of 20 tokens, one thread.
+"""The NumPy SmolLM2 of notebook 10 against transformers on the same GGUF file, side by side.
+(A measurement, not a test.)
 
-    .venv/bin/python tools/benchmark_llm.py [--repeats 3] [--n-new 20] [--numpy-only]
+    .venv/bin/python tools/benchmark_llm.py [--threads 1] [--repeats 3] [--n-new 50]
+                                            [--without-cache] [--numpy-only]
 
-Times, for the chat prompt of ``helpers.llama.REFERENCE_QUESTION`` (37 tokens):
+Greedy generation after the chat prompt of ``helpers.llama.REFERENCE_QUESTION`` (37
+tokens), the end-of-text token not stopping either side, KV cache on:
 
-* NumPy (``helpers.llama.generate``, float32, one OpenBLAS thread), with and without the
-  KV cache;
-* PyTorch (``transformers``' ``LlamaForCausalLM`` reading the same GGUF file, float32,
-  ``torch.set_num_threads(1)``), with and without its cache; skipped when torch or
-  transformers is missing, or with ``--numpy-only``.
+* NumPy: ``helpers.llama.generate`` (float32 weights, loaded once);
+* PyTorch: ``transformers``' ``LlamaForCausalLM`` reading the same GGUF file (float32,
+  ``model.generate`` with greedy decoding and its own cache).
 
-Each figure is the best of ``--repeats`` runs (the least disturbed by other work on the
-machine), as wall-clock and as CPU time of the process; loading is not timed. Both must write the same 20 tokens, and the
-script says whether they do. A benchmark, not a test: the numbers depend on the machine.
+Both sides run in the same process, their repetitions alternating (ours, theirs, ours,
+...) so that both see the same load of the machine, with the same number of threads
+(NumPy's OpenBLAS through ``OPENBLAS_NUM_THREADS`` before NumPy starts, PyTorch through
+``torch.set_num_threads``). Each figure is the best of ``--repeats``. Two runs per side
+and repetition: 1 new token (the prompt's forward pass and one step) and ``--n-new``
+tokens; the time per generated token is their difference divided by ``n_new - 1``.
+``--without-cache`` also times generation without the cache (slow). Loading is not
+timed. Prints whether both sides wrote the same tokens, and the machine.
 """
 
 from __future__ import annotations
@@ -24,82 +30,124 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _threads_from_argv(argv) -> int:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--threads", type=int, default=1)
+    return parser.parse_known_args(argv)[0].threads
+
+
+if __name__ == "__main__":                       # before NumPy loads OpenBLAS
+    _n = str(_threads_from_argv(sys.argv[1:]))
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = _n
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
 from helpers import llama  # noqa: E402
-from helpers.demos_model import use_one_blas_thread  # noqa: E402
 
 
-def best_time(fn, repeats: int):
-    """``((best wall-clock seconds, best CPU seconds of this process), result of the last
-    call)``. On a busy machine the CPU time is the steadier figure."""
-    best, best_cpu, result = float("inf"), float("inf"), None
+def machine() -> str:
+    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    return f"{os.cpu_count()} cores (nproc), load average {load}"
+
+
+def alternate(fns: dict, repeats: int) -> tuple[dict, dict]:
+    """Warm-up call of each, then ``repeats`` rounds of all of them in turn; returns
+    ``({name: best seconds}, {name: last result})``."""
+    results = {name: fn() for name, fn in fns.items()}
+    best = dict.fromkeys(fns, float("inf"))
     for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-        best_cpu = min(best_cpu, time.process_time() - c0)
-    return (best, best_cpu), result
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            results[name] = fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best, results
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--n-new", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads for NumPy's BLAS and for PyTorch alike (default 1)")
+    parser.add_argument("--repeats", type=int, default=3, help="best of this many")
+    parser.add_argument("--n-new", type=int, default=50, help="tokens to generate")
+    parser.add_argument("--without-cache", action="store_true",
+                        help="also time generation without the KV cache")
     parser.add_argument("--numpy-only", action="store_true")
     args = parser.parse_args(argv)
 
-    use_one_blas_thread()
     params, config = llama.load_smollm2()
     tokenizer = llama.load_tokenizer()
     prompt = np.array(tokenizer.encode(llama.chat_prompt(llama.REFERENCE_QUESTION)).ids)
-    rows = []
-    outputs = {}
-    for use_cache in (True, False):
-        seconds, ids = best_time(lambda: llama.generate(  # noqa: B023
-            prompt, params, config, args.n_new, use_cache=use_cache, stop_at_eos=False),
-            args.repeats)
-        label = f"NumPy, {'with' if use_cache else 'without'} KV cache"
-        rows.append((label, seconds))
-        outputs[label] = ids[len(prompt):].tolist()
+    fns = {}
+    for cache in (True, False) if args.without_cache else (True,):
+        for n in (1, args.n_new):
+            fns[("NumPy", cache, n)] = lambda n=n, cache=cache: llama.generate(
+                prompt, params, config, n, use_cache=cache, stop_at_eos=False)[len(prompt):]
 
+    torch = None
     if not args.numpy_only:
         try:
             import torch
+            from transformers import GenerationConfig
 
             import make_smollm2_reference as tool
         except ImportError as exc:
-            print(f"(PyTorch part skipped: {exc})")
-        else:
-            torch.set_num_threads(1)
-            model, _ = tool.load_transformers()
-            x = torch.as_tensor(prompt)[None]
-            for use_cache in (True, False):
-                def run():
-                    with torch.no_grad():
-                        return model.generate(x, max_new_tokens=args.n_new,  # noqa: B023
-                                              min_new_tokens=args.n_new, do_sample=False,
-                                              use_cache=use_cache)  # noqa: B023
-                seconds, out = best_time(run, args.repeats)
-                label = f"PyTorch, {'with' if use_cache else 'without'} KV cache"
-                rows.append((label, seconds))
-                outputs[label] = out[0, len(prompt):].tolist()
+            torch = None
+            print(f"(PyTorch side skipped: {exc})")
+    if torch is not None:
+        torch.set_num_threads(args.threads)
+        model, _ = tool.load_transformers()
+        x = torch.as_tensor(prompt)[None]
 
-    print(f"greedy generation of {args.n_new} tokens after a {len(prompt)}-token prompt, "
-          f"one thread, best of {args.repeats}:")
-    print(f"  {'':28s} {'wall':>9s} {'CPU':>9s} {'CPU/token':>11s}")
-    for label, (seconds, cpu) in rows:
-        print(f"  {label:28s} {seconds:7.2f} s {cpu:7.2f} s {1000 * cpu / args.n_new:7.1f} ms")
-    first = next(iter(outputs.values()))
-    same = all(ids == first for ids in outputs.values())
-    print("all runs wrote the same tokens:", same)
+        def theirs(n, cache):
+            greedy = GenerationConfig(max_new_tokens=n, do_sample=False, use_cache=cache,
+                                      eos_token_id=None, pad_token_id=config.eos_id)
+            with torch.inference_mode():
+                return model.generate(x, generation_config=greedy)[0, len(prompt):].numpy()
+
+        for cache in (True, False) if args.without_cache else (True,):
+            for n in (1, args.n_new):
+                fns[("PyTorch", cache, n)] = lambda n=n, cache=cache: theirs(n, cache)
+
+    print(f"machine: {machine()}")
+    threads = f"NumPy OpenBLAS {os.environ.get('OPENBLAS_NUM_THREADS', '?')}"
+    if torch is not None:
+        import transformers
+
+        threads += f", PyTorch {torch.get_num_threads()}"
+        print(f"versions: numpy {np.__version__}, torch {torch.__version__}, "
+              f"transformers {transformers.__version__}")
+    print(f"threads: {threads}; best of {args.repeats}, alternating")
+    best, out = alternate(fns, args.repeats)
+    print(f"greedy generation after a {len(prompt)}-token prompt, float32 weights:")
+    print(f"  {'':26s} {'1 token':>9s} {f'{args.n_new} tokens':>10s} {'per token':>10s}")
+    per_token = {}
+    for side, cache, n in fns:
+        if n != args.n_new:
+            continue
+        one, many = best[(side, cache, 1)], best[(side, cache, n)]
+        per_token[(side, cache)] = (many - one) / (n - 1)
+        label = f"{side}, {'with' if cache else 'without'} KV cache"
+        print(f"  {label:26s} {1e3 * one:6.0f} ms {many:8.2f} s "
+              f"{1e3 * per_token[(side, cache)]:7.1f} ms")
+    if torch is not None:
+        ratio = per_token[("NumPy", True)] / per_token[("PyTorch", True)]
+        print(f"per generated token with the cache, NumPy / PyTorch: {ratio:.2f}x")
+    ids = {key: list(map(int, v)) for key, v in out.items() if key[2] == args.n_new}
+    first = next(iter(ids.values()))
+    agree = min(next((i for i, (a, b) in enumerate(zip(first, v)) if a != b), len(first))
+                for v in ids.values())
+    print(f"all runs wrote the same {agree} first tokens"
+          + ("" if agree == len(first) else f" (of {len(first)}; then they part)"))
     print("text:", repr(tokenizer.decode(first)))
+    print(f"machine after the run: {machine()}")
 
 
 if __name__ == "__main__":

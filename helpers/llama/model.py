@@ -151,7 +151,7 @@ def _gqa_float32(Q, K, V, n_rep: int) -> np.ndarray:
     np.exp(scores, out=scores)
     out = scores @ V                                              # [h_kv, rep*N_q, d_h]
     out /= scores.sum(axis=-1, keepdims=True)
-    return out.reshape(n_heads, n_q, d_h)
+    return out.reshape(n_heads, n_q, V.shape[-1])
 
 
 class KVCache:
