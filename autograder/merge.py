@@ -52,7 +52,9 @@ def merge(inputs: list[Path], out: Path, allow_mixed: bool = False) -> list[dict
                 if _comparable(other) != _comparable(record):
                     raise MergeConflict(
                         f"{'/'.join(key)} was graded in both {where} and {folder} with different"
-                        " results: were the shards overlapping?")
+                        " results: were the shards overlapping? (to regrade some students,"
+                        " run `grade SUBMISSIONS --out OUT --student ID ...` into the one OUT"
+                        " instead of merging)")
                 continue
             merged[key] = (record, folder)
     records = [record for record, _ in merged.values()]

@@ -122,3 +122,32 @@ def test_merge_keeps_the_scores_given_by_hand_and_refuses_two_different_ones(tmp
                  str(tmp_path / "m2")]) == 2
     assert "scored by hand differently" in capsys.readouterr().err
     assert not (tmp_path / "m2").exists()
+
+
+def test_merging_a_student_graded_again_elsewhere_points_to_grade_student(tmp_path, capsys):
+    """Issue 13, finding 6: a student graded again in a folder of their own clashes with
+    their old grades; the message says how to regrade instead."""
+    import io
+
+    from autograder import grade
+    from autograder.cli import main
+    from test_grade import fake_engine, make_class, make_course, read_csv
+
+    solutions = make_course(tmp_path)
+    subs = make_class(tmp_path, {"alice": {"01_a": "HALF"}, "bob": {"01_a": "good"}})
+    grade.run(subs, tmp_path / "out", solutions=solutions, grade_fn=fake_engine,
+              stream=io.StringIO())
+    (subs / "alice" / "01_a" / "01_a.ipynb").write_text("good")
+    alone = make_class(tmp_path / "again", {"alice": {"01_a": "good"}})
+    grade.run(alone, tmp_path / "alice", solutions=solutions, grade_fn=fake_engine,
+              stream=io.StringIO())
+    assert main(["merge", str(tmp_path / "out"), str(tmp_path / "alice"), "--out",
+                 str(tmp_path / "merged")]) == 2
+    err = capsys.readouterr().err
+    assert "alice/01_a/01_a.ipynb" in err and "--student" in err
+    # what the message advises: alice regraded into the class's own folder
+    grade.run(subs, tmp_path / "out", solutions=solutions, grade_fn=fake_engine,
+              stream=io.StringIO(), only=["alice"])
+    summary = {r["student_id"]: r["points"] for r in read_csv(tmp_path / "out" / "summary.csv")
+               if r["assignment"] == "01_a"}
+    assert summary == {"alice": "3", "bob": "3"}

@@ -1,4 +1,5 @@
-"""A whole term timed: collect -> grade -> manual-template / manual-import -> export -> report.
+"""A whole term timed: collect -> grade -> manual-template / manual-import -> gradebook
+push / pull (formgrader's gradebook) -> export -> report.
 
 Builds a Canvas-style "Download submissions" zip of N students from the course's own
 notebooks (the students of ``autograder/make_examples.py``: right answers, the typical
@@ -141,6 +142,8 @@ def main() -> int:
     parser.add_argument("--assignments", default="01_dot_products,02_softmax,"
                         "03_simple_self_attention",
                         help="comma-separated assignments handed in (default: %(default)s)")
+    parser.add_argument("--no-formgrader", action="store_true",
+                        help="skip timing `gradebook push` and `gradebook pull`")
     parser.add_argument("--keep", help="a folder to keep the term's files in (default: a "
                         "temporary folder, removed)")
     args = parser.parse_args()
@@ -178,6 +181,9 @@ def main() -> int:
         filled = fill_scores(work / "scores.csv")
         timed(f"manual-import ({filled} rows)", "manual-import", "grading-output",
               "scores.csv")
+        if not args.no_formgrader:  # the gradebook formgrader shows (scores come via CSV here)
+            timed("gradebook push (formgrader)", "gradebook", "push", "grading-output")
+            timed("gradebook pull (formgrader)", "gradebook", "pull", "grading-output")
         timed("export canvas (late policy)", "export", "grading-output", "--format", "canvas",
               "--roster", "submissions/_roster.csv",
               "--deadline", deadline.strftime("%Y-%m-%dT%H:%M"), "--late-policy", "10:50")
