@@ -29,7 +29,8 @@ from helpers.exercises import _render
 #: The notebooks that follow the rhythm (issue 14), by folder name.
 CONVERTED: set[str] = {"00_start_here", "01_dot_products", "02_softmax",
                        "03_simple_self_attention", "04_queries_keys_values",
-                       "05_masking_cross_attention"}
+                       "05_masking_cross_attention", "09_sentence_encoder",
+                       "10_modern_llm"}
 
 CONVERTED_EXERCISES = sorted(n for nb in CONVERTED for n in exercises.NOTEBOOKS[nb])
 
