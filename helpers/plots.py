@@ -481,7 +481,7 @@ def heads_side_by_side(weights, tokens: Sequence[str],
         name = head_names[c] if head_names is not None else None
         image = heatmap(ax, weights[c], labels, labels, vmin=0, vmax=1,
                         annotate=n <= 6, fmt="{:.2f}", colorbar=False,
-                        title=f"head {c + 1}" + (f": {name}" if name else ""))
+                        title=f"head {c}" + (f": {name}" if name else ""))
         ax.tick_params(axis="x", labelrotation=90 if n > 9 else 45, labelsize=7)
         ax.tick_params(axis="y", labelsize=7)
         if c % ncols:
@@ -492,17 +492,18 @@ def heads_side_by_side(weights, tokens: Sequence[str],
     return fig
 
 
-def residual_stream_figure(x, blocks, n_heads: int, title: str | None = None):
-    """Notebook 07: what each block of a stack writes into the residual stream.
+def residual_stream_lengths(x, blocks, n_heads: int) -> dict:
+    """The mean length over tokens of the residual stream and of its updates, block by
+    block (pre-norm, causal), as :func:`residual_stream_figure` draws them.
 
-    x: ``[N, d]``, the stream before the first block; blocks: a list of block parameter
-    dicts. For each block ``l`` (pre-norm, causal) the picture shows the average length
-    over tokens of the stream ``|x_l|``, of the attention update ``|t2|`` and of the
-    feed-forward update ``|t5|``: the stream is a running sum, each sub-layer adds to it.
+    Returns ``{"steps", "stream", "attention", "feed_forward"}``: ``steps`` are 0 (the
+    input), ``l - 0.5`` (after block ``l``'s attention, ``t3``) and ``l`` (after the
+    whole block), ``stream`` the mean ``|.|`` there; ``attention`` and ``feed_forward``
+    the mean ``|t2|`` and ``|t5|`` of each block.
     """
     h = np.asarray(x, dtype=float)                               # [N, d]
-    stream, attn, ffn = [np.linalg.norm(h, axis=-1).mean()], [], []
-    for p in blocks:
+    steps, stream, attn, ffn = [0.0], [np.linalg.norm(h, axis=-1).mean()], [], []
+    for layer, p in enumerate(blocks, start=1):
         t1 = ref.layer_norm(h, p["ln1_gamma"], p["ln1_beta"])
         t2 = ref.multi_head_attention(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads)
         t3 = t2 + h
@@ -511,16 +512,36 @@ def residual_stream_figure(x, blocks, n_heads: int, title: str | None = None):
         h = t5 + t3
         attn.append(np.linalg.norm(t2, axis=-1).mean())
         ffn.append(np.linalg.norm(t5, axis=-1).mean())
-        stream.append(np.linalg.norm(h, axis=-1).mean())
+        steps += [layer - 0.5, float(layer)]
+        stream += [np.linalg.norm(t3, axis=-1).mean(), np.linalg.norm(h, axis=-1).mean()]
+    return {"steps": np.array(steps), "stream": np.array(stream),
+            "attention": np.array(attn), "feed_forward": np.array(ffn)}
+
+
+def residual_stream_figure(x, blocks, n_heads: int, title: str | None = None):
+    """Notebook 07: what each block of a stack writes into the residual stream.
+
+    x: ``[N, d]``, the stream before the first block; blocks: a list of block parameter
+    dicts. The picture shows, averaged over tokens, the length of the stream after each
+    block's attention (``|t3|``, half a step) and after the whole block, and of the two
+    updates ``|t2|`` and ``|t5|`` (:func:`residual_stream_lengths`): the stream is a
+    running sum, and an update may lengthen it, turn it, or shorten it.
+    """
+    r = residual_stream_lengths(x, blocks, n_heads)
+    steps, stream = r["steps"], r["stream"]
     L = len(blocks)
     fig, ax = new_figure(8.0, 3.4)
-    ax.plot(range(L + 1), stream, "o-", color=BASE_COLOR, label="stream |x| after block l")
-    ax.plot(np.arange(1, L + 1) - 0.1, attn, "s", color=ACCENT_COLOR,
+    ax.plot(steps, stream, "-", color=BASE_COLOR)
+    ax.plot(steps[::2], stream[::2], "o", color=BASE_COLOR,
+            label="stream |x| after block l")
+    ax.plot(steps[1::2], stream[1::2], "o", color=BASE_COLOR, markerfacecolor="white",
+            label="stream after the\nattention, |t3|")
+    ax.plot(np.arange(1, L + 1) - 0.5, r["attention"], "s", color=ACCENT_COLOR,
             label="attention writes |t2|")
-    ax.plot(np.arange(1, L + 1) + 0.1, ffn, "^", color="#55a868",
+    ax.plot(np.arange(1, L + 1), r["feed_forward"], "^", color="#55a868",
             label="feed-forward writes |t5|")
     ax.set_xticks(range(L + 1), ["input"] + [str(i) for i in range(1, L + 1)])
-    ax.set_xlabel("block")
+    ax.set_xlabel("block (half steps: after its attention)")
     ax.set_ylabel("mean vector length")
     ax.set_ylim(0, None)
     ax.spines[["top", "right"]].set_visible(False)
@@ -829,50 +850,64 @@ def diagram_causal_mask(tokens: Sequence[str]):
     return fig
 
 
-def diagram_heads(n_tokens: int = 4, d_model: int = 8, n_heads: int = 2):
+def diagram_heads(n_tokens: int = 4, d_model: int = 8, n_heads: int = 2,
+                  tokens: Sequence[str] | None = None):
     """Notebook 06: heads are column blocks of Q (and K, V); split_heads stacks them.
 
-    Left: ``Q = X W_Q``, ``[N, d_model]``, its columns coloured by head. Right: the same
-    numbers as ``[n_heads, N, d_h]``, head 0 in front. Heads are numbered from 0, like
-    the columns.
+    Left: ``Q = X W_Q``, ``[N, d_model]``, its columns numbered and coloured by head.
+    Right: the same numbers as ``[n_heads, N, d_h]``, head 0 in front. Heads are
+    numbered from 0, like the columns and like the index of ``split_heads``' result.
+    ``tokens`` (optional) label the rows.
     """
     d_h = d_model // n_heads
-    fig, ax = new_figure(8.4, 3.6)
+    if tokens is not None:
+        n_tokens = len(tokens)
+    cw, rh = (0.5 if d_h >= 3 else 0.8), 0.7               # cell width and height
+    fig, ax = new_figure(8.4, 3.9)
     top = n_tokens
+    bottom = top - 1 - (n_tokens - 1) * rh
     for c in range(n_heads):                               # Q as one matrix
         for col in range(c * d_h, (c + 1) * d_h):
             for row in range(n_tokens):
-                ax.add_patch(Rectangle((col * 0.5, top - 1 - row * 0.7), 0.5, 0.7,
+                ax.add_patch(Rectangle((col * cw, top - 1 - row * rh), cw, rh,
                                        facecolor=PART_COLORS[c % len(PART_COLORS)],
                                        alpha=0.75, edgecolor="white"))
-        ax.text((c * d_h + d_h / 2) * 0.5, top + 0.35,
+            ax.text(col * cw + cw / 2, top - 1 + rh + 0.05, str(col), ha="center",
+                    va="bottom", fontsize=7, color="0.35")
+        ax.text((c * d_h + d_h / 2) * cw, top + 0.2,
                 f"head {c}\ncolumns {c * d_h}-{(c + 1) * d_h - 1}", ha="center",
                 va="bottom", fontsize=8)
-    ax.text(d_model * 0.25, top - 1 - n_tokens * 0.7 - 0.2,
+    for row in range(n_tokens):
+        label = tokens[row] if tokens is not None else f"token {row}"
+        ax.text(-0.1, top - 1 - row * rh + rh / 2, label, ha="right", va="center",
+                fontsize=8)
+    ax.text(d_model * cw / 2, bottom - 0.15,
             f"Q = X W_Q: [N={n_tokens}, d_model={d_model}]", ha="center", va="top",
             fontsize=9)
-    x0 = d_model * 0.5 + 1.6
-    mid = top - 1 - (n_tokens - 2) * 0.35
-    _flow(ax, (d_model * 0.5 + 0.2, mid), (x0 - 0.2, mid))
-    ax.text((d_model * 0.5 + x0) / 2, mid + 0.15, "split_heads", ha="center", va="bottom",
+    x0 = d_model * cw + 1.6
+    mid = top - 1 - (n_tokens - 2) * rh / 2
+    _flow(ax, (d_model * cw + 0.2, mid), (x0 - 0.2, mid))
+    ax.text((d_model * cw + x0) / 2, mid + 0.15, "split_heads", ha="center", va="bottom",
             fontsize=8)
-    bottom = top - 1 - (n_tokens - 1) * 0.7
+    step = 0.45
     for c in reversed(range(n_heads)):                     # the stack, head 0 in front
-        off = c * 0.45
+        off = c * step
         for col in range(d_h):
             for row in range(n_tokens):
-                ax.add_patch(Rectangle((x0 + off + col * 0.5, top - 1 - row * 0.7 + off),
-                                       0.5, 0.7, facecolor=PART_COLORS[c % len(PART_COLORS)],
+                ax.add_patch(Rectangle((x0 + off + col * cw, top - 1 - row * rh + off),
+                                       cw, rh, facecolor=PART_COLORS[c % len(PART_COLORS)],
                                        edgecolor="white"))
-        ax.text(x0 + off + d_h * 0.5 + 0.1, bottom + off + 0.2, f"head {c}",
+        ax.text(x0 + off + d_h * cw + 0.1, bottom + off + 0.2, f"head {c}",
                 ha="left", va="center", fontsize=8)
-    ax.text(x0 + d_h * 0.25 + 0.3, top - 1 - n_tokens * 0.7 - 0.2,
-            f"[n_heads={n_heads}, N={n_tokens}, d_h={d_h}]", ha="center", va="top",
-            fontsize=9)
+    last = n_heads - 1
+    ax.text(x0 + d_h * cw / 2 + 0.3, bottom - 0.15,
+            f"[n_heads={n_heads}, N={n_tokens}, d_h={d_h}]\n"
+            f"result[{last}] = Q[:, {last * d_h}:{(last + 1) * d_h}]",
+            ha="center", va="top", fontsize=9)
     ax.set_title("heads are column blocks: head c owns columns c*d_h to (c+1)*d_h - 1",
                  fontsize=10)
-    _blank(ax, (-0.3, x0 + d_h * 0.5 + n_heads * 0.45 + 1.4),
-           (top - n_tokens * 0.7 - 1.0, top + 1.3))
+    _blank(ax, (-1.4, x0 + d_h * cw + n_heads * step + 1.2),
+           (bottom - 1.1, top + 1.2))
     return fig
 
 
@@ -925,15 +960,16 @@ def diagram_prenorm_block():
 
 def diagram_language_model(n_tokens: int = 6, d: int = 64, vocab: int = 65,
                            n_blocks: int = 4):
-    """Notebook 08: token ids -> embeddings -> blocks -> logits, with every shape."""
-    fig, ax = new_figure(9.6, 2.2)
+    """Notebook 08: token ids -> embeddings -> blocks -> logits, with every shape, and
+    which exercise computes which part."""
+    fig, ax = new_figure(9.6, 2.8)
     stages = [
-        ("token ids", f"[N={n_tokens}]", "white"),
-        ("E[ids] + P[:N]\n(embed)", f"[N, d={d}]", "#eeeeee"),
-        (f"{n_blocks} causal blocks\n(notebook 07)", "[N, d]", "#c6dbef"),
-        ("final LayerNorm\n(if present)", "[N, d]", "#eeeeee"),
-        ("h @ E.T\n(lm_head)", f"logits [N, V={vocab}]", "#fdd0a2"),
-        ("softmax of\nthe last row", "[V]: the next\ntoken's odds", "white"),
+        ("token ids\nw1 ... wN", f"[N={n_tokens}]", "white"),
+        ("E[ids] + P[:N]\n(embed)", f"X: [N, d={d}]", "#eeeeee"),
+        (f"{n_blocks} causal\nblocks\n(notebook 07)", "h: [N, d]", "#c6dbef"),
+        ("final\nLayerNorm\n(if present)", "[N, d]", "#eeeeee"),
+        ("h @ E.T\n(lm_head)", f"logits:\n[N, V={vocab}]", "#fdd0a2"),
+        ("softmax of\nthe last row", "[V]: next-token\nprobabilities", "white"),
     ]
     w, gap = 1.25, 0.45
     for k, (label, shape, color) in enumerate(stages):
@@ -942,9 +978,14 @@ def diagram_language_model(n_tokens: int = 6, d: int = 64, vocab: int = 65,
         ax.text(x + w / 2, 0.45, shape, ha="center", va="top", fontsize=8, color="0.3")
         if k:
             _flow(ax, (x - gap + 0.02, 1.1), (x - 0.02, 1.1))
-    ax.set_title("a decoder-only language model, bottom to top (left to right here)",
+    x_end = 5 * (w + gap) - gap                            # stages 1-4: the forward pass
+    ax.plot([w + gap, w + gap, x_end, x_end], [1.75, 1.85, 1.85, 1.75], color=ACCENT_COLOR,
+            linewidth=1.2)
+    ax.text((w + gap + x_end) / 2, 1.92, "language_model_forward(token_ids, params, n_heads)",
+            ha="center", va="bottom", fontsize=8.5, color=ACCENT_COLOR, family="monospace")
+    ax.set_title("a decoder-only language model, bottom to top (drawn left to right)",
                  fontsize=10)
-    _blank(ax, (-0.2, len(stages) * (w + gap)), (-0.4, 1.9))
+    _blank(ax, (-0.2, len(stages) * (w + gap)), (-0.3, 2.35))
     return fig
 
 
@@ -1116,4 +1157,47 @@ def diagram_mean_pool(h=((1.0, 2.0), (3.0, 0.0), (9.0, 9.0)), key_mask=(True, Tr
             fontsize=8.5)
     ax.set_title("mean pooling with a padding mask: s = Σ m_i h_i / Σ m_i", fontsize=10)
     _blank(ax, (-1.3, x_u + d * cw + 0.3), (y_res - 0.4, n * rh + 0.5))
+    return fig
+
+
+def diagram_postnorm_layer():
+    """Notebook 09: BERT's post-norm encoder layer. Each sub-layer's output is added to
+    its input first and the SUM is normalised (compare :func:`diagram_prenorm_block`,
+    where the norm comes before the sub-layer and the residual path is never normalised)."""
+    fig, ax = new_figure(5.8, 6.4)
+    cx, w = 2.0, 2.9
+    ax.text(cx, -0.2, "x  [N, d]  (+ key mask [N])", ha="center", va="center", fontsize=10)
+    steps = [  # (y, label, colour, the line it computes), bottom to top
+        (0.9, "multi-head attention\n(biases; only padding hidden)",
+         "#c6dbef", "A = MHA(x)"),
+        (3.3, "LayerNorm 1 (eps = 1e-12)", "#eeeeee", "H = LN1(x + A)"),
+        (4.6, "feed-forward network\nGELU(H W1 + b1) W2 + b2", "#fdd0a2", "F = FFN(H)"),
+        (7.0, "LayerNorm 2 (eps = 1e-12)", "#eeeeee", "out = LN2(H + F)"),
+    ]
+    prev, plus = 0.05, {}
+    for k, (y, label, color, line) in enumerate(steps):
+        if k in (1, 3):                                   # an addition below each norm
+            py = y - 0.55
+            ax.add_patch(Circle((cx, py), 0.22, facecolor="white", edgecolor="0.2"))
+            ax.text(cx, py, "+", ha="center", va="center", fontsize=12)
+            _flow(ax, (cx, prev), (cx, py - 0.22))
+            plus[k] = py
+            prev = py + 0.22
+        _flow(ax, (cx, prev), (cx, y))
+        _box(ax, cx - w / 2, y, w, 0.8, label, color=color, fontsize=8.5)
+        ax.text(cx + w / 2 + 0.2, y + 0.4, line, ha="left", va="center", fontsize=9,
+                family="monospace")
+        prev = y + 0.8
+    _flow(ax, (cx, prev), (cx, 8.4))
+    ax.text(cx, 8.6, "out  [N, d]  (to the next layer)", ha="center", va="center",
+            fontsize=10)
+    # the residual paths: x around attention, H around the FFN; both end in a norm
+    for y0, k, name in ((0.4, 1, "residual: x"), (4.35, 3, "residual: H")):
+        xs = cx - w / 2 - 0.4
+        ax.plot([cx, xs, xs], [y0, y0, plus[k]], color=ACCENT_COLOR, linewidth=1.6)
+        _flow(ax, (xs, plus[k]), (cx - 0.22, plus[k]), color=ACCENT_COLOR)
+        ax.text(xs - 0.1, (y0 + plus[k]) / 2, name, ha="right", va="center", fontsize=8.5,
+                color=ACCENT_COLOR, rotation=90)
+    ax.set_title("a post-norm encoder layer (BERT): add, then normalise", fontsize=10)
+    _blank(ax, (-0.6, 6.6), (-0.6, 9.0))
     return fig

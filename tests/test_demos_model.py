@@ -220,3 +220,47 @@ def test_explorers_draw_and_update(name):
         options = [o[1] if isinstance(o, tuple) else o for o in spec.options]
         explorer.update(**{control: options[-1]})
     assert explorer.png().startswith(b"\x89PNG") and explorer.png() != first
+
+
+# ---------------------------------------------------------------------------------------
+# What notebooks 07 and 08 say about the trained model (issue 14: text and picture agree)
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def char_lm():
+    from helpers.pretrained import load_char_lm
+    return load_char_lm()
+
+
+def test_residual_stream_claims_of_07_hold_for_the_trained_model(char_lm):
+    """07's plot text: the updates are long next to the stream, blocks 2 and 3 barely
+    lengthen it, and the attention of blocks 3 and 4 shortens it (an open circle below
+    the filled one before it)."""
+    params, n_heads, encode, _ = char_lm
+    x = params["E"][encode("ROMEO:\nBut soft, what light breaks?")]
+    x = x + params["P"][: len(x)]
+    r = plots.residual_stream_lengths(x, params["blocks"], n_heads)
+    stream = r["stream"]                      # input, then (after attention, after block)
+    assert r["steps"].tolist() == [0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4]
+    after_block, after_attention = stream[0::2], stream[1::2]
+    assert after_attention[2] < after_block[2] and after_attention[3] < after_block[3]
+    for block in (2, 3):                      # barely longer, though the updates are long
+        grew = after_block[block] - after_block[block - 1]
+        assert grew < 0.5 < 3 < r["attention"][block - 1] + r["feed_forward"][block - 1]
+    assert 7 < after_block[1] < 10 and after_block[4] > after_block[3] + 3
+
+
+def test_next_character_claims_of_08_hold_for_the_trained_model(char_lm):
+    """08 explains why the model predicts "s" after "that is the ": a spread of first
+    letters with "s" on top below 10 %, "q" about half a per cent, then "u" after "q"."""
+    params, n_heads, encode, decode = char_lm
+    prompt = "To be, or not to be, that is the "
+    probs = _softmax_rows(helpers.language_model_forward(encode(prompt), params, n_heads)[-1])
+    top = np.argsort(probs)[::-1]
+    assert decode([top[0]]) == "s" and probs[top[0]] < 0.10
+    assert sorted(decode(top[:5])) == sorted("swmpc")
+    assert 0.002 < probs[encode("q")[0]] < 0.01
+    after_q = _softmax_rows(helpers.language_model_forward(encode(prompt + "q"), params,
+                                                           n_heads)[-1])
+    assert decode([int(np.argmax(after_q))]) == "u" and after_q.max() > 0.95

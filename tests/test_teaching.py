@@ -29,7 +29,8 @@ from helpers.exercises import _render
 #: The notebooks that follow the rhythm (issue 14), by folder name.
 CONVERTED: set[str] = {"00_start_here", "01_dot_products", "02_softmax",
                        "03_simple_self_attention", "04_queries_keys_values",
-                       "05_masking_cross_attention", "09_sentence_encoder",
+                       "05_masking_cross_attention", "06_multi_head_attention",
+                       "07_transformer_block", "08_language_model", "09_sentence_encoder",
                        "10_modern_llm"}
 
 CONVERTED_EXERCISES = sorted(n for nb in CONVERTED for n in exercises.NOTEBOOKS[nb])
@@ -307,6 +308,8 @@ DIAGRAMS = {
                      "10_modern_llm"),
     "diagram_mean_pool": ((), {}, ["[PAD]", "mask m", "0.894", "0.447", "÷ 2 real"],
                           "09_sentence_encoder"),
+    "diagram_postnorm_layer": ((), {}, ["H = LN1(x + A)", "out = LN2(H + F)", "residual: H"],
+                               "09_sentence_encoder"),
 }
 
 

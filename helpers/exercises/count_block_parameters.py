@@ -30,7 +30,24 @@ def _compare(case, expected, got):
             f"d={d}, d_ff={d_ff} has {int(expected)} numbers")
 
 
-EXERCISE = Exercise("count_block_parameters", count_block_parameters, compare=_compare)
+EXERCISE = Exercise(
+    "count_block_parameters", count_block_parameters, compare=_compare,
+    difficulty=1, importance=1, minutes=5,
+    hints=(
+        r"""Count the numbers in each of the twelve arrays from its shape and add them up: a
+matrix of shape $[a, b]$ holds $a \cdot b$ numbers, a vector of length $a$ holds $a$.""",
+        r"""Three groups: four $d \times d$ attention matrices; the feed-forward network's
+$W_1$ $[d, d_{ff}]$, $b_1$ $[d_{ff}]$, $W_2$ $[d_{ff}, d]$, $b_2$ $[d]$; two layer norms,
+each with a $\gamma$ and a $\beta$ of length $d$.
+
+```python
+attention = ___       # W_Q, W_K, W_V, W_O
+ffn = ___             # W1, b1, W2, b2
+norms = ___           # ln1 and ln2: gamma and beta each
+return int(attention + ffn + norms)
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -10,7 +10,34 @@ from helpers.exercises._inputs import _normal, _rng
 from helpers.exercises._variants import _f, _ids, _naive_softmax, _nll_rows
 
 
-EXERCISE = Exercise('cross_entropy', reference.cross_entropy, uses=('softmax',), output='scalar', nan_hint='is it stable? Compute log softmax(z)[t] = z[t] - logsumexp(z) with the maximum subtracted, rather than log(softmax(z))')
+EXERCISE = Exercise(
+    'cross_entropy', reference.cross_entropy, uses=('softmax',), output='scalar', nan_hint='is it stable? Compute log softmax(z)[t] = z[t] - logsumexp(z) with the maximum subtracted, rather than log(softmax(z))',
+    difficulty=2, importance=3, minutes=15,
+    hints=(
+        r"""Per row, the surprise is $\log \sum_v e^{u_{i,v}} - u_{i,t_i}$; the result is
+its mean over the rows. Compute the log-sum-exp with the maximum trick,
+$\log \sum_v e^{u_v} = m + \log \sum_v e^{u_v - m}$ with $m = \max_v u_v$, so that no
+exponent is positive. `np.log(softmax(...))` is not enough: a probability that underflows
+to 0 gives `-inf`.""",
+        r"""Shapes: `logits` `[N, V]`, `targets` `[N]`. `logits[np.arange(N), targets]`
+picks one entry per row, the target's logit (shape `[N]`).
+
+```python
+logits = np.asarray(logits, dtype=float)      # [N, V]
+targets = np.asarray(targets, dtype=int)      # [N]
+m = logits.max(axis=-1, keepdims=True)        # [N, 1]
+log_sum_exp = ___                             # [N]
+target_logits = ___                           # [N]
+return float(___)
+```""",
+        r"""The log-sum-exp of every row; picking the targets and the mean are yours:
+
+```python
+m = logits.max(axis=-1, keepdims=True)
+log_sum_exp = m[:, 0] + np.log(np.exp(logits - m).sum(axis=-1))    # [N]
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -11,7 +11,24 @@ from helpers.exercises._inputs import _rng
 from helpers.exercises._variants import _f, _ids
 
 
-EXERCISE = Exercise('embed', reference.embed)
+EXERCISE = Exercise(
+    'embed', reference.embed,
+    difficulty=1, importance=3, minutes=5,
+    hints=(
+        r"""Row $i$ of the result is $E[w_i] + P[i]$: the row of the token's id, plus the row
+of its position. Positions count from 0, so a sequence of $N$ tokens uses the first $N$
+rows of $P$, whatever the length of $P$.""",
+        r"""NumPy's integer-array indexing picks many rows at once: with `ids` of shape `[N]`,
+`E[ids]` has shape `[N, d]`. Convert the ids first, so that a Python list works too.
+
+```python
+ids = np.asarray(token_ids, dtype=int)     # [N]
+token_rows = ___                           # [N, d]
+position_rows = ___                        # [N, d]: the first N rows of P
+return ___
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

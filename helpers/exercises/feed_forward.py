@@ -10,7 +10,24 @@ from helpers.exercises._inputs import _ffn_args
 from helpers.exercises._variants import _ffn
 
 
-EXERCISE = Exercise('feed_forward', reference.feed_forward)
+EXERCISE = Exercise(
+    'feed_forward', reference.feed_forward,
+    difficulty=1, importance=3, minutes=5,
+    hints=(
+        r"""Two affine maps with a ReLU between them: widen from $d$ to $d_{ff}$, set the
+negative entries to zero, narrow back to $d$. With `x` of shape `[N, d]`, every row (every
+token) goes through the same network; the biases broadcast over the rows.""",
+        r"""The ReLU is `np.maximum(0, a)`, entry by entry (not `np.max`, which reduces an
+array to its single largest entry). Shapes: `[N, d] @ [d, d_ff]` then
+`[N, d_ff] @ [d_ff, d]`.
+
+```python
+x = np.asarray(x, dtype=float)
+hidden = ___        # [N, d_ff]: x W1 + b1, then the ReLU
+return ___          # [N, d]
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -29,8 +29,43 @@ def _diagnose(case, got, error):
     return _diagnosis(case, got, error)
 
 
-EXERCISE = Exercise('generate', reference.generate, uses=('language_model_forward', 'softmax'),
-                    output='ids', compare=_compare, diagnose=_diagnose)
+EXERCISE = Exercise(
+    'generate', reference.generate, uses=('language_model_forward', 'softmax'),
+    output='ids', compare=_compare, diagnose=_diagnose,
+    difficulty=3, importance=3, minutes=25,
+    hints=(
+        r"""A loop of `n_new` steps. Each step runs the model on the last $n_{ctx}$ ids, keeps
+only the **last** row of the logits (the guess for the token after them), chooses a token
+from it (the argmax when `temperature` is 0, otherwise a draw from
+$\operatorname{softmax}(\boldsymbol{u}/T)$ with `rng`) and appends it, so that the next
+step reads it.""",
+        r"""The tools: `n_ctx = len(params["P"])` and `ids[-n_ctx:]` crop the context;
+`np.argmax`; `rng.choice(V, p=probs)` draws one index with the probabilities `probs`;
+`np.append(ids, next_id)` returns a longer array. When `rng` is `None` and you need one,
+make it with `np.random.default_rng()`.
+
+```python
+ids = np.asarray(token_ids, dtype=int)
+n_ctx = len(params["P"])
+for _ in range(n_new):
+    logits = ___                 # [V]: the last row, for ids[-n_ctx:]
+    if temperature == 0:
+        next_id = ___
+    else:
+        probs = ___              # [V]
+        next_id = int(rng.choice(len(probs), p=probs))
+    ids = ___
+return ids
+```""",
+        r"""The two lines most often wrong. The rest of the loop (choosing, appending) is
+yours:
+
+```python
+logits = language_model_forward(ids[-n_ctx:], params, n_heads)[-1]   # [V], the last row
+probs = softmax(logits / temperature)                                # only when T > 0
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -10,7 +10,27 @@ from helpers.exercises._inputs import _lm_params
 from helpers.exercises._variants import _lm
 
 
-EXERCISE = Exercise('language_model_forward', reference.language_model_forward, uses=('embed', 'transformer_block', 'layer_norm', 'lm_head'))
+EXERCISE = Exercise(
+    'language_model_forward', reference.language_model_forward, uses=('embed', 'transformer_block', 'layer_norm', 'lm_head'),
+    difficulty=2, importance=3, minutes=15,
+    hints=(
+        r"""Four stages, bottom to top as in the diagram: embed the ids ($E[\boldsymbol{w}] +
+P[:N]$); run the blocks in order, each causal, each reading the previous one's output;
+apply the final layer norm only when `params` has one; score the vocabulary with the
+tied matrix $E$. Every block has the same `n_heads`.""",
+        r"""Your `embed`, `transformer_block`, `layer_norm` and `lm_head` do the work;
+`params["blocks"]` is a list of block dicts.
+
+```python
+h = embed(token_ids, ___, ___)          # [N, d]
+for block in params["blocks"]:
+    h = ___                              # [N, d]
+if "ln_f_gamma" in params:
+    h = ___                              # final layer norm
+return ___                               # [N, V]
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -11,7 +11,28 @@ from helpers.exercises._inputs import _normal, _rng
 from helpers.exercises._variants import _ln
 
 
-EXERCISE = Exercise('layer_norm', reference.layer_norm, nan_hint='is eps inside the square root, (x - mean) / sqrt(var + eps)?')
+EXERCISE = Exercise(
+    'layer_norm', reference.layer_norm, nan_hint='is eps inside the square root, (x - mean) / sqrt(var + eps)?',
+    difficulty=2, importance=3, minutes=10,
+    hints=(
+        r"""Each vector on its own: subtract its mean $\mu$ and divide by its standard
+deviation over its $d$ features, $(x - \mu)/\sqrt{\sigma^2 + \varepsilon}$, then scale by
+$\gamma$ and shift by $\beta$ feature by feature. $\sigma^2$ is the population variance
+(divide by $d$), and $\varepsilon$ sits inside the square root.""",
+        r"""Reduce over the last axis and keep it with length 1: for `x` of shape `[N, d]`,
+`x.mean(axis=-1, keepdims=True)` is `[N, 1]` and broadcasts back over the features. The
+same code then works for a single vector `[d]`. `np.var` divides by $d$ by default
+(`ddof=0`), the one we want; `ddof=1` is a classic slip.
+
+```python
+x = np.asarray(x, dtype=float)
+mu = x.mean(axis=___, keepdims=True)     # [..., 1]
+var = ___                                # [..., 1], population variance
+x_hat = (x - mu) / ___                   # eps inside the square root
+return ___                               # gamma and beta, each [d]
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -11,7 +11,18 @@ from helpers.exercises._inputs import _rng
 from helpers.exercises._variants import _f
 
 
-EXERCISE = Exercise('lm_head', reference.lm_head)
+EXERCISE = Exercise(
+    'lm_head', reference.lm_head,
+    difficulty=1, importance=3, minutes=5,
+    hints=(
+        r"""The logit of token $v$ at position $i$ is the dot product of $\boldsymbol{h}_i$
+with $v$'s own embedding, the row $E[v]$. All $N \times V$ of them at once are one matrix
+product, $\boldsymbol{h} E^\top$.""",
+        r"""Check the shapes before writing: `h` is `[N, d]`, `E` is `[V, d]`, and the
+result must be `[N, V]`, so the right-hand factor must be `[d, V]`. `h @ E` fails, or,
+when $d = V$, silently computes something else.""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -10,7 +10,27 @@ from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f
 
 
-EXERCISE = Exercise('merge_heads', reference.merge_heads)
+EXERCISE = Exercise(
+    'merge_heads', reference.merge_heads,
+    difficulty=1, importance=3, minutes=5,
+    hints=(
+        r"""The inverse of `split_heads`: row $i$ of the result is head 0's row $i$, then head
+1's row $i$, and so on, side by side,
+$\text{head}^0_i \oplus \text{head}^1_i \oplus \dots$. Head $c$ lands in the columns
+`c*d_h` to `(c+1)*d_h - 1`. Reshaping `H` straight to `[N, n_heads * d_h]` has the right
+shape and the wrong order.""",
+        r"""Undo the two steps of `split_heads` in reverse order: first a transpose that puts
+the heads second, `[N, n_heads, d_h]`, then a reshape that joins the last two axes.
+(`np.concatenate` of the list of heads along the last axis is another way.)
+
+```python
+H = np.asarray(H, dtype=float)
+n_heads, N, d_h = H.shape
+per_token = H.transpose(___)     # [N, n_heads, d_h]
+return per_token.reshape(___)    # [N, n_heads * d_h]
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -15,7 +15,39 @@ from helpers.exercises.split_heads import _split_interleaved
 from helpers.exercises.split_heads import _split_reshape
 
 
-EXERCISE = Exercise('multi_head_attention', reference.multi_head_attention, uses=('split_heads', 'merge_heads', 'scaled_dot_product_attention', 'causal_mask', 'softmax'))
+EXERCISE = Exercise(
+    'multi_head_attention', reference.multi_head_attention, uses=('split_heads', 'merge_heads', 'scaled_dot_product_attention', 'causal_mask', 'softmax'),
+    difficulty=2, importance=3, minutes=20,
+    hints=(
+        r"""Four steps, as in the equation: project once with the full matrices
+($Q = XW_Q$, and so on); cut $Q$, $K$ and $V$ into heads (column blocks); run scaled
+dot-product attention in every head, each with its own scale $1/\sqrt{d_h}$ and the causal
+mask when `causal` is true; glue the heads back side by side and multiply by $W_O$. Scaling
+by $\sqrt{d_{model}}$ is the classic slip: each head's keys have only $d_h$ entries.""",
+        r"""The functions at hand and their shapes: `project_qkv` gives three `[N, d_model]`
+arrays; your `split_heads` makes each `[n_heads, N, d_h]`;
+`scaled_dot_product_attention` accepts that leading head axis (it scales by the last axis
+of its queries, $d_h$) and an `[N, N]` mask, which applies to every head; `merge_heads`
+gives `[N, d_model]` back.
+
+```python
+Q, K, V = project_qkv(X, W_Q, W_K, W_V)      # each [N, d_model]
+Qh, Kh, Vh = ___                             # each [n_heads, N, d_h]
+mask = ___ if causal else None               # [N, N] or None
+heads, weights = scaled_dot_product_attention(___)
+return ___                                   # [N, d_model]
+```""",
+        r"""Everything up to the head outputs; the way back to `[N, d_model]` and $W_O$
+are yours:
+
+```python
+Q, K, V = project_qkv(X, W_Q, W_K, W_V)
+Qh, Kh, Vh = (split_heads(M, n_heads) for M in (Q, K, V))
+mask = causal_mask(len(X)) if causal else None
+heads, _ = scaled_dot_product_attention(Qh, Kh, Vh, mask)   # [n_heads, N, d_h]
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

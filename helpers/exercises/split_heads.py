@@ -10,7 +10,36 @@ from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f
 
 
-EXERCISE = Exercise('split_heads', reference.split_heads)
+EXERCISE = Exercise(
+    'split_heads', reference.split_heads,
+    difficulty=2, importance=3, minutes=10,
+    hints=(
+        r"""Head $c$ owns the column block `X[:, c*d_h:(c+1)*d_h]`, of width $d_h = d / h$.
+The result stacks these blocks along a new first axis, so that its slice `[c]` is head
+$c$'s block: $h$ matrices of shape `[N, d_h]`. Beware of `X.reshape(n_heads, N, d_h)` in
+one step: the shape is right, but it reads the numbers row after row, so each "head"
+would receive whole rows of `X` instead of a block of columns.""",
+        r"""Two routes. A reshape keeps every row's numbers together and groups its $d$ columns
+into `n_heads` groups of `d_h`; a transpose then moves the head axis to the front:
+
+```python
+X = np.asarray(X, dtype=float)
+N, d = X.shape
+d_h = ___
+grouped = X.reshape(N, ___, ___)     # [N, n_heads, d_h]
+return grouped.transpose(___)        # [n_heads, N, d_h]
+```""",
+        r"""Or a loop over the heads that collects the blocks, then one `np.stack`; the
+slice and the axis are yours:
+
+```python
+X = np.asarray(X, dtype=float)
+d_h = X.shape[1] // n_heads
+blocks = [X[:, ___] for c in range(n_heads)]     # each [N, d_h]
+return np.stack(blocks, axis=___)                # [n_heads, N, d_h]
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

@@ -17,9 +17,28 @@ def top_k_distribution(logits, k, temperature=1.0):
     return reference.softmax((kept - kept.max()) / temperature)   # [V], 0 off the top k
 
 
-EXERCISE = Exercise("top_k_distribution", top_k_distribution, uses=("softmax",),
-                    nan_hint="is it stable? Subtract the largest kept logit before exp, and "
-                             "give the dropped tokens -inf (exp(-inf) = 0)")
+EXERCISE = Exercise(
+    "top_k_distribution", top_k_distribution, uses=("softmax",),
+    nan_hint="is it stable? Subtract the largest kept logit before exp, and "
+    "give the dropped tokens -inf (exp(-inf) = 0)",
+    difficulty=2, importance=1, minutes=10,
+    hints=(
+        r"""Keep the $k$ largest logits, give every other token the logit $-\infty$ (so that
+$e^{-\infty} = 0$), and take $\operatorname{softmax}(\boldsymbol{u}/T)$ of the result. The
+survivors' probabilities then sum to 1 and everybody else gets exactly 0.""",
+        r"""`np.argsort(logits)[-k:]` gives the indices of the `k` largest logits. Work in a
+copy filled with `-np.inf`, so that the caller's array is not changed; `softmax` from
+`helpers` maps `-inf` to exactly 0.
+
+```python
+logits = np.asarray(logits, dtype=float)     # [V]
+keep = ___                                   # the indices of the k largest
+kept = np.full_like(logits, -np.inf)
+kept[keep] = ___
+return ___                                   # softmax with temperature, [V]
+```""",
+    ),
+)
 
 
 @EXERCISE.cases

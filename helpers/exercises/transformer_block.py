@@ -9,7 +9,38 @@ from helpers.exercises._inputs import _block_params, _normal
 from helpers.exercises._variants import _block, _f
 
 
-EXERCISE = Exercise('transformer_block', reference.transformer_block, uses=('layer_norm', 'multi_head_attention', 'feed_forward'))
+EXERCISE = Exercise(
+    'transformer_block', reference.transformer_block, uses=('layer_norm', 'multi_head_attention', 'feed_forward'),
+    difficulty=2, importance=3, minutes=15,
+    hints=(
+        r"""One line of code per equation, $t^1$ to $h$. Only the attention line looks at
+other tokens. Both residual additions use the un-normalised stream: the first adds the
+block's input $x$ to $t^2$, the second adds $t^3$ to $t^5$. Pass `causal` on to the
+attention.""",
+        r"""The parameters come by name from the dict (`params["ln1_gamma"]`, `params["W_Q"]`,
+...; the names are printed above). A skeleton:
+
+```python
+p = params
+t1 = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])
+t2 = multi_head_attention(t1, ___, n_heads, causal=causal)
+t3 = ___
+t4 = ___
+t5 = feed_forward(t4, ___)
+return ___
+```""",
+        r"""The attention half, written out; the feed-forward half ($t^4$, $t^5$ and $h$) is
+yours:
+
+```python
+p = params
+t1 = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])
+t2 = multi_head_attention(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads,
+                          causal=causal)
+t3 = t2 + x
+```""",
+    ),
+)
 
 
 @EXERCISE.cases
