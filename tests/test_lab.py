@@ -22,8 +22,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: Seconds one request may take: generous, since formgrader builds its gradebook on the
+#: first request and a busy 2-core machine can take many seconds for it.
+REQUEST_TIMEOUT = 120
+
+
 def get(url: str) -> tuple[int, bytes]:
-    with urllib.request.urlopen(url, timeout=5) as response:
+    with urllib.request.urlopen(url, timeout=REQUEST_TIMEOUT) as response:
         return response.status, response.read()
 
 
