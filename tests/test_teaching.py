@@ -224,6 +224,26 @@ def test_render_and_sync_round_trip(tmp_path):
     assert path.read_bytes() == _path(nb).read_bytes()
 
 
+def test_sync_exercises_command_reports_a_stale_cell(tmp_path, capsys, monkeypatch):
+    """`python -m autograder sync-exercises --check` exits 0 on the repository, 1 (naming
+    the exercise) when a module's hint changes, and then rewrites nothing."""
+    from autograder import release as release_module
+    from autograder.cli import main
+
+    nb = "02_softmax"
+    assert main(["sync-exercises", "--check", nb]) == 0
+    (tmp_path / nb).mkdir()
+    (tmp_path / nb / f"{nb}.ipynb").write_bytes(_path(nb).read_bytes())
+    # the command's default folder becomes the copy; the module loses its third hint
+    monkeypatch.setattr(release_module.sync_exercises, "__defaults__",
+                        (None, tmp_path, True))
+    monkeypatch.setattr(exercises.get("softmax"), "hints", exercises.get("softmax").hints[:2])
+    capsys.readouterr()
+    assert main(["sync-exercises", "--check", nb]) == 1
+    assert "exercise softmax" in capsys.readouterr().out
+    assert (tmp_path / nb / f"{nb}.ipynb").read_bytes() == _path(nb).read_bytes()
+
+
 def test_render_refuses_undeclared_fields():
     ex = copy.copy(exercises.get("dot"))
     ex.difficulty, ex.importance, ex.minutes, ex.hints = 4, 0, 0, ("only one",)
