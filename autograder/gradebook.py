@@ -221,7 +221,7 @@ def _changes(out: Path, records: list[dict]) -> tuple[dict[str, dict], dict[str,
     """The written-answer scores formgrader changed since the last push or pull:
     ``(given, now, notes)`` with ``given`` ready for ``manual_scores.json`` and ``now``
     the gradebook's values of those cells. :class:`GradebookError` for a bad score."""
-    from nbgrader.api import MissingEntry
+    from nbgrader.api import SubmittedAssignment
 
     snapshot = _read_snapshot(out)
     given: dict[str, dict] = {}
@@ -229,6 +229,14 @@ def _changes(out: Path, records: list[dict]) -> tuple[dict[str, dict], dict[str,
     notes: list[str] = []
     gb = _open(out)
     try:
+        # every grade and comment of the gradebook, read at once
+        grades, comments = {}, {}
+        for submission in gb.db.query(SubmittedAssignment):
+            for submitted in submission.notebooks:
+                where = (submission.student.id, submission.assignment.name,
+                         submitted.notebook.name)
+                grades.update({(*where, g.cell.name): g for g in submitted.grades})
+                comments.update({(*where, c.cell.name): c for c in submitted.comments})
         for record in records:
             if record["status"] == "missing":
                 continue
@@ -238,9 +246,8 @@ def _changes(out: Path, records: list[dict]) -> tuple[dict[str, dict], dict[str,
                 gid = cell["grade_id"]
                 key = manual_key(sid, assignment, record["notebook"], gid)
                 where = safe_text.terminal(f"{sid}, {assignment}, {record['notebook']}, {gid}")
-                try:
-                    grade = gb.find_grade(gid, stem, assignment, sid)
-                except MissingEntry:
+                grade = grades.get((sid, assignment, stem, gid))
+                if grade is None:
                     continue
                 if cell.get("kind") != "manual":
                     if grade.manual_score is not None or grade.extra_credit:
@@ -249,10 +256,8 @@ def _changes(out: Path, records: list[dict]) -> tuple[dict[str, dict], dict[str,
                     continue
                 if grade.extra_credit:
                     notes.append(f"{where}: extra credit is not taken")
-                try:
-                    comment = gb.find_comment(gid, stem, assignment, sid).manual_comment or ""
-                except MissingEntry:
-                    comment = ""
+                comment = getattr(comments.get((sid, assignment, stem, gid)),
+                                  "manual_comment", None) or ""
                 comment = comment[:MAX_COMMENT_CHARS]
                 score = grade.manual_score
                 value = [None if score is None else float(score), comment]
@@ -333,7 +338,8 @@ def push(out: Path, solutions: Path = SOLUTIONS_DIR) -> Outcome:
 def _push(out: Path, solutions: Path = SOLUTIONS_DIR) -> Outcome:
     """Fill ``OUT/nbgrader/gradebook.db`` (and the shown notebooks) from ``OUT``'s
     records; pull first when a gradebook is already there."""
-    from nbgrader.api import Comment, Grade, MissingEntry, SubmittedAssignment
+    from nbgrader.api import (Comment, Grade, Student, SubmittedAssignment,
+                              SubmittedNotebook)
 
     out, solutions = Path(out), Path(solutions)
     records = read_records(out)
@@ -392,30 +398,46 @@ def _push(out: Path, solutions: Path = SOLUTIONS_DIR) -> Outcome:
                         gb.db.delete(comment)
                     gb.db.delete(cell)
             gb.db.commit()
-        # the students' submissions and this grader's scores
+        # the students' submissions and this grader's scores, in one transaction (a
+        # commit per submission, as nbgrader's add_submission does, costs ~30 ms each)
+        students = {s.id: s for s in gb.db.query(Student)}
+        submissions = {(s.student.id, s.assignment.name): s
+                       for s in gb.db.query(SubmittedAssignment)}
         for record in sorted(records, key=lambda r: (r["student_id"], r["assignment"],
                                                       r["notebook"])):
             sid, assignment, notebook = record["student_id"], record["assignment"], \
                 record["notebook"]
             stem = _stem(notebook)
-            gb.update_or_create_student(sid)
-            try:
-                gb.find_submission(assignment, sid)
-            except MissingEntry:
-                gb.add_submission(assignment, sid)
-            submitted = gb.find_submission_notebook(stem, assignment, sid)
-            for cell in submitted.notebook.grade_cells:  # cells added since the last push
-                if not any(g.cell_id == cell.id for g in submitted.grades):
-                    gb.db.add(Grade(cell_id=cell.id, notebook=submitted))
-            for cell in submitted.notebook.solution_cells:
-                if not any(c.cell_id == cell.id for c in submitted.comments):
-                    gb.db.add(Comment(cell_id=cell.id, notebook=submitted))
+            if sid not in students:
+                students[sid] = Student(id=sid)
+                gb.db.add(students[sid])
+            if (sid, assignment) not in submissions:
+                submissions[(sid, assignment)] = SubmittedAssignment(
+                    assignment=gb.find_assignment(assignment), student=students[sid])
+                gb.db.add(submissions[(sid, assignment)])
+            submission = submissions[(sid, assignment)]
             gb.db.flush()
+            submitted = next((n for n in submission.notebooks if n.notebook.name == stem), None)
+            if submitted is None:
+                submitted = SubmittedNotebook(notebook=gb.find_notebook(stem, assignment),
+                                              assignment=submission)
+                gb.db.add(submitted)
+            # a Grade per grade cell, a Comment per solution cell (also for cells added
+            # to the solutions since the last push)
+            grades = {g.cell.name: g for g in submitted.grades}
+            comments = {c.cell.name: c for c in submitted.comments}
+            for cell in submitted.notebook.grade_cells:
+                if cell.name not in grades:
+                    grades[cell.name] = Grade(cell=cell, notebook=submitted)
+                    gb.db.add(grades[cell.name])
+            for cell in submitted.notebook.solution_cells:
+                if cell.name not in comments:
+                    comments[cell.name] = Comment(cell=cell, notebook=submitted)
+                    gb.db.add(comments[cell.name])
             missing = record["status"] == "missing"
             for row in record["cells"]:
-                try:
-                    grade = gb.find_grade(row["grade_id"], stem, assignment, sid)
-                except MissingEntry:
+                grade = grades.get(row["grade_id"])
+                if grade is None:
                     continue
                 if missing or row.get("kind") != "manual":
                     grade.auto_score = float(row["points"])
@@ -429,13 +451,10 @@ def _push(out: Path, solutions: Path = SOLUTIONS_DIR) -> Outcome:
                 grade.needs_manual_grade = given is None
                 to_grade += given is None
                 comment = str((given or {}).get("comment") or "")[:MAX_COMMENT_CHARS]
-                try:
-                    gb.find_comment(row["grade_id"], stem, assignment, sid).manual_comment = \
-                        comment or None
-                except MissingEntry:
-                    pass
+                if row["grade_id"] in comments:
+                    comments[row["grade_id"]].manual_comment = comment or None
                 snapshot[key] = [grade.manual_score, comment]
-            gb.db.commit()
+        gb.db.commit()
         # submissions of students no longer graded
         keep = {(r["student_id"], r["assignment"]) for r in records}
         for submission in list(gb.db.query(SubmittedAssignment)):
