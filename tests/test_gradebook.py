@@ -336,3 +336,29 @@ def test_serve_starts_formgrader_where_no_kernel_or_terminal_can_start(tmp_path)
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         log.close()
+
+
+def test_a_push_follows_the_solutions_cells_added_and_removed(tmp_path):
+    subs, solutions, out = _graded(tmp_path)
+    _push(out, solutions)
+    _give(out, "111", 1.0, "kept")
+    path = solutions / "01_a" / "01_a.ipynb"
+    nb = json.loads(path.read_text())
+    why = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "why")
+    nb["cells"].remove(why)
+    nb["cells"].append({"cell_type": "markdown", "source": "How?", "metadata": {"nbgrader": {
+        "schema_version": 3, "grade": True, "solution": True, "grade_id": "how", "points": 2}}})
+    path.write_text(json.dumps(nb))
+    grade.run(subs, out, solutions=solutions, grade_fn=fake_engine, stream=io.StringIO())
+    _push(out, solutions)
+    assert _in_gradebook(out, "111", "how") == (None, None, True, None)
+    gb = Gradebook(gradebook.db_url(out), gradebook.COURSE_ID)
+    try:
+        assert {c.name for c in gb.find_notebook("01_a", "01_a").grade_cells} == {
+            "test_f", "test_f_hidden", "how"}
+        assert "why" not in [c.name for c in gb.find_notebook("01_a", "01_a").solution_cells]
+    finally:
+        gb.close()
+    _give(out, "222", 1.5, grade_id="how")
+    gradebook.pull(out)
+    assert float(_summary(out)[("222", "01_a")]["points"]) == AUTO_01A + 1.5
