@@ -362,3 +362,10 @@ def test_a_push_follows_the_solutions_cells_added_and_removed(tmp_path):
     _give(out, "222", 1.5, grade_id="how")
     gradebook.pull(out)
     assert float(_summary(out)[("222", "01_a")]["points"]) == AUTO_01A + 1.5
+
+
+def test_help_names_the_gradebook_command(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = capsys.readouterr().out
+    assert "gradebook" in listed and "formgrader" in listed
