@@ -25,7 +25,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR, notebook_format
+from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
 
 #: Exit status when the grader itself could not run.
 CANNOT_RUN = 2
@@ -76,6 +76,8 @@ def cmd_sync_exercises(args: argparse.Namespace) -> int:
 
 
 def cmd_normalize(args: argparse.Namespace) -> int:
+    from autograder import notebook_format   # nbformat: about 1.5 s of CPU to import
+
     paths = [Path(p) for p in args.paths] or sorted(SOLUTIONS_DIR.rglob("*.ipynb"))
     n = 0
     for path in paths:
@@ -289,7 +291,9 @@ def _positive(kind):
 
 def build_parser() -> argparse.ArgumentParser:
     from autograder.grade import default_jobs
-    from autograder.make_examples import EXAMPLES_DIR
+    # the example class's folder, as in autograder.make_examples (whose nbformat import
+    # every command would pay for otherwise)
+    EXAMPLES_DIR = REPO_ROOT / "grading-output" / "example-class"
 
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -153,3 +153,20 @@ def test_the_documented_term_runs_as_written(tmp_path):
     assert items["test_simple_self_attention"]["not_handed_in"] == "1"       # 4715
     assert png_texts(out / "item_analysis.png")["Title"] == \
         "Item analysis (5 students in the class)"
+
+
+def test_the_bookkeeping_commands_do_not_load_nbformat():
+    """collect, manual-template/-import, export and report start in a fraction of a
+    second: parsing the command line does not import nbformat (about 1.5 s of CPU, which
+    every one of them paid before; measured in docs/grading.md, Speed)."""
+    code = ("import sys\n"
+            "from autograder import cli\n"
+            "cli.build_parser().parse_args(['export', 'out', '--format', 'canvas'])\n"
+            "import autograder.manual, autograder.export, autograder.report, "
+            "autograder.collect\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('nbformat', 'jsonschema', 'matplotlib')))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
