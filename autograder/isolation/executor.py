@@ -524,6 +524,10 @@ def _prewarm() -> None:
     except ImportError:
         pass
     _SHELL = _make_shell()
+    try:
+        seccomp.program()           # built once here; a child only loads it
+    except OSError:
+        pass                        # a child retries, and refuses to run if it fails
 
 
 def _read_all(fd: int) -> bytes:
@@ -652,6 +656,10 @@ def serve(infd: int = 0, outfd: int = 1) -> None:
     finally:   # the grader went away: remove the private folder it made for us
         zygote.close()
         confine.kill_quietly(zygote_pid)
+        try:                # reaped: its CPU time (and its children's) is counted
+            os.waitpid(zygote_pid, 0)
+        except ChildProcessError:
+            pass
         home = os.environ.get("HOME", "")
         if os.path.basename(home).startswith(HOME_PREFIX):
             shutil.rmtree(home, ignore_errors=True)
@@ -758,7 +766,15 @@ class Worker:
             raise WorkerError("the grading worker died twice on this job")
 
     def close(self) -> None:
-        """Stop the worker process and remove its temp folder."""
+        """Stop the worker process and remove its temp folder. The worker is asked to end
+        (its input closed) and killed only if it has not ended within 5 seconds, so that
+        it reaps its zygote (whose CPU time then counts as the grader's)."""
+        if os.getpid() == self._owner and self._proc is not None:
+            try:
+                self._proc.stdin.close()
+                self._proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
         self._stop()
         if os.getpid() == self._owner:
             shutil.rmtree(self.home, ignore_errors=True)

@@ -11,8 +11,12 @@ to right answers) except the ``scenario_*`` ones the calls run, and
 from __future__ import annotations
 
 import ast
-import py_compile
+import hashlib
+import importlib._bootstrap_external
+import importlib.util
+import os
 import shutil
+from functools import lru_cache
 from pathlib import Path
 
 from autograder import REPO_ROOT
@@ -54,12 +58,37 @@ def _stub_function(tree: ast.Module, name: str, label: str | None = None) -> boo
     return found
 
 
-def _stub_file(py: Path, names, label_of) -> list[str]:
-    tree = ast.parse(py.read_text(encoding="utf-8"))
-    stubbed = sorted(n for n in names if _stub_function(tree, n, label_of(n)))
+@lru_cache(maxsize=None)
+def _functions(text: str) -> tuple[str, ...]:
+    """The names of the top-level functions of a module's source."""
+    return tuple(n.name for n in ast.parse(text).body
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+@lru_cache(maxsize=None)
+def _stubbed(text: str, names: frozenset[str], label: str) -> tuple[str, tuple[str, ...]]:
+    """``text`` with the functions ``names`` stubbed (labelled ``label.<name>``), and the
+    names that were found. Cached: every copy of a grading process stubs the same
+    exercise modules the same way."""
+    if not names & set(_functions(text)):
+        return text, ()
+    tree = ast.parse(text)
+    stubbed = tuple(sorted(n for n in names if _stub_function(tree, n, f"{label}.{n}")))
+    return ast.unparse(tree) + "\n", stubbed
+
+
+def _stub_file(py: Path, names, label: str) -> list[str]:
+    text = py.read_text(encoding="utf-8")
+    out, stubbed = _stubbed(text, frozenset(names), label)
     if stubbed:
-        py.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
-    return stubbed
+        _unlink_write(py, out.encode("utf-8"))
+    return list(stubbed)
+
+
+def _unlink_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` (maybe a hard link into the store) by a new file."""
+    path.unlink(missing_ok=True)
+    path.write_bytes(data)
 
 
 def hide_exercise(pkg: Path, name: str) -> dict[str, list[str]]:
@@ -78,20 +107,80 @@ def hide_exercise(pkg: Path, name: str) -> dict[str, list[str]]:
         py = exercises.module_file(pkg, module)
         # helpers.reference is re-exported by the package: name it as learners call it
         prefix = "helpers" if module == "helpers.reference" else module
-        stubbed = _stub_file(py, names, lambda n, p=prefix: f"{p}.{n}")
+        stubbed = _stub_file(py, names, prefix)
         if stubbed:
             hidden[str(py.relative_to(pkg))] = stubbed
     for py in sorted((pkg / "exercises").glob("*.py")):
         if py.name == "__init__.py":
             continue
-        tree = ast.parse(py.read_text(encoding="utf-8"))
-        names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and not n.name.startswith("scenario_")
-                 and (f"helpers.exercises.{py.stem}", n.name) not in keep}
-        stubbed = _stub_file(py, names, lambda n, m=py.stem: f"helpers.exercises.{m}.{n}")
+        module = f"helpers.exercises.{py.stem}"
+        names = {n for n in _functions(py.read_text(encoding="utf-8"))
+                 if not n.startswith("scenario_") and (module, n) not in keep}
+        stubbed = _stub_file(py, names, module)
         if stubbed:
             hidden[str(py.relative_to(pkg))] = stubbed
     return hidden
+
+
+@lru_cache(maxsize=None)
+def _bytecode(text: str) -> bytes:
+    """The ``.pyc`` of a module's source, checked by the source's hash (PEP 552), so that
+    one compiled file serves every copy holding the same source, whatever its time (the
+    import system sets the code's file name to the module's path when it loads it)."""
+    data = text.encode("utf-8")
+    code = compile(data, "<helpers>", "exec", dont_inherit=True)
+    return importlib._bootstrap_external._code_to_hash_pyc(
+        code, importlib.util.source_hash(data), checked=True)
+
+
+class _Store:
+    """Content-addressed files in a folder of the grader's own (mode 0700, never shown to
+    a child): each copy of ``helpers`` is made of hard links to them, so the ~130 files
+    of a copy are written once per grading process, not once per exercise."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        folder.mkdir(mode=0o700, exist_ok=True)
+
+    def put(self, dest: Path, data: bytes) -> None:
+        stored = self.folder / hashlib.sha256(data).hexdigest()
+        if not stored.exists():
+            tmp = stored.with_name(f".{stored.name}.{os.getpid()}")
+            tmp.write_bytes(data)
+            tmp.chmod(0o644)
+            os.replace(tmp, stored)
+        try:
+            os.link(stored, dest)
+        except OSError:                        # another file system, or no links
+            dest.write_bytes(data)
+
+
+@lru_cache(maxsize=None)
+def _read(path: Path, mtime_ns: int, size: int) -> bytes:
+    return path.read_bytes()
+
+
+def _copy_tree(source: Path, pkg: Path, store: _Store) -> None:
+    for folder, dirs, files in os.walk(source):
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".ipynb_checkpoints")]
+        rel = Path(folder).relative_to(source)
+        (pkg / rel).mkdir(exist_ok=True)
+        for name in files:
+            if not name.endswith(".pyc"):
+                src = Path(folder) / name
+                st = src.stat()
+                store.put(pkg / rel / name, _read(src, st.st_mtime_ns, st.st_size))
+
+
+def _compile_tree(pkg: Path, store: _Store) -> None:
+    for py in pkg.rglob("*.py"):
+        try:
+            pyc = _bytecode(py.read_text(encoding="utf-8"))
+        except (SyntaxError, ValueError, UnicodeDecodeError):
+            continue                           # imported from source (and fails there)
+        target = Path(importlib.util.cache_from_source(str(py)))
+        target.parent.mkdir(exist_ok=True)
+        store.put(target, pyc)
 
 
 def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = None) -> Path:
@@ -104,8 +193,9 @@ def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = 
     pkg = dest / "helpers"
     if pkg.exists():
         shutil.rmtree(pkg)
-    shutil.copytree(source, pkg, ignore=shutil.ignore_patterns(
-        "__pycache__", "*.pyc", ".ipynb_checkpoints"))
+    pkg.mkdir(parents=True)
+    store = _Store(dest.parent / ".helpers-store")
+    _copy_tree(source, pkg, store)
     if strip is not None:
         from helpers import exercises
 
@@ -114,9 +204,6 @@ def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = 
         where = str(exercises.module_file(pkg, ref.__module__).relative_to(pkg))
         if ref.__name__ not in hidden.get(where, ()):
             raise ValueError(f"{where} defines no function {ref.__name__} to hide")
-        (pkg / "checks.py").write_text(_CHECKS_STAND_IN, encoding="utf-8")
-    for py in pkg.rglob("*.py"):
-        py_compile.compile(str(py), doraise=False, quiet=2)
+        _unlink_write(pkg / "checks.py", _CHECKS_STAND_IN.encode("utf-8"))
+    _compile_tree(pkg, store)
     return dest
-
-

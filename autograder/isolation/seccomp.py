@@ -87,8 +87,8 @@ def _load():
     lib.seccomp_rule_add_array.restype = ctypes.c_int
     lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int,
                                            ctypes.c_uint, ctypes.POINTER(_ArgCmp)]
-    lib.seccomp_load.restype = ctypes.c_int
-    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    lib.seccomp_export_bpf.restype = ctypes.c_int
+    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.seccomp_release.argtypes = [ctypes.c_void_p]
     return lib, None
 
@@ -99,12 +99,23 @@ def available() -> tuple[bool, str]:
     return lib is not None, why or ""
 
 
-def install() -> bool:
-    """Install the filter in this process (irreversible, inherited by its children).
-    False when libseccomp is missing; raises OSError when it fails to load a filter."""
+def program() -> bytes | None:
+    """The filter as a BPF program (``struct sock_filter`` array), built by libseccomp once
+    per process and kept: the grader's zygote builds it before forking any child, so that
+    a child only hands it to the kernel. None when libseccomp is missing."""
     lib, _ = _library()
     if lib is None:
-        return False
+        return None
+    global _PROGRAM
+    if _PROGRAM is None:
+        _PROGRAM = _build(lib)
+    return _PROGRAM
+
+
+_PROGRAM: bytes | None = None
+
+
+def _build(lib) -> bytes:
     ctx = lib.seccomp_init(_SCMP_ACT_ALLOW)
     if not ctx:
         raise OSError("seccomp_init failed")
@@ -125,9 +136,46 @@ def install() -> bool:
         for flag in CLONE_NAMESPACE_FLAGS:
             rule("clone", eperm, _ArgCmp(0, _SCMP_CMP_MASKED_EQ, flag, flag))
         rule("clone3", _errno_action(errno.ENOSYS))
-        rc = lib.seccomp_load(ctx)
-        if rc < 0:
-            raise OSError(-rc, "seccomp_load failed")
+        r, w = os.pipe()
+        try:
+            rc = lib.seccomp_export_bpf(ctx, w)
+            os.close(w)
+            w = -1
+            if rc < 0:
+                raise OSError(-rc, "seccomp_export_bpf failed")
+            chunks = []
+            while chunk := os.read(r, 65536):
+                chunks.append(chunk)
+        finally:
+            os.close(r)
+            if w >= 0:
+                os.close(w)
     finally:
         lib.seccomp_release(ctx)
+    data = b"".join(chunks)
+    if not data or len(data) % 8:
+        raise OSError("seccomp_export_bpf gave no program")
+    return data
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+_PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
+
+
+def install() -> bool:
+    """Install the filter in this process (irreversible, inherited by its children).
+    False when libseccomp is missing; raises OSError when it fails to load a filter."""
+    prog = program()
+    if prog is None:
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(prog, len(prog))
+    fprog = _SockFprog(len(prog) // 8, ctypes.addressof(buf))
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or \
+            libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"loading the seccomp filter failed: {os.strerror(err)}")
     return True
