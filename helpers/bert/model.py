@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 import helpers.reference as ref
+from helpers.bert._threads import one_blas_thread
 from helpers.bert.weights import LAYER_KEYS, LN_EPS, load_encoder, tokenize
 
 # ---------------------------------------------------------------------------------------
@@ -26,6 +27,7 @@ _ERF_TANH_COEFFS = (1.1283797054566098, 1.644247706014715, -0.04720236700480439,
                     -2.5629445867639564, 5.879380525061311, -6.276365375610294,
                     2.6667997689583665)
 _GELU_ROWS = 64          # rows per chunk of the float32 GELU: its temporaries stay in cache
+_SMALL_ROWS = 512        # a float32 batch of fewer token rows runs on one BLAS thread
 
 
 def _float(x) -> np.ndarray:
@@ -163,7 +165,8 @@ def _attention_float32(x: np.ndarray, layer: dict, n_heads: int, key_mask,
     Qh = heads(layer["W_Q"], layer["b_Q"], np.float32(1.0 / math.sqrt(d_h)))
     Kh = heads(layer["W_K"], layer["b_K"])
     Vh = heads(layer["W_V"], layer["b_V"])
-    scores = Qh @ Kh.swapaxes(-1, -2)                                # [..., h, N, N]
+    with one_blas_thread():                          # many small products: see _threads
+        scores = Qh @ Kh.swapaxes(-1, -2)                            # [..., h, N, N]
     mask = _key_mask(key_mask, x)
     if mask is not None and not mask.all():
         if not mask.any(axis=-1).all():
@@ -174,9 +177,9 @@ def _attention_float32(x: np.ndarray, layer: dict, n_heads: int, key_mask,
     total = scores.sum(axis=-1, keepdims=True)                       # [..., h, N, 1]
     if need_weights:
         scores /= total
+    with one_blas_thread():
         out = scores @ Vh                                            # [..., h, N, d_h]
-    else:
-        out = scores @ Vh
+    if not need_weights:
         out /= total
     merged = out.swapaxes(-2, -3).reshape(*lead, n, d)               # [..., N, d]
     return merged, (scores if need_weights else None)
@@ -230,6 +233,13 @@ def bert_layer(x, layer: dict, n_heads: int, key_mask=None, eps: float = LN_EPS)
     weights are float32 (the model as loaded), float64 otherwise (the exercises).
     """
     x = _input(x, layer)
+    if x.dtype == np.float32 and x.size < _SMALL_ROWS * x.shape[-1]:
+        with one_blas_thread():                      # a small batch: see _threads
+            return _bert_layer(x, layer, n_heads, key_mask, eps)
+    return _bert_layer(x, layer, n_heads, key_mask, eps)
+
+
+def _bert_layer(x: np.ndarray, layer: dict, n_heads: int, key_mask, eps: float) -> np.ndarray:
     merged, _ = _attention(x, layer, n_heads, key_mask, need_weights=False)
     attended = merged @ layer["W_O"]                                 # [..., N, d]
     attended += layer["b_O"]

@@ -9,6 +9,7 @@ import functools
 import numpy as np
 
 import helpers.reference as ref
+from helpers.bert._threads import one_blas_thread
 from helpers.llama.weights import LlamaConfig
 
 # ---------------------------------------------------------------------------------------
@@ -141,7 +142,8 @@ def _gqa_float32(Q, K, V, n_rep: int) -> np.ndarray:
     n_heads, n_q, d_h = Q.shape
     n_kv, n_k = K.shape[0], K.shape[1]
     Qg = (Q * np.float32(1.0 / np.sqrt(d_h))).reshape(n_kv, n_rep * n_q, d_h)
-    scores = Qg @ K.swapaxes(-1, -2)                              # [h_kv, rep*N_q, N_k]
+    with one_blas_thread():                       # small products (helpers.bert._threads)
+        scores = Qg @ K.swapaxes(-1, -2)                          # [h_kv, rep*N_q, N_k]
     if n_q > 1:                                                   # a single query sees all
         start = n_k - n_q
         allowed = np.arange(n_k)[None, :] <= start + np.arange(n_q)[:, None]   # [N_q, N_k]
@@ -149,7 +151,8 @@ def _gqa_float32(Q, K, V, n_rep: int) -> np.ndarray:
         scores.reshape(n_kv, n_rep, n_q, n_k)[...] += bias
     scores -= scores.max(axis=-1, keepdims=True)
     np.exp(scores, out=scores)
-    out = scores @ V                                              # [h_kv, rep*N_q, d_h]
+    with one_blas_thread():
+        out = scores @ V                                          # [h_kv, rep*N_q, d_h]
     out /= scores.sum(axis=-1, keepdims=True)
     return out.reshape(n_heads, n_q, V.shape[-1])
 
