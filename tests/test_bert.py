@@ -19,6 +19,7 @@ environment; the tests that need it say how to install it when it is missing.
 from __future__ import annotations
 
 import json
+import os
 import math
 import subprocess
 import sys
@@ -582,3 +583,34 @@ def test_check_exercise_finds_the_reference_in_closures_and_defaults(model):
     with pytest.raises(CheckFailed, match="it called helpers.bert.gelu"):
         check("gelu", by_default)
     assert by_default.__defaults__ == (bert.gelu,) and bert.bert_forward is forward
+
+
+def test_one_blas_thread_is_local_to_the_block_and_restored(tmp_path):
+    """In a process started with two OpenBLAS threads: one inside the block (also after an
+    exception in it), two again after it."""
+    code = """
+import ctypes, numpy as np
+from helpers.bert import _threads
+from pathlib import Path
+assert _threads._set_local() is not None, "NumPy's OpenBLAS lacks a thread-local setter"
+get = None
+for path in Path(np.__file__).resolve().parent.parent.glob("numpy.libs/*openblas*"):
+    lib = ctypes.CDLL(str(path))
+    for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads"):
+        get = getattr(lib, name, None) or get
+seen = [get()]
+with _threads.one_blas_thread():
+    seen.append(get())
+try:
+    with _threads.one_blas_thread():
+        raise KeyError
+except KeyError:
+    pass
+seen.append(get())
+print(seen)
+"""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "TMPDIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[2, 1, 2]"
