@@ -226,6 +226,8 @@ def llama_block(x, block: dict, config: LlamaConfig, start: int = 0,
     start: the position of ``x``'s first row. Returns ``[N, d]``.
     """
     x = _float(x)
+    if x.dtype == np.float32 and all(block[k].dtype == np.float32 for k in _BLOCK_KEYS):
+        return _llama_block_float32(x, block, config, start, cache, layer)
     N = x.shape[0]
     t1 = rms_norm(x, block["attn_norm"], config.eps)              # [N, d]
     Q = _split_heads(t1 @ block["W_Q"], config.n_heads).astype(x.dtype, copy=False)
@@ -242,6 +244,50 @@ def llama_block(x, block: dict, config: LlamaConfig, start: int = 0,
     t4 = rms_norm(t3, block["ffn_norm"], config.eps)
     t5 = swiglu(t4, block["W_gate"], block["W_up"], block["W_down"])
     return t5 + t3                                                # [N, d]
+
+
+_BLOCK_KEYS = ("attn_norm", "W_Q", "W_K", "W_V", "W_O", "ffn_norm", "W_gate", "W_up", "W_down")
+
+
+def _rms_norm_float32(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    """:func:`rms_norm` of float32 rows, with fewer temporaries."""
+    ms = np.square(x).sum(axis=-1, keepdims=True)                 # [N, 1]
+    ms *= np.float32(1.0 / x.shape[-1])
+    ms += np.float32(eps)
+    np.sqrt(ms, out=ms)
+    y = x / ms
+    y *= weight
+    return y
+
+
+def _llama_block_float32(x, block, config, start, cache, layer) -> np.ndarray:
+    """:func:`llama_block` for float32 rows and weights (the real model): the same
+    equations, each written once, in place where possible. One generated token runs
+    this 30 times, so every NumPy call it saves counts."""
+    N = x.shape[0]
+    t1 = _rms_norm_float32(x, block["attn_norm"], config.eps)     # [N, d]
+    cos, sin = _rope_tables(start, N, config.d_head, config.rope_theta, "<f4")
+    Q = _split_heads(t1 @ block["W_Q"], config.n_heads)           # [h, N, d_h]
+    K = _split_heads(t1 @ block["W_K"], config.n_kv_heads)        # [h_kv, N, d_h]
+    V = _split_heads(t1 @ block["W_V"], config.n_kv_heads)
+    Q = Q * cos + rotate_half(Q) * sin                            # apply_rope
+    K = K * cos + rotate_half(K) * sin
+    if cache is not None:
+        K, V = cache.update(layer, K, V)                          # [h_kv, N_past+N, d_h]
+    A = _gqa_float32(Q, K, V, config.n_heads // config.n_kv_heads)   # [h, N, d_h]
+    t3 = _merge_heads(A) @ block["W_O"]                           # [N, d]
+    t3 += x
+    t4 = _rms_norm_float32(t3, block["ffn_norm"], config.eps)
+    gate = t4 @ block["W_gate"]                                   # [N, d_ff]
+    sig = gate * np.float32(0.5)                                  # sigmoid(g) =
+    np.tanh(sig, out=sig)                                         #   (1 + tanh(g/2)) / 2
+    sig += np.float32(1.0)
+    sig *= np.float32(0.5)
+    gate *= sig                                                   # silu(gate)
+    gate *= t4 @ block["W_up"]
+    out = gate @ block["W_down"]                                  # [N, d]
+    out += t3
+    return out
 
 
 def forward(token_ids, params: dict, config: LlamaConfig, cache: KVCache | None = None,
