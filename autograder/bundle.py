@@ -303,6 +303,8 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600):
     and with the model answers, in kernels of this copy of the course
     (autograder/bundle_record.py). Returns an ``autograder.bundle_calls.Table``."""
     import os
+    import subprocess
+    import sys
     import tempfile
 
     import nbformat
@@ -316,7 +318,9 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600):
         p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p))
     env.pop("PYTEST_CURRENT_TEST", None)
     with tempfile.TemporaryDirectory(prefix="bundle-record-") as tmp:
-        for a in assignments:
+        for n, a in enumerate(assignments, 1):
+            print(f"release: recording the worked examples of {a} ({n}/{len(assignments)})",
+                  file=sys.stderr, flush=True)
             for answered in (False, True):
                 work = Path(tmp) / f"{a}-{int(answered)}"
                 shutil.copytree(NOTEBOOKS_DIR / a, work, ignore=shutil.ignore_patterns(
@@ -331,7 +335,8 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600):
                 client = NotebookClient(nb, kernel_name="python3", timeout=timeout,
                                         allow_errors=True, store_widget_state=False,
                                         resources={"metadata": {"path": str(work)}})
-                client.execute(env=env, cwd=str(work))
+                client.execute(env=env, cwd=str(work),       # the kernel's own log: noise
+                               stderr=subprocess.DEVNULL)
                 if not out.exists():
                     raise BundleError(f"recording the worked examples of {a} failed: "
                                       + _first_error(nb))
