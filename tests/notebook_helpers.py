@@ -454,3 +454,16 @@ def slide_runs() -> frozenset[tuple[str, ...]]:
         if seed.name.lower() != "readme.txt":
             runs |= word_runs(seed.read_text(encoding="utf-8", errors="replace"))
     return frozenset(runs)
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.25):
+    """``predicate()``'s first truthy value, asked every ``interval`` seconds; an
+    AssertionError naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)

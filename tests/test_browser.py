@@ -38,7 +38,8 @@ import nbformat
 import pytest
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT
-from notebook_helpers import explorer_cells, is_answer, is_test, nb_id, nbgrader, read, student_notebooks
+from notebook_helpers import (explorer_cells, is_answer, is_test, nb_id, nbgrader, read,
+                              student_notebooks, wait_until)
 
 pytestmark = pytest.mark.browser
 
@@ -238,17 +239,6 @@ def browser_context(lab):
 # ---------------------------------------------------------------------------------------
 # Driving JupyterLab
 # ---------------------------------------------------------------------------------------
-
-
-def wait_until(predicate, timeout: float, what: str, interval: float = 0.25):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
 
 
 #: The notebook on show (Lab keeps other documents in hidden panels).

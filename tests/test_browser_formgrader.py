@@ -27,7 +27,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -35,6 +34,7 @@ import pytest
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
 from autograder import cells as nbcells
+from notebook_helpers import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -69,19 +69,8 @@ def _free_port() -> int:
 
 
 def _get_json(url: str):
-    with urllib.request.urlopen(url, timeout=10) as response:
+    with urllib.request.urlopen(url, timeout=120) as response:     # generous: a busy machine
         return json.loads(response.read())
-
-
-def _wait_until(predicate, timeout: float, what: str, interval: float = 0.25):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
 
 
 def _cli(*args: str, env: dict) -> subprocess.CompletedProcess:
@@ -167,7 +156,7 @@ def test_a_written_answer_graded_in_formgrader_reaches_the_canvas_export(tmp_pat
                     raise AssertionError("formgrader exited:\n"
                                          + log_path.read_text(errors="replace")[-3000:])
                 return None
-        _wait_until(started, SERVER_START_TIMEOUT, "formgrader to start")
+        wait_until(started, SERVER_START_TIMEOUT, "formgrader to start")
         [submission] = [s for s in _get_json(f"{base}/formgrader/api/submitted_notebooks/"
                                              f"{assignment}/{stem}?token={token}")
                         if s["student"] == "1001"]
@@ -207,7 +196,7 @@ def test_a_written_answer_graded_in_formgrader_reaches_the_canvas_export(tmp_pat
                     g = next(x for x in grades if x["name"] == grade_id)
                     c = next(x for x in comments if x["name"] == grade_id)
                     return g["manual_score"] == SCORE and c["manual_comment"] == COMMENT
-                _wait_until(saved, SAVE_TIMEOUT, "formgrader to save the score and comment")
+                wait_until(saved, SAVE_TIMEOUT, "formgrader to save the score and comment")
                 # the student's HTML was shown as text, never run
                 assert page.evaluate("() => window.__pwned") is None
                 answer = page.locator(".nbgrader_cell", has=page.locator(f"#{grade_id}"))
