@@ -393,6 +393,7 @@ changed); for every cell that fails (a check, or a demo waiting for an exercise)
 message is printed.
 """
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -411,7 +412,7 @@ def main(names):
         nb = nbformat.read(path, as_version=4)
         client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
                                 resources={"metadata": {"path": str(path.parent)}})
-        client.execute()
+        client.execute(stderr=subprocess.DEVNULL)          # the kernel's own log: noise
         problems = []
         for cell in nb.cells:
             grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
