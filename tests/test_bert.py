@@ -592,7 +592,11 @@ def test_one_blas_thread_is_local_to_the_block_and_restored(tmp_path):
 import ctypes, numpy as np
 from helpers.bert import _threads
 from pathlib import Path
-assert _threads._set_local() is not None, "NumPy's OpenBLAS lacks a thread-local setter"
+if _threads._set_local() is None:              # another BLAS: the block changes nothing
+    with _threads.one_blas_thread():
+        np.ones((3, 3)) @ np.ones((3, 3))
+    print("no OpenBLAS")
+    raise SystemExit
 get = None
 for path in Path(np.__file__).resolve().parent.parent.glob("numpy.libs/*openblas*"):
     lib = ctypes.CDLL(str(path))
@@ -613,4 +617,7 @@ print(seen)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[2, 1, 2]"
+    if sys.platform.startswith("linux"):        # the pinned NumPy wheel bundles OpenBLAS
+        assert out.stdout.strip() == "[2, 1, 2]"
+    else:
+        assert out.stdout.strip() in ("[2, 1, 2]", "no OpenBLAS")
