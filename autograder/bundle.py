@@ -4,15 +4,21 @@
 writes ``OUT/`` and ``OUT.zip``:
 
 * ``notebooks/<assignment>/``: the released notebooks of the chosen assignments;
-* ``helpers/``: a student build of the course package. Every graded exercise that is not
-  revealed has no implementation in it: its reference (and what it refuses) is a stub
-  that raises and says which exercise to finish, written from the syntax tree (no
-  source, no bytecode of the original). Each exercise module keeps only how its output
-  is judged (its ``_compare`` and ``scenario_*`` functions and what they need); its case
-  builders, hidden cases and known mistakes are gone, and the visible cases of the
-  bundle's assignments are stored with their expected outputs as plain data
-  (``helpers/exercises/_stored/<name>.npz``, read without pickle);
-* ``requirements.txt``, ``environment.yml``, ``check_my_work.py`` and ``README.md``.
+* ``helpers/``: a student build of the course package. Every course function that
+  answers an exercise that is not revealed (its reference, and what the grader refuses
+  for it, except :data:`COMPOSITES`) is a stub written from the syntax tree (no source,
+  no bytecode of the original): its docstring, then a call of ``helpers._yours.course``
+  (autograder/bundle_calls.py), which answers with the output recorded for the same
+  arguments when the handed-out notebooks ran at bundle time
+  (:func:`record_worked_examples`, ``helpers/_worked_examples.npz``), else with the
+  learner's own function, else says which exercise to finish. Each exercise module keeps
+  only how its output is judged (its ``_compare`` and ``scenario_*`` functions and what
+  they need); its case builders, hidden cases and known mistakes are gone, and the
+  visible cases of the bundle's assignments are stored with their expected outputs as
+  plain data (``helpers/exercises/_stored/<name>.npz``, read without pickle), with the
+  course model's next-token logits for the sampling cases of ``generate``;
+* ``requirements.txt``, ``constraints.txt``, ``environment.yml``, ``check_my_work.py``
+  and ``README.md``.
 
 ``--reveal`` ships the references of the named assignments (earlier homework whose
 deadline has passed), so a later homework can build on a correct earlier one.
@@ -279,15 +285,21 @@ def _stub_exercises(pkg: Path, stubs: dict[str, str]) -> None:
         py.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
 
 
-def _variant(assignment: str, answered: bool) -> dict:
-    """The released notebook of ``assignment``, with the model answers when ``answered``
-    (each answer cell's solution, its marker lines removed)."""
+def _variant(assignment: str, answered: bool, released: dict | None = None,
+             solution: dict | None = None) -> dict:
+    """The released notebook of ``assignment`` (or ``released``), with the model answers
+    of its solution notebook (or ``solution``) when ``answered``: each answer cell's
+    solution, its marker lines removed."""
+    import copy
+
     from autograder import SOLUTIONS_DIR
     from autograder import cells as nbcells
 
-    nb = json.loads((NOTEBOOKS_DIR / assignment / f"{assignment}.ipynb").read_text())
+    nb = copy.deepcopy(released) if released is not None else json.loads(
+        (NOTEBOOKS_DIR / assignment / f"{assignment}.ipynb").read_text())
     if answered:
-        solved = json.loads((SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text())
+        solved = solution if solution is not None else json.loads(
+            (SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text())
         answers = {nbcells.grade_id(c): "".join(c["source"]) for c in solved["cells"]
                    if nbcells.is_answer(c)}
         for cell in nb["cells"]:
@@ -298,10 +310,15 @@ def _variant(assignment: str, answered: bool) -> dict:
     return nb
 
 
-def record_worked_examples(assignments: list[str], specs, timeout: int = 600):
+def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
+                           course: Path | None = None, solutions: dict | None = None):
     """The calls of ``specs`` that the notebooks of ``assignments`` make, run as released
     and with the model answers, in kernels of this copy of the course
-    (autograder/bundle_record.py). Returns an ``autograder.bundle_calls.Table``."""
+    (autograder/bundle_record.py). Returns an ``autograder.bundle_calls.Table``.
+
+    ``course``: a folder holding the ``helpers/`` and ``notebooks/`` to run (a snapshot
+    taken with the bundle's own copy, so that other edits of the checkout while the
+    notebooks run change neither); ``solutions``: assignment -> solution notebook."""
     import os
     import subprocess
     import sys
@@ -314,8 +331,9 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600):
     from autograder.isolation import wire
 
     table = bundle_calls.Table()
+    notebooks = (course / "notebooks") if course else NOTEBOOKS_DIR
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(
-        p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p))
+        str(p) for p in (course, REPO_ROOT, os.environ.get("PYTHONPATH", "")) if p))
     env.pop("PYTEST_CURRENT_TEST", None)
     with tempfile.TemporaryDirectory(prefix="bundle-record-") as tmp:
         for n, a in enumerate(assignments, 1):
@@ -323,10 +341,12 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600):
                   file=sys.stderr, flush=True)
             for answered in (False, True):
                 work = Path(tmp) / f"{a}-{int(answered)}"
-                shutil.copytree(NOTEBOOKS_DIR / a, work, ignore=shutil.ignore_patterns(
+                shutil.copytree(notebooks / a, work, ignore=shutil.ignore_patterns(
                     ".ipynb_checkpoints", "__pycache__"))
                 out = work / "_recorded.npz"
-                nb = nbformat.reads(json.dumps(_variant(a, answered)), as_version=4)
+                released = json.loads((notebooks / a / f"{a}.ipynb").read_text())
+                nb = nbformat.reads(json.dumps(_variant(
+                    a, answered, released, (solutions or {}).get(a))), as_version=4)
                 nb.cells.insert(0, nbformat.v4.new_code_cell(
                     "import autograder.bundle_record as _r\n"
                     f"_r.start({sorted(specs)!r}, checks_only={answered})\ndel _r"))
@@ -528,17 +548,32 @@ def build(out: Path, assignments: list[str], reveal: list[str] = (),
     for a in assignments:
         shutil.copytree(NOTEBOOKS_DIR / a, out / "notebooks" / a,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    pkg = out / "helpers"
-    shutil.copytree(REPO_ROOT / "helpers", pkg, ignore=shutil.ignore_patterns(
+    # One snapshot of helpers/ and the solutions: the bundle's copy and the recording of
+    # the worked examples both come from it, whatever else changes in the checkout.
+    import tempfile
+
+    from autograder import SOLUTIONS_DIR
+
+    snapshot = Path(tempfile.mkdtemp(prefix="bundle-course-"))
+    shutil.copytree(REPO_ROOT / "helpers", snapshot / "helpers", ignore=shutil.ignore_patterns(
         "__pycache__", "*.pyc", ".ipynb_checkpoints"))
-    hidden = [n for a in known if a not in revealed for n in exercises.NOTEBOOKS[a]]
-    stubs = stubbed_functions(hidden)
-    _stub_exercises(pkg, stubs)
-    shutil.copyfile(Path(__file__).with_name("bundle_calls.py"), pkg / "_yours.py")
-    _write_exercises(pkg, [n for a in assignments for n in exercises.NOTEBOOKS[a]])
-    if worked_examples and stubs:
-        table = record_worked_examples(assignments, stubs)
-        (pkg / bundle_calls.TABLE_FILE).write_bytes(engine.plain_data(table.plain()))
+    shutil.copytree(out / "notebooks", snapshot / "notebooks")
+    solutions = {a: json.loads((SOLUTIONS_DIR / a / f"{a}.ipynb").read_text())
+                 for a in assignments}
+    pkg = out / "helpers"
+    try:
+        shutil.copytree(snapshot / "helpers", pkg)
+        hidden = [n for a in known if a not in revealed for n in exercises.NOTEBOOKS[a]]
+        stubs = stubbed_functions(hidden)
+        _stub_exercises(pkg, stubs)
+        shutil.copyfile(Path(__file__).with_name("bundle_calls.py"), pkg / "_yours.py")
+        _write_exercises(pkg, [n for a in assignments for n in exercises.NOTEBOOKS[a]])
+        if worked_examples and stubs:
+            table = record_worked_examples(assignments, stubs, course=snapshot,
+                                           solutions=solutions)
+            (pkg / bundle_calls.TABLE_FILE).write_bytes(engine.plain_data(table.plain()))
+    finally:
+        shutil.rmtree(snapshot, ignore_errors=True)
     shutil.copyfile(engine.PLAIN_DATA_CODEC, pkg / "_wire.py")
     (out / "check_my_work.py").write_text(_CHECK_MY_WORK, encoding="utf-8")
     (out / "README.md").write_text(_readme(assignments, revealed), encoding="utf-8")
