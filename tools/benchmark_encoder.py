@@ -32,23 +32,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _threads_from_argv(argv) -> int:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--threads", type=int, default=2)
-    return parser.parse_known_args(argv)[0].threads
-
-
 if __name__ == "__main__":                       # before NumPy loads OpenBLAS
-    _n = str(_threads_from_argv(sys.argv[1:]))
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[_var] = _n
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from bench_threads import pin_threads
+
+    pin_threads(sys.argv[1:], default=2)
 
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
+from bench_threads import machine  # noqa: E402
 from helpers import bert  # noqa: E402
 from helpers.examples import IT_SENTENCES  # noqa: E402
 
@@ -79,11 +72,6 @@ def long_sentences(n: int = 32, words: int = 120) -> list[str]:
         picked = rng.choice(len(_WORDS), size=words)
         texts.append(" ".join(_WORDS[i] for i in picked).capitalize() + ".")
     return texts
-
-
-def machine() -> str:
-    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
-    return f"{os.cpu_count()} cores (nproc), load average {load}"
 
 
 def alternate(fns: dict, repeats: int) -> tuple[dict, dict]:

@@ -32,30 +32,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _threads_from_argv(argv) -> int:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--threads", type=int, default=1)
-    return parser.parse_known_args(argv)[0].threads
-
-
 if __name__ == "__main__":                       # before NumPy loads OpenBLAS
-    _n = str(_threads_from_argv(sys.argv[1:]))
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[_var] = _n
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from bench_threads import pin_threads
+
+    pin_threads(sys.argv[1:], default=1)
 
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
+from bench_threads import machine  # noqa: E402
 from helpers import llama  # noqa: E402
-
-
-def machine() -> str:
-    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
-    return f"{os.cpu_count()} cores (nproc), load average {load}"
 
 
 def alternate(fns: dict, repeats: int) -> tuple[dict, dict]:
