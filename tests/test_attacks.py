@@ -42,8 +42,8 @@ def _param(attack: Attack):
 
 
 @pytest.fixture(scope="module")
-def run():
-    return graded()
+def run(tmp_path_factory):
+    return graded(tmp_path_factory.getbasetemp())
 
 
 def _points(rows: dict[str, dict]) -> dict[str, float]:

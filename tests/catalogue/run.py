@@ -322,8 +322,10 @@ def correct_packs() -> list[list[Entry]]:
 
 
 @lru_cache(maxsize=1)
-def graded() -> Run:
-    """Build SUBMISSIONS, grade it once with the real command, collect the evidence."""
+def graded(base: Path | None = None) -> Run:
+    """Build SUBMISSIONS, grade it once with the real command, collect the evidence.
+    Everything (the grader's temporary folders included) lives in a folder made under
+    ``base`` (the test session's own temporary folder), not in the machine's."""
     from attacks import attacks as all_attacks, fill
 
     def attacks():                      # CATALOGUE_ONLY (development): no attacks either
@@ -332,7 +334,9 @@ def graded() -> Run:
     from autograder.isolation import confine
 
     mode = confine.probe_mode()
-    tmp = Path(tempfile.mkdtemp(prefix="grading-truth-"))
+    tmp = Path(tempfile.mkdtemp(prefix="grading-truth-", dir=base))
+    env = {**os.environ, "TMPDIR": str(tmp / "tmp")}
+    (tmp / "tmp").mkdir()
     if not os.environ.get("GRADING_TRUTH_KEEP"):      # set it to inspect OUT afterwards
         atexit.register(shutil.rmtree, tmp, True)
     submissions, out = tmp / "SUBMISSIONS", tmp / "OUT"
@@ -393,11 +397,11 @@ def graded() -> Run:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_before = usage.ru_utime + usage.ru_stime
     t1 = time.monotonic()
-    alone_proc = subprocess.Popen(_command(alone, tmp / "ALONE_OUT"), cwd=REPO_ROOT,
+    alone_proc = subprocess.Popen(_command(alone, tmp / "ALONE_OUT"), cwd=REPO_ROOT, env=env,
                                   stdout=alone_log, stderr=subprocess.STDOUT)
     t0 = time.monotonic()
     proc = subprocess.run(_command(submissions, out), cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=900)
+                          text=True, timeout=900, env=env)
     seconds = time.monotonic() - t0
     listener.close()
     after = _hash_tree(submissions)
