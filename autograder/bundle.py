@@ -463,7 +463,7 @@ This folder holds the notebooks you are to complete:
 
 {listing}
 {reveal}
-## Install once, then two commands (Python 3.11.5 or newer)
+## Install once, then two commands (Python 3.11 or newer)
 
 ```bash
 # install (once, in this folder)

@@ -140,8 +140,8 @@ def test_jupyterhub_with_the_nbgrader_exchange_from_release_to_grade(tmp_path):
         _run([SYSTEM_PYTHON, "-m", "venv", str(venv)], timeout=INSTALL_DEADLINE)
         _run([str(venv / "bin" / "pip"), "install", "-q", "--upgrade", "pip"],
              timeout=INSTALL_DEADLINE)                  # Debian's is too old for the pins
-        # The course's own pins, not its whole constraints.txt: some of those need Python
-        # 3.11.5 or newer (soupsieve), and Debian 12's is 3.11.2.
+        # The hub's own packages with the course's pins of nbgrader and JupyterLab (what a
+        # hub's shared environment needs; the course's whole constraints.txt is for .venv).
         _run([str(venv / "bin" / "pip"), "install", "-q", "jupyterhub==6.1.1",
               "configurable-http-proxy==0.4.0", _pin("nbgrader"), _pin("jupyterlab")],
              timeout=INSTALL_DEADLINE)
