@@ -328,7 +328,6 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
     from nbclient import NotebookClient
 
     from autograder import bundle_calls
-    from autograder.isolation import wire
 
     table = bundle_calls.Table()
     notebooks = (course / "notebooks") if course else NOTEBOOKS_DIR
@@ -360,7 +359,7 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
                 if not out.exists():
                     raise BundleError(f"recording the worked examples of {a} failed: "
                                       + _first_error(nb))
-                part = bundle_calls.Table(wire.decode(
+                part = bundle_calls.Table(engine.from_plain_data(
                     out.read_bytes(), max_bytes=bundle_calls.MAX_TABLE_BYTES))
                 for spec, by_key in part.index.items():
                     for key, bucket in by_key.items():

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from autograder import bundle_calls as bc
-from autograder.isolation import wire
+from autograder.engine import plain_data
 
 
 def _plain(v, depth=0) -> bool:
@@ -123,5 +123,5 @@ def start(specs, checks_only: bool = False) -> None:
 
 
 def save(path) -> None:
-    Path(path).write_bytes(wire.encode(RECORDER.table.plain()))
+    Path(path).write_bytes(plain_data(RECORDER.table.plain()))
     Path(path).with_suffix(".json").write_text(json.dumps(RECORDER.skipped))

@@ -452,6 +452,11 @@ def plain_data(obj) -> bytes:
     return wire.encode(obj)
 
 
+def from_plain_data(data: bytes, max_bytes: int):
+    """What :func:`plain_data` wrote (at most ``max_bytes``); nothing but plain values."""
+    return wire.decode(data, max_bytes=max_bytes)
+
+
 class _Resources:
     """Per-process copies of ``helpers`` (full, and one per exercise with what that
     exercise must not find stubbed) and data."""
