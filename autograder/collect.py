@@ -13,6 +13,11 @@ and recognises how these name their files:
   submitter's SID, else the e-mail, else ``submission_<id>``; a group submission is
   copied to every member.
 * Already laid out: ``<student>/<assignment>/<notebook>.ipynb`` or ``<student>/<notebook>.ipynb``.
+* Students' clones of the homework bundle's repository (the Git route of
+  docs/homework.md): ``<student>/notebooks/<assignment>/<notebook>.ipynb``, the folder
+  holding ``.git``. Student id: the clone's folder name. Only its ``notebooks/`` is read;
+  its ``.git`` and the course's own files are not copied, and git is never run. The
+  upload time of such a file is the time it was cloned: clone at the deadline.
 
 A zip inside a submission (a student who zipped their notebooks) is opened and its
 notebooks are matched as files of that student (its other files are kept in
@@ -260,11 +265,37 @@ def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dic
         roster.setdefault(sid, {"student_id": sid, "name": m.group("name"), "email": "", "sid": "",
                                 "lms": "canvas"})
         return [sid], None, m.group("file"), "canvas-late" if m.group("late") else "canvas"
+    if (len(parts) >= 4 and parts[-3] == "notebooks"
+            and parts[-2] in assignment_names):   # <student>/notebooks/<assignment>/<file>
+        return [safe_id(parts[-4])], parts[-2], parts[-1], "git"    # a clone of the bundle
     if len(parts) >= 3 and parts[-2] in assignment_names:   # .../<student>/<assignment>/<file>
         return [safe_id(parts[-3])], parts[-2], parts[-1], "folders"
     if len(parts) >= 2 and parts[-2] not in assignment_names:  # .../<student>/<file>
         return [safe_id(parts[-2])], None, parts[-1], "folders"
     return [], None, parts[-1], ""
+
+
+def _clones(root: Path) -> set[PurePosixPath]:
+    """Students' clones of the bundle's repository (the Git route, docs/homework.md): the
+    folders holding both ``.git`` and ``notebooks/``. Nothing in them is run; git itself
+    is not called."""
+    found = set()
+    for git in root.rglob(".git"):
+        folder = git.parent
+        if (folder / "notebooks").is_dir() and not (folder / "notebooks").is_symlink():
+            found.add(PurePosixPath(folder.relative_to(root).as_posix()))
+    return found
+
+
+def _outside_notebooks(rel: PurePosixPath, clones: set[PurePosixPath]) -> bool:
+    """Whether ``rel`` lies in a clone but not under its ``notebooks/`` (its ``.git``, the
+    course's helpers, README...): such files are the course's, not the student's answers,
+    and are not copied."""
+    for clone in clones:
+        if rel.is_relative_to(clone):
+            inside = rel.relative_to(clone).parts
+            return not (len(inside) >= 2 and inside[0] == "notebooks")
+    return False
 
 
 def read_download(download: Path, work: Path, roster: dict[str, dict],
@@ -277,9 +308,12 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
     else:
         root = download
     gradescope, created = _gradescope_submitters(root)
+    clones = _clones(root)
     candidates = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = PurePosixPath(path.relative_to(root).as_posix())
+        if _outside_notebooks(rel, clones):
+            continue                            # the course's own files in a student's clone
         ids, hint, filename, lms = _identify(rel, gradescope, roster, assignment_names)
         late = lms == "canvas-late"
         lms = "canvas" if late else lms

@@ -416,6 +416,66 @@ def test_a_notebook_from_the_bundle_is_graded_like_any_other(built, tmp_path):
     assert (row["points"], row["max_points"], row["status"]) == ("4", "4", "ok"), row
 
 
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org",
+                    "-c", "init.defaultBranch=main", *args], cwd=cwd, check=True,
+                   capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_the_git_route_clones_are_collected_and_graded(built, tmp_path):
+    """docs/homework.md's Git route: the bundle's contents as the template repository,
+    each student a clone with their commits, the instructor's clones collected (only
+    their notebooks/, never the course's own files) and graded."""
+    import csv
+    import shutil
+
+    template = tmp_path / "template"
+    shutil.copytree(built, template)
+    _git("init", "-q", cwd=template)
+    _git("add", "-A", cwd=template)
+    _git("commit", "-q", "-m", "homework", cwd=template)
+    for student in ("alice", "bob"):
+        _git("clone", "-q", str(template), str(tmp_path / "students" / student), cwd=tmp_path)
+    mine = tmp_path / "students" / "alice" / "notebooks" / "02_softmax" / "02_softmax.ipynb"
+    nb = json.loads(mine.read_text())
+    solved = student_notebook("02_softmax", {}, stubs=False)
+    answers = {c["metadata"]["nbgrader"]["grade_id"]: c["source"] for c in solved["cells"]
+               if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    for cell in nb["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell["source"] = answers[gid]
+    mine.write_text(json.dumps(nb))
+    _git("commit", "-q", "-am", "my softmax", cwd=mine.parents[2])
+    for student in ("alice", "bob"):                    # the instructor clones every repo
+        _git("clone", "-q", str(tmp_path / "students" / student),
+             str(tmp_path / "repos" / student), cwd=tmp_path)
+
+    subs = tmp_path / "subs"
+    done = subprocess.run([sys.executable, "-m", "autograder", "collect", str(tmp_path / "repos"),
+                           "--out", str(subs)], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    for student in ("alice", "bob"):
+        placed = sorted(p.parent.name for p in (subs / student).glob("*/*.ipynb"))
+        assert placed == sorted(ALL), placed
+    copied = [p for p in subs.rglob("*") if p.is_file()]
+    assert not [p for p in copied if p.suffix == ".py" or ".git" in p.parts], copied
+    for student in ("alice", "bob"):                    # grade 02 only: keep the test short
+        for folder in (subs / student).iterdir():
+            if folder.name != "02_softmax":
+                shutil.rmtree(folder)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out",
+                           str(out)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    rows = {r["student_id"]: r for r in csv.DictReader((out / "summary.csv").open())
+            if r["assignment"] == "02_softmax"}
+    assert (rows["alice"]["points"], rows["alice"]["max_points"]) == ("4", "4"), rows
+    assert rows["bob"]["points"] == "0", rows
+
+
 def test_reveal_ships_the_answers_of_earlier_homework(tmp_path):
     out = tmp_path / "hw2"
     zip_path = bundle_mod.build(out, ["02_softmax"], reveal=["01_dot_products"],

@@ -344,3 +344,27 @@ def test_a_tie_in_upload_time_goes_to_the_larger_id_as_a_number(tmp_path, soluti
     collect.collect(download, out, solutions)
     [placed] = list(out.glob("*/01_dot_products/01_dot_products.ipynb"))
     assert json.loads(placed.read_text())["tag"] == "newer"
+
+
+def test_students_clones_of_the_bundle_give_their_notebooks_only(tmp_path, solutions):
+    """The Git route: a folder of students' clones of the bundle's repository. Each clone's
+    notebooks/<assignment>/<notebook>.ipynb is placed under the clone's folder name; its
+    .git and the course's own files (helpers, README) are not copied anywhere."""
+    repos = tmp_path / "repos"
+    for student, tag in (("alice", "a"), ("bob", "b")):
+        clone = repos / student
+        (clone / ".git" / "objects").mkdir(parents=True)
+        (clone / ".git" / "config").write_text("[core]\n")
+        (clone / "helpers").mkdir()
+        (clone / "helpers" / "checks.py").write_text("# the course's\n")
+        (clone / "README.md").write_text("homework\n")
+        target = clone / "notebooks" / "01_dot_products" / "01_dot_products.ipynb"
+        target.parent.mkdir(parents=True)
+        target.write_bytes(nb(tag))
+    out = tmp_path / "subs"
+    collect.collect(repos, out, solutions)
+    for student, tag in (("alice", "a"), ("bob", "b")):
+        placed = out / student / "01_dot_products" / "01_dot_products.ipynb"
+        assert json.loads(placed.read_text())["tag"] == tag
+    copied = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert not [p for p in copied if p.endswith((".py", "README.md", "config"))], copied
