@@ -54,6 +54,7 @@ from autograder import SOLUTIONS_DIR, grade, late
 from autograder import safe_text
 
 UNMATCHED = "_unmatched"
+LINK = "a symbolic link: not followed, not copied"
 REPORT = "_collect_report.csv"
 REPORTS = "_collect_reports"
 KEEP = ("latest", "first")
@@ -310,10 +311,13 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
     gradescope, created = _gradescope_submitters(root)
     clones = _clones(root)
     candidates = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
         rel = PurePosixPath(path.relative_to(root).as_posix())
         if _outside_notebooks(rel, clones):
             continue                            # the course's own files in a student's clone
+        if path.is_symlink():                   # a clone may hold links: never follow them
+            candidates.append(Candidate(str(rel), path, path.name, [], None, "", 0.0, how=LINK))
+            continue
         ids, hint, filename, lms = _identify(rel, gradescope, roster, assignment_names)
         late = lms == "canvas-late"
         lms = "canvas" if late else lms
@@ -366,6 +370,9 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
         unmatched: list[tuple[Candidate, str]] = []
         chosen: dict[tuple[str, str, str], Candidate] = {}
         for cand in candidates:
+            if cand.how == LINK:
+                outcomes.append(Outcome(cand.origin, "skipped", "", LINK))
+                continue
             if "__MACOSX" in PurePosixPath(cand.origin.replace("!", "/")).parts:
                 unmatched.append((cand, "macOS archive metadata, not a submission"))
                 continue

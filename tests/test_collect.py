@@ -368,3 +368,23 @@ def test_students_clones_of_the_bundle_give_their_notebooks_only(tmp_path, solut
         assert json.loads(placed.read_text())["tag"] == tag
     copied = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     assert not [p for p in copied if p.endswith((".py", "README.md", "config"))], copied
+
+
+def test_links_in_a_download_are_never_followed(tmp_path, solutions):
+    """A student's clone (or any folder) may hold symbolic links: a notebook that points
+    at another student's file or at the instructor's secrets is not read or copied."""
+    secret = tmp_path / "secret.ipynb"
+    secret.write_bytes(nb("the instructor's"))
+    repos = tmp_path / "repos"
+    clone = repos / "mallory"
+    (clone / ".git").mkdir(parents=True)
+    target = clone / "notebooks" / "01_dot_products" / "01_dot_products.ipynb"
+    target.parent.mkdir(parents=True)
+    target.symlink_to(secret)
+    (repos / "eve" / "02_softmax").mkdir(parents=True)
+    (repos / "eve" / "02_softmax" / "02_softmax.ipynb").symlink_to(secret)
+    out = tmp_path / "subs"
+    outcomes = collect.collect(repos, out, solutions)
+    assert not [p for p in out.rglob("*.ipynb")], list(out.rglob("*"))
+    assert sorted(o.status for o in outcomes) == ["skipped", "skipped"]
+    assert all(o.reason == collect.LINK for o in outcomes)
