@@ -467,3 +467,24 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.25):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(interval)
+
+
+# The browser tests (tests/test_browser.py, tests/test_browser_formgrader.py) drive
+# Debian's Chromium through Playwright, with its background networking off (this machine
+# has no network).
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def browser_requirements_missing() -> str | None:
+    """Why the browser tests cannot run here (``None`` when they can)."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -e '.[test]' with constraints.txt)"
+    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
+        return f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set $CHROMIUM)"
+    return None

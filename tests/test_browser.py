@@ -38,16 +38,12 @@ import nbformat
 import pytest
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT
-from notebook_helpers import (explorer_cells, is_answer, is_test, nb_id, nbgrader, read,
+from notebook_helpers import (CHROMIUM, CHROMIUM_ARGS, browser_requirements_missing,
+                              explorer_cells, is_answer, is_test, nb_id, nbgrader, read,
                               student_notebooks, wait_until)
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 #: Where screenshots go; by default the test's own temporary folder (conftest gives every
 #: test its own TMPDIR), read when the screenshot is taken.
 ARTIFACTS = os.environ.get("COURSE_BROWSER_ARTIFACTS")
@@ -79,16 +75,6 @@ WIDGET_ERRORS = ("Error displaying widget", "Model not found", "Failed to load m
 
 SERVER_START_TIMEOUT = 90
 RUN_ALL_TIMEOUT = 120  # s for every cell of a notebook to finish in the browser
-
-
-def _requirements_missing() -> str | None:
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install -e '.[test]' with constraints.txt)"
-    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
-        return f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set $CHROMIUM)"
-    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -207,7 +193,7 @@ class LabServer:
 
 @pytest.fixture(scope="module")
 def lab():
-    missing = _requirements_missing()
+    missing = browser_requirements_missing()
     if missing and os.environ.get("CI") == "true":
         pytest.fail(f"CI=true but {missing}: .ci/run installs Chromium and make test playwright")
     if missing:

@@ -34,14 +34,11 @@ import pytest
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
 from autograder import cells as nbcells
-from notebook_helpers import wait_until
+from notebook_helpers import (CHROMIUM, CHROMIUM_ARGS, browser_requirements_missing,
+                              wait_until)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 #: Seconds for formgrader's server to answer (about 5 s on an idle 2-core machine).
 SERVER_START_TIMEOUT = 180
 #: Seconds for the page to save what was typed (one request each, well under 1 s idle).
@@ -50,16 +47,6 @@ HOSTILE = ('Attention sees every position at once, so nothing waits for a previo
            '<img src="x" onerror="window.__pwned = 1"><script>window.__pwned = 2</script>')
 COMMENT = 'Right idea; say why <b>parallel</b> matters & give an example.'
 SCORE = 1.5
-
-
-def _requirements_missing() -> str | None:
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install -e '.[test]' with constraints.txt)"
-    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
-        return f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set $CHROMIUM)"
-    return None
 
 
 def _free_port() -> int:
@@ -118,7 +105,7 @@ def _summary_points(out: Path, student: str, assignment: str) -> float:
 
 
 def test_a_written_answer_graded_in_formgrader_reaches_the_canvas_export(tmp_path, capsys):
-    missing = _requirements_missing()
+    missing = browser_requirements_missing()
     if missing and os.environ.get("CI") == "true":
         pytest.fail(f"CI=true but {missing}: .ci/run installs Chromium and make test playwright")
     if missing:

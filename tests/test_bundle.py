@@ -391,19 +391,23 @@ def test_the_kept_composites_are_no_exercises_reference():
     assert bundle_mod.COMPOSITES and not bundle_mod.COMPOSITES & references
 
 
-def test_a_notebook_from_the_bundle_is_graded_like_any_other(built, tmp_path):
-    sub = tmp_path / "sub" / "alice" / "02_softmax"
-    sub.mkdir(parents=True)
-    nb = json.loads((built / "notebooks" / "02_softmax" / "02_softmax.ipynb").read_text())
-    # the learner's answers: the bundle's released notebook with the solutions filled in
-    solved = student_notebook("02_softmax", {}, stubs=False)
+def _answered(nb: dict, assignment: str) -> dict:
+    """A bundle notebook with a learner's correct answers (the solutions' code) filled in."""
+    solved = student_notebook(assignment, {}, stubs=False)
     answers = {c["metadata"]["nbgrader"]["grade_id"]: c["source"] for c in solved["cells"]
                if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
     for cell in nb["cells"]:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if gid in answers:
             cell["source"] = answers[gid]
-    (sub / "02_softmax.ipynb").write_text(json.dumps(nb))
+    return nb
+
+
+def test_a_notebook_from_the_bundle_is_graded_like_any_other(built, tmp_path):
+    sub = tmp_path / "sub" / "alice" / "02_softmax"
+    sub.mkdir(parents=True)
+    nb = json.loads((built / "notebooks" / "02_softmax" / "02_softmax.ipynb").read_text())
+    (sub / "02_softmax.ipynb").write_text(json.dumps(_answered(nb, "02_softmax")))
     out = tmp_path / "out"
     result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "sub"),
                              "--out", str(out)], cwd=REPO_ROOT, capture_output=True, text=True,
@@ -438,15 +442,7 @@ def test_the_git_route_clones_are_collected_and_graded(built, tmp_path):
     for student in ("alice", "bob"):
         _git("clone", "-q", str(template), str(tmp_path / "students" / student), cwd=tmp_path)
     mine = tmp_path / "students" / "alice" / "notebooks" / "02_softmax" / "02_softmax.ipynb"
-    nb = json.loads(mine.read_text())
-    solved = student_notebook("02_softmax", {}, stubs=False)
-    answers = {c["metadata"]["nbgrader"]["grade_id"]: c["source"] for c in solved["cells"]
-               if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
-    for cell in nb["cells"]:
-        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if gid in answers:
-            cell["source"] = answers[gid]
-    mine.write_text(json.dumps(nb))
+    mine.write_text(json.dumps(_answered(json.loads(mine.read_text()), "02_softmax")))
     _git("commit", "-q", "-am", "my softmax", cwd=mine.parents[2])
     for student in ("alice", "bob"):                    # the instructor clones every repo
         _git("clone", "-q", str(tmp_path / "students" / student),

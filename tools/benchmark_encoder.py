@@ -26,14 +26,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 if __name__ == "__main__":                       # before NumPy loads OpenBLAS
-    from bench_threads import pin_threads
+    from bench_common import pin_threads
 
     pin_threads(sys.argv[1:], default=2)
 
@@ -41,7 +40,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
-from bench_threads import machine  # noqa: E402
+from bench_common import alternate, machine  # noqa: E402
 from helpers import bert  # noqa: E402
 from helpers.examples import IT_SENTENCES  # noqa: E402
 
@@ -73,18 +72,6 @@ def long_sentences(n: int = 32, words: int = 120) -> list[str]:
         texts.append(" ".join(_WORDS[i] for i in picked).capitalize() + ".")
     return texts
 
-
-def alternate(fns: dict, repeats: int) -> tuple[dict, dict]:
-    """Call each function once (warm-up), then ``repeats`` rounds of all of them in turn;
-    return ``({name: best seconds}, {name: last result})``."""
-    results = {name: fn() for name, fn in fns.items()}
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            results[name] = fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best, results
 
 
 def main(argv=None) -> None:

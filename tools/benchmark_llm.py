@@ -26,14 +26,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 if __name__ == "__main__":                       # before NumPy loads OpenBLAS
-    from bench_threads import pin_threads
+    from bench_common import pin_threads
 
     pin_threads(sys.argv[1:], default=1)
 
@@ -42,21 +41,9 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from bench_threads import machine  # noqa: E402
+from bench_common import alternate, machine  # noqa: E402
 from helpers import llama  # noqa: E402
 
-
-def alternate(fns: dict, repeats: int) -> tuple[dict, dict]:
-    """Warm-up call of each, then ``repeats`` rounds of all of them in turn; returns
-    ``({name: best seconds}, {name: last result})``."""
-    results = {name: fn() for name, fn in fns.items()}
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            results[name] = fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best, results
 
 
 def main(argv=None) -> None:

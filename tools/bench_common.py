@@ -1,10 +1,12 @@
 """What the benchmark scripts share: the BLAS thread count, fixed before NumPy loads,
-and the line that says what machine a figure comes from."""
+the line that says what machine a figure comes from, and the alternating best-of-N
+timer."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import time
 
 
 def pin_threads(argv: list[str], default: int) -> int:
@@ -25,3 +27,17 @@ def machine() -> str:
     """Cores and load average, printed beside every figure."""
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     return f"{os.cpu_count()} cores (nproc), load average {load}"
+
+
+def alternate(fns: dict, repeats: int) -> tuple[dict, dict]:
+    """Call each function once (warm-up), then ``repeats`` rounds of all of them in turn,
+    so that both sides of a comparison see the same machine; return
+    ``({name: best seconds}, {name: last result})``."""
+    results = {name: fn() for name, fn in fns.items()}
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            results[name] = fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best, results
