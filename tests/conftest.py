@@ -11,6 +11,7 @@ examples and more of them.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -50,3 +51,18 @@ def example_class(tmp_path_factory):
     dest = tmp_path_factory.mktemp("example-class")
     make_examples(dest)
     return dest
+
+
+@pytest.fixture(scope="session")
+def whole_course_bundle(tmp_path_factory):
+    """The student bundle of the whole course (``python -m autograder release --bundle``),
+    built once per test session (it records every notebook's worked examples: minutes):
+    ``<dir>/homework/`` and ``<dir>/homework.zip``. Tests read it, or copy or unzip it."""
+    from autograder import REPO_ROOT
+
+    out = tmp_path_factory.mktemp("bundle") / "homework"
+    result = subprocess.run([sys.executable, "-m", "autograder", "release", "--bundle", str(out)],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert out.with_suffix(".zip").is_file()
+    return out

@@ -31,14 +31,10 @@ from helpers import exercises
 ALL = list(exercises.NOTEBOOKS)
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("bundle") / "homework"
-    result = subprocess.run([sys.executable, "-m", "autograder", "release", "--bundle", str(out)],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr
-    assert out.with_suffix(".zip").is_file()
-    return out
+@pytest.fixture
+def built(whole_course_bundle) -> Path:
+    """The whole course's bundle (tests/conftest.py builds it once per session)."""
+    return whole_course_bundle
 
 
 class _Canonical(ast.NodeTransformer):
