@@ -52,7 +52,8 @@ from pathlib import Path
 
 from autograder import SOLUTIONS_DIR, safe_text
 from autograder import cells as nbcells
-from autograder.records import MANUAL, csv_number, manual_key, read_manual, read_records
+from autograder.records import (MANUAL, csv_number, manual_key, read_json_object, read_manual,
+                                read_records)
 
 #: The course folder inside a grading output.
 FOLDER = "nbgrader"
@@ -133,11 +134,7 @@ def _stem(notebook: str) -> str:
 
 
 def _read_snapshot(out: Path) -> dict[str, list]:
-    path = folder(out) / SNAPSHOT
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data if isinstance(data, dict) else {}
+    return read_json_object(folder(out) / SNAPSHOT)
 
 
 def _write_json(path: Path, data) -> None:

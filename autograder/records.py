@@ -210,12 +210,16 @@ def manual_key(student_id: str, assignment: str, notebook: str, grade_id: str) -
     return json.dumps([student_id, assignment, notebook, grade_id])
 
 
-def read_manual(out: Path) -> dict[str, dict]:
-    path = Path(out) / MANUAL
+def read_json_object(path: Path) -> dict:
+    """The JSON object stored in ``path``; ``{}`` when there is none."""
     if not path.is_file():
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
     return data if isinstance(data, dict) else {}
+
+
+def read_manual(out: Path) -> dict[str, dict]:
+    return read_json_object(Path(out) / MANUAL)
 
 
 def apply_manual(records: list[dict], manual: dict[str, dict]) -> list[dict]:

@@ -15,6 +15,8 @@ import json
 import os
 import re
 import shutil
+import signal
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -488,3 +490,16 @@ def browser_requirements_missing() -> str | None:
     if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
         return f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set $CHROMIUM)"
     return None
+
+
+def stop_process_group(proc: "subprocess.Popen", timeout: float,
+                       after_kill: float | None = None) -> None:
+    """Stop a server a test started in a session of its own: SIGTERM to its process
+    group, SIGKILL when it has not ended within ``timeout`` seconds (then wait
+    ``after_kill`` seconds, or as long as it takes)."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=after_kill)

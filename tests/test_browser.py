@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -39,6 +38,7 @@ import pytest
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT
 from notebook_helpers import (CHROMIUM, CHROMIUM_ARGS, browser_requirements_missing,
+                              stop_process_group,
                               explorer_cells, is_answer, is_test, nb_id, nbgrader, read,
                               student_notebooks, wait_until)
 
@@ -182,12 +182,7 @@ class LabServer:
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)       # the server shuts its kernels down
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+            stop_process_group(self.proc, timeout=20)       # the server shuts its kernels down
         self.log.close()
 
 

@@ -23,7 +23,6 @@ import csv
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -35,6 +34,7 @@ import pytest
 from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
 from autograder import cells as nbcells
 from notebook_helpers import (CHROMIUM, CHROMIUM_ARGS, browser_requirements_missing,
+                              stop_process_group,
                               wait_until)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -201,12 +201,7 @@ def test_a_written_answer_graded_in_formgrader_reaches_the_canvas_export(tmp_pat
         result = _cli("gradebook", "pull", str(out), env=env)
         assert "1 score(s) taken from formgrader" in result.stdout
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        stop_process_group(server, timeout=30)
         log.close()
 
     exports = tmp_path / "exports"

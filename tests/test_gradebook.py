@@ -11,7 +11,6 @@ import csv
 import io
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from nbgrader.api import Gradebook
 from autograder import export, grade, gradebook
 from autograder.cli import main
 from autograder.records import MANUAL_COLUMNS
+from notebook_helpers import stop_process_group
 from test_grade import fake_engine, make_class, make_course
 
 #: The stand-in engine's autograded points of 01_a (tests worth 1 and 2, all passing).
@@ -329,12 +329,7 @@ def test_serve_starts_formgrader_where_no_kernel_or_terminal_can_start(tmp_path)
         assert result["success"] is False
         assert "nbgrader autograde is disabled here" in result["error"] + result.get("log", "")
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_process_group(proc, timeout=30)
         log.close()
 
 

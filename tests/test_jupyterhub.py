@@ -43,6 +43,7 @@ import pytest
 
 from autograder import REPO_ROOT
 from autograder import bundle as bundle_mod
+from notebook_helpers import stop_process_group
 
 CONFIG_DIR = REPO_ROOT / "docs" / "jupyterhub"
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -270,12 +271,7 @@ c.JupyterHub.load_roles = [{{"name": "course-test", "services": ["course-test"],
         assert float(rows[student2]["points"]) == 0, rows
     finally:
         if hub_proc is not None and hub_proc.poll() is None:
-            os.killpg(hub_proc.pid, signal.SIGTERM)          # the hub stops every server
-            try:
-                hub_proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(hub_proc.pid, signal.SIGKILL)
-                hub_proc.wait(timeout=30)
+            stop_process_group(hub_proc, timeout=60, after_kill=30)          # the hub stops every server
         uids = set()
         for u in created:
             try:
