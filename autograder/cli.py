@@ -39,10 +39,10 @@ def _show(path: Path) -> str:
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    from autograder.release import release
+    from autograder.release.notebooks import release
 
     if args.bundle:
-        from autograder.bundle import BundleError, build
+        from autograder.release.bundle import BundleError, build
 
         try:
             zip_path = build(Path(args.bundle), args.assignment, args.reveal or [])
@@ -63,7 +63,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 
 def cmd_sync_exercises(args: argparse.Namespace) -> int:
-    from autograder.release import sync_exercises
+    from autograder.release.notebooks import sync_exercises
 
     stale = sync_exercises(args.assignment or None, write=not args.check)
     for path, name in stale:
@@ -76,7 +76,7 @@ def cmd_sync_exercises(args: argparse.Namespace) -> int:
 
 
 def cmd_normalize(args: argparse.Namespace) -> int:
-    from autograder import notebook_format   # nbformat: about 1.5 s of CPU to import
+    from autograder.notebook import stored as notebook_format  # nbformat: about 1.5 s of CPU to import
 
     paths = [Path(p) for p in args.paths] or sorted(SOLUTIONS_DIR.rglob("*.ipynb"))
     n = 0
@@ -91,10 +91,10 @@ def cmd_normalize(args: argparse.Namespace) -> int:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    from autograder.collect import REPORT, collect
+    from autograder.intake.collect import REPORT, collect
     from autograder.safe_text import terminal
 
-    from autograder.collect import ZipRefused
+    from autograder.intake.collect import ZipRefused
 
     try:
         outcomes = collect(Path(args.download), Path(args.out), keep=args.keep)
@@ -114,14 +114,14 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from autograder.grade import Limits, parse_shard, run
-    from autograder.records import summary_table
+    from autograder.run.pool import Limits, parse_shard, run
+    from autograder.results.records import summary_table
 
     shard = parse_shard(args.shard) if args.shard else None
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.timeout,
                     memory_mb=args.memory_mb, hidden_feedback=args.hidden_feedback)
     from autograder.engine import UnsafeToGrade
-    from autograder.grade import Interrupted
+    from autograder.run.pool import Interrupted
 
     try:
         records = run(Path(args.submissions), Path(args.out), jobs=args.jobs, limits=limits,
@@ -156,7 +156,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def cmd_manual_template(args: argparse.Namespace) -> int:
-    from autograder.manual import template
+    from autograder.results.manual import template
 
     n = template(Path(args.out), Path(args.dest))
     print(f"manual-template: {n} written answer(s) to score in {args.dest} (fill `points`, "
@@ -165,7 +165,7 @@ def cmd_manual_template(args: argparse.Namespace) -> int:
 
 
 def cmd_manual_import(args: argparse.Namespace) -> int:
-    from autograder.manual import BadScores, import_scores
+    from autograder.results.manual import BadScores, import_scores
 
     try:
         n = import_scores(Path(args.out), Path(args.scores))
@@ -178,7 +178,7 @@ def cmd_manual_import(args: argparse.Namespace) -> int:
 
 
 def cmd_gradebook(args: argparse.Namespace) -> int:
-    from autograder import gradebook
+    from autograder.results import gradebook
     from autograder.safe_text import terminal
 
     out = Path(args.out)
@@ -206,10 +206,10 @@ def cmd_gradebook(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from autograder.records import summary_table
-    from autograder.merge import merge
+    from autograder.results.records import summary_table
+    from autograder.run.merge import merge
 
-    from autograder.merge import MergeConflict
+    from autograder.run.merge import MergeConflict
 
     try:
         records = merge([Path(p) for p in args.outputs], Path(args.out),
@@ -223,7 +223,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from autograder.report import report
+    from autograder.results.report import report
 
     csv_path, png_path = report(Path(args.out), Path(args.dest) if args.dest else None)
     print(f"wrote {csv_path} and {png_path}")
@@ -231,7 +231,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from autograder.export import export
+    from autograder.results.export import export
 
     rename = {}
     for item in args.rename:
@@ -255,7 +255,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             return CANNOT_RUN
         weights[name.strip()] = weight
     try:
-        from autograder import late
+        from autograder.results import late
 
         policy = late.Policy.parse(args.late_policy)
         deadlines = late.parse_deadlines(args.deadline)
@@ -271,7 +271,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_make_examples(args: argparse.Namespace) -> int:
-    from autograder.make_examples import make_examples
+    from autograder.release.examples import make_examples
 
     changed = make_examples(Path(args.dest), expected_only=args.expected_only)
     for path in changed:
@@ -290,8 +290,8 @@ def _positive(kind):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from autograder.grade import default_jobs
-    # the example class's folder, as in autograder.make_examples (whose nbformat import
+    from autograder.run.pool import default_jobs
+    # the example class's folder, as in autograder.release.examples (whose nbformat import
     # every command would pay for otherwise)
     EXAMPLES_DIR = REPO_ROOT / "grading-output" / "example-class"
 

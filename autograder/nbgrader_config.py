@@ -3,7 +3,7 @@
 `make lab` puts this folder on JUPYTER_CONFIG_PATH, so the Formgrader and "Validate"
 see the course: solutions/ is nbgrader's source folder and notebooks/ its release folder.
 The grading command line (`python -m autograder`) does not read this file: it passes every
-setting explicitly and keeps its gradebooks in temporary folders (see autograder/release.py).
+setting explicitly and keeps its gradebooks in temporary folders (see autograder/release/notebooks.py).
 """
 
 from pathlib import Path

@@ -22,6 +22,24 @@ _CONTROL_AND_NEWLINES = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+#: The longest one-line message kept per graded cell (grades.csv, the page's headline).
+MESSAGE_CHARS = 300
+#: The longest feedback text kept per graded cell.
+FEEDBACK_CHARS = 4_000
+#: The longest answer source kept (results.jsonl, the feedback page).
+ANSWER_CHARS = 20_000
+
+
+def shorten(text, limit: int, *, one_line: bool = False) -> str:
+    """``text`` (``None`` as empty) cut to at most ``limit`` characters, ending in ``…``
+    when cut; ``one_line`` folds every run of white space into one space first. The one
+    truncation of the grader: the engine's messages and the records use it alike."""
+    text = "" if text is None else str(text)
+    if one_line:
+        text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def terminal(text, keep_newlines: bool = False) -> str:
     """``text`` with its control characters escaped (newlines too, unless kept)."""
     pattern = _CONTROL if keep_newlines else _CONTROL_AND_NEWLINES

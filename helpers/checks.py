@@ -291,7 +291,7 @@ def _student_location(exc: BaseException) -> str:
     return f" (in {f.name}, line {f.lineno}{code})"
 
 
-#: Part of the message of a course function a student bundle leaves out (autograder/bundle.py).
+#: Part of the message of a course function a student bundle leaves out (autograder/release/bundle.py).
 BUNDLE_MARK = "not in the student bundle"
 
 

@@ -28,7 +28,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
-from autograder import cells as nbcells
+from autograder.notebook import cells as nbcells
 
 #: The slides' text (lecture seeds), beside the repository; absent outside the project.
 SEEDS_DIR = REPO_ROOT.parent / "shared" / "seeds"
@@ -85,7 +85,7 @@ def grade_id(cell) -> str | None:
     return nbgrader(cell).get("grade_id")
 
 
-# The cell kinds are the grader's own (autograder/cells.py): one definition.
+# The cell kinds are the grader's own (autograder/notebook/cells.py): one definition.
 is_answer = nbcells.is_answer
 is_test = nbcells.is_test
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
-from autograder import cells as nbcells
+from autograder.notebook import cells as nbcells
 from notebook_helpers import (CHROMIUM, CHROMIUM_ARGS, browser_requirements_missing,
                               stop_process_group,
                               wait_until)

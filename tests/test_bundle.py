@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
-from autograder import bundle as bundle_mod
+from autograder.release import bundle as bundle_mod
 from catalogue import student_notebook
 from helpers import exercises
 
@@ -134,7 +134,6 @@ def test_no_hidden_case_solution_test_or_bytecode_in_the_bundle(built):
     assert not [p for p in files if p.suffix == ".pyc" or "__pycache__" in p.parts]
     for folder in ("solutions", "tests", "grading-output", "autograder"):
         assert not (built / folder).exists(), folder
-    assert "make_examples.py" not in names
     text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in files
                      if p.suffix in (".py", ".md", ".ipynb", ".txt", ".json", ".yml"))
     notebooks = "\n".join(p.read_text() for p in files if p.suffix == ".ipynb")

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from autograder import REPO_ROOT
-from autograder import bundle as bundle_mod
+from autograder.release import bundle as bundle_mod
 
 
 def _venv_available(tmp: Path) -> bool:

@@ -27,7 +27,8 @@ import importlib
 
 import pytest
 
-from autograder import SOLUTIONS_DIR, feedback
+from autograder import SOLUTIONS_DIR
+from autograder.results import feedback
 from helpers import exercises as registry
 from catalogue import (Entry, assignments, cells_testing, entries, exercises,
                        graded_test_cells, hidden_lines)

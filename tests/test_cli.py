@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import NOTEBOOKS_DIR, REPO_ROOT, notebook_format
+from autograder import NOTEBOOKS_DIR, REPO_ROOT
+from autograder.notebook import stored as notebook_format
 from autograder.cli import CANNOT_RUN, main
-from autograder.release import assignments
+from autograder.release.notebooks import assignments
 
 #: A small class from the examples: a perfect, an unanswered and an invalid submission.
 STUDENTS = ("perfect", "unanswered", "invalid_json")

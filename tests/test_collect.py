@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import collect
+from autograder.intake import collect
 from autograder.cli import main
 
 

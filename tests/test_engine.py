@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 import helpers
-from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR, engine, slicing
-from autograder import cells as nbcells
+from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR, engine
+from autograder.notebook import slicing, source
+from autograder.notebook import cells as nbcells
 
 pytestmark = pytest.mark.slow
 
@@ -117,7 +118,7 @@ def test_model_notebook_grades_fully_with_an_empty_weights_cache(tmp_path: Path,
 def test_released_stub_earns_nothing(path: Path, tmp_path: Path):
     stub = NOTEBOOKS_DIR / path.parent.name / path.name
     if not stub.exists():   # not released yet: release it here
-        from autograder.release import generate
+        from autograder.release.notebooks import generate
 
         stub = generate(tmp_path / "course", [path.parent.name]) / path.parent.name / path.name
     result = _grade(_write(_load(stub), tmp_path, path.parent.name), path.parent.name)
@@ -491,9 +492,9 @@ def test_feedback_never_contains_hidden_test_source(tmp_path):
            "get_ipython().input_transformers_post.append(_spy)\n" + CORRECT_DOT)
     result = _grade(_write(_with_answer("01_dot_products", "dot", spy), tmp_path,
                            "01_dot_products"), "01_dot_products")
-    tests = [c for c in engine.load_source("01_dot_products").cells if c.kind == "test"]
-    visible = {line.strip() for c in tests for line in engine.strip_hidden(c.source).splitlines()}
-    hidden = [line.strip() for c in tests for line in engine.hidden_block(c.source).splitlines()
+    tests = [c for c in source.load_source("01_dot_products").cells if c.kind == "test"]
+    visible = {line.strip() for c in tests for line in source.strip_hidden(c.source).splitlines()}
+    hidden = [line.strip() for c in tests for line in source.hidden_block(c.source).splitlines()
               if len(line.strip()) >= 6 and line.strip() not in visible]   # not `with quiet():`
     assert len(hidden) == len(tests)              # one hidden check() line per test cell
     shown = "\n".join(c.feedback + c.message for c in result.cells)
@@ -506,17 +507,17 @@ def test_feedback_never_contains_hidden_test_source(tmp_path):
 
 
 def test_a_test_cell_without_a_check_call_checks_nothing():
-    no_check = engine.SourceCell("code", "test", "test_softmax", 1, "assert True")
-    assert engine.case_specs(no_check, "assert True") == []
+    no_check = source.SourceCell("code", "test", "test_softmax", 1, "assert True")
+    assert source.case_specs(no_check, "assert True") == []
 
 
 def test_case_specs_follow_the_check_calls():
     src = ('check("softmax", softmax)\n### BEGIN HIDDEN TESTS\n'
            'check("softmax", softmax, hidden=True, group="axis")\n### END HIDDEN TESTS')
-    cell = engine.SourceCell("code", "test", "test_softmax", 2, src)
-    specs = engine.case_specs(cell, cell.visible)
-    assert specs == [engine.CaseSpec("softmax", False, None, True),
-                     engine.CaseSpec("softmax", True, "axis", False)]
+    cell = source.SourceCell("code", "test", "test_softmax", 2, src)
+    specs = source.case_specs(cell, cell.visible)
+    assert specs == [source.CaseSpec("softmax", False, None, True),
+                     source.CaseSpec("softmax", True, "axis", False)]
 
 
 def test_slicing_keeps_dependencies_and_drops_demos():

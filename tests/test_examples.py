@@ -1,7 +1,7 @@
 """The example class: generated from the solutions on demand, graded as EXPECTED.json says.
 
 The expectations are derived from the solution notebooks by the rules of
-``autograder.make_examples`` (a perfect answer earns every test's points, an unanswered or
+``autograder.release.examples`` (a perfect answer earns every test's points, an unanswered or
 reference-calling one earns none, a known mistake loses that function's tests and keeps
 the earlier ones, a broken file gets its status); the committed copy of them
 (``tests/fixtures/examples/``) must be up to date, and this test generates the class,
@@ -16,8 +16,9 @@ import re
 
 import pytest
 
-from autograder import SOLUTIONS_DIR, grade
-from autograder.make_examples import EXPECTED_DIR, make_examples
+from autograder import SOLUTIONS_DIR
+from autograder.run import pool as grade
+from autograder.release.examples import EXPECTED_DIR, make_examples
 
 EXPECTED = json.loads((EXPECTED_DIR / "EXPECTED.json").read_text(encoding="utf-8"))
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from autograder import SOLUTIONS_DIR
-from autograder import cells as nbcells
+from autograder.notebook import cells as nbcells
 from helpers import checks, exercises, reference
 from helpers.checks import CheckFailed
 

@@ -21,9 +21,11 @@ import urllib.request
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder import export, grade, gradebook
+from autograder.results import export
+from autograder.run import pool as grade
+from autograder.results import gradebook
 from autograder.cli import main
-from autograder.records import MANUAL_COLUMNS
+from autograder.results.records import MANUAL_COLUMNS
 from notebook_helpers import stop_process_group
 from test_grade import fake_engine, make_class, make_course
 

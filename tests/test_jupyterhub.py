@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 from autograder import REPO_ROOT
-from autograder import bundle as bundle_mod
+from autograder.release import bundle as bundle_mod
 from notebook_helpers import stop_process_group
 
 CONFIG_DIR = REPO_ROOT / "docs" / "jupyterhub"

@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from autograder import REPO_ROOT
-from autograder.release import assignments
+from autograder.release.notebooks import assignments
 
 
 def free_port() -> int:

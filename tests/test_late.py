@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import REPO_ROOT, SOLUTIONS_DIR, collect, late
+from autograder import REPO_ROOT, SOLUTIONS_DIR
+from autograder.intake import collect
+from autograder.results import late
 from autograder.cli import main
 
 NB = "01_dot_products"

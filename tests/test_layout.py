@@ -1,6 +1,12 @@
-"""The layout shows the architecture: the security boundary is one folder that only the
-engine imports, the result schema is one module, and no module of the grader or the
-course helpers imports another that imports it back (at import time)."""
+"""The layout shows the architecture. ``autograder/`` has one subpackage per stage of the
+pipeline, and a stage imports only the stages below it:
+
+    cli -> intake | run | release -> results | engine -> notebook | isolation -> safe_text
+
+The security boundary (``isolation/``) is imported by the engine alone; the result schema
+is one module (``results/records.py``); no module of the grader or of the course helpers
+imports another that imports it back. Every import counts: those inside functions too.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +15,27 @@ from pathlib import Path
 
 from autograder import REPO_ROOT
 
+#: What each stage of the grader may import (besides itself, the package's root module
+#: ``autograder`` and ``autograder.safe_text``, which import nothing of the grader).
+STAGES = {
+    "isolation": set(),
+    "notebook": set(),
+    "engine": {"notebook", "isolation"},
+    "results": {"notebook"},
+    "run": {"engine", "notebook", "results"},
+    "intake": {"notebook", "results"},
+    "release": {"engine", "notebook", "results"},
+}
+#: Modules at the package's root: the command line (which may import every stage), its
+#: entry point, the paths and version, text made safe, nbgrader's configuration.
+ROOT_MODULES = {"__init__", "__main__", "cli", "safe_text", "nbgrader_config"}
+
 
 def _imports(path: Path, package: str) -> set[str]:
-    """The modules of ``package`` that ``path`` imports at its top level."""
+    """The modules of ``package`` that ``path`` imports anywhere (functions included)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = set()
-    for node in tree.body:
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == package:
                 found |= {f"{package}.{a.name}" for a in node.names}
@@ -34,14 +55,6 @@ def _modules(package: str) -> dict[str, Path]:
         name = ".".join(p for p in parts if p != "__init__")
         out[name] = path
     return out
-
-
-def test_only_the_engine_reaches_the_security_boundary():
-    for name, path in _modules("autograder").items():
-        if name.startswith("autograder.isolation") or name == "autograder.engine":
-            continue
-        # function-level imports count too: no mention of the package at all
-        assert "autograder.isolation" not in path.read_text(encoding="utf-8"), name
 
 
 def _graph(package: str) -> dict[str, set[str]]:
@@ -68,6 +81,57 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def _stage(module: str) -> str:
+    """``autograder.run.pool`` -> ``run``; a root module -> its own name."""
+    return module.split(".")[1] if module.count(".") >= 1 else "__init__"
+
+
+def test_imports_inside_functions_are_read():
+    text = "def f():\n    from autograder.run import pool\n    import autograder.engine\n"
+    path = Path(__import__("tempfile").mkdtemp()) / "m.py"
+    path.write_text(text)
+    assert _imports(path, "autograder") == {"autograder.run", "autograder.run.pool",
+                                             "autograder.engine"}
+
+
+def test_every_module_of_the_grader_belongs_to_a_stage():
+    for name in _modules("autograder"):
+        stage = _stage(name)
+        if name.count(".") == 1 and stage not in STAGES:
+            assert stage in ROOT_MODULES, f"{name}: a new root module; put it in a stage"
+        else:
+            assert stage in STAGES or name == "autograder", name
+    for stage in STAGES:
+        init = REPO_ROOT / "autograder" / stage / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and doc.strip(), f"autograder/{stage}/__init__.py: say the stage's purpose"
+
+
+def test_each_stage_imports_only_the_stages_below_it():
+    wrong = []
+    for name, targets in _graph("autograder").items():
+        stage = _stage(name)
+        if stage in ("cli", "__main__"):
+            continue
+        allowed = STAGES.get(stage, set()) | {stage}
+        for target in targets:
+            if target in ("autograder", "autograder.safe_text", "autograder.__version__"):
+                continue
+            if target.count(".") == 1 and _stage(target) not in STAGES:
+                wrong.append(f"{name} -> {target}")      # a root module (cli) from below
+            elif _stage(target) not in allowed:
+                wrong.append(f"{name} -> {target}")
+    assert wrong == []
+
+
+def test_only_the_engine_reaches_the_security_boundary():
+    for name, path in _modules("autograder").items():
+        if name.startswith(("autograder.isolation", "autograder.engine")):
+            continue
+        # any mention counts, not only imports
+        assert "autograder.isolation" not in path.read_text(encoding="utf-8"), name
+
+
 def test_no_import_circles():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
     for package in ("autograder", "helpers"):
@@ -78,7 +142,9 @@ def test_no_import_circles():
 
 
 def test_the_result_schema_lives_in_records():
-    for name in ("feedback", "report", "export", "merge"):
+    for name in ("results/feedback", "results/report", "results/export", "run/merge",
+                 "results/outputs"):
         text = (REPO_ROOT / "autograder" / f"{name}.py").read_text(encoding="utf-8")
-        assert "from autograder.records import" in text, name
-    assert "from autograder.feedback" not in (REPO_ROOT / "autograder" / "records.py").read_text()
+        assert "from autograder.results.records import" in text, name
+    records = (REPO_ROOT / "autograder" / "results" / "records.py").read_text()
+    assert "from autograder.results.feedback" not in records

@@ -9,9 +9,10 @@ import csv
 import io
 import json
 
-from autograder import export, grade
+from autograder.results import export
+from autograder.run import pool as grade
 from autograder.cli import main
-from autograder.records import MANUAL_COLUMNS
+from autograder.results.records import MANUAL_COLUMNS
 from test_grade import fake_engine, make_class, make_course
 
 

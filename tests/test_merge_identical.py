@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from autograder import REPO_ROOT
-from autograder.grade import shard_of
+from autograder.run.pool import shard_of
 from benchmark_term import canvas_download
 
 ASSIGNMENTS = ["01_dot_products", "03_simple_self_attention"]
@@ -80,7 +80,7 @@ def test_merge_keeps_the_scores_given_by_hand_and_refuses_two_different_ones(tmp
     inputs is refused. Through the command line, with the engine's stand-in."""
     import io
 
-    from autograder import grade
+    from autograder.run import pool as grade
     from autograder.cli import main
     from test_grade import fake_engine, make_class, make_course, read_csv
 
@@ -129,7 +129,7 @@ def test_merging_a_student_graded_again_elsewhere_points_to_grade_student(tmp_pa
     their old grades; the message says how to regrade instead."""
     import io
 
-    from autograder import grade
+    from autograder.run import pool as grade
     from autograder.cli import main
     from test_grade import fake_engine, make_class, make_course, read_csv
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR, notebook_format
-from autograder.release import assignments, release
+from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR
+from autograder.notebook import stored as notebook_format
+from autograder.release.notebooks import assignments, release
 
 ALL_NOTEBOOKS = sorted(
     p for d in (SOLUTIONS_DIR, NOTEBOOKS_DIR) for p in d.rglob("*.ipynb")

@@ -11,7 +11,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from autograder import grade
+from autograder.run import pool as grade
 from autograder.cli import main
 from test_grade import fake_engine, make_class, make_course, read_csv
 

@@ -20,8 +20,9 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import helpers
-from autograder import REPO_ROOT, SOLUTIONS_DIR, notebook_format
-from autograder.release import synced_exercise_cells, sync_exercises
+from autograder import REPO_ROOT, SOLUTIONS_DIR
+from autograder.notebook import stored as notebook_format
+from autograder.release.notebooks import synced_exercise_cells, sync_exercises
 from helpers import exercises, plots
 from helpers.checks import check
 from helpers.exercises import _render
@@ -227,7 +228,7 @@ def test_render_and_sync_round_trip(tmp_path):
 def test_sync_exercises_command_reports_a_stale_cell(tmp_path, capsys, monkeypatch):
     """`python -m autograder sync-exercises --check` exits 0 on the repository, 1 (naming
     the exercise) when a module's hint changes, and then rewrites nothing."""
-    from autograder import release as release_module
+    from autograder.release import notebooks as release_module
     from autograder.cli import main
 
     nb = "02_softmax"

@@ -162,8 +162,8 @@ def test_the_bookkeeping_commands_do_not_load_nbformat():
     code = ("import sys\n"
             "from autograder import cli\n"
             "cli.build_parser().parse_args(['export', 'out', '--format', 'canvas'])\n"
-            "import autograder.manual, autograder.export, autograder.report, "
-            "autograder.collect\n"
+            "import autograder.results.manual, autograder.results.export, autograder.results.report, "
+            "autograder.intake.collect\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('nbformat', 'jsonschema', 'matplotlib')))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,

@@ -4,10 +4,10 @@
     .venv/bin/python tools/benchmark_grading.py --students 20 --nbgrader-students 5
 
 Builds N synthetic students, each handing in every notebook of the course (answers
-cycled through the example kinds of ``autograder.make_examples``: right, typical
+cycled through the example kinds of ``autograder.release.examples``: right, typical
 mistakes, unanswered, calling the reference), grades them with ``--jobs 1`` and
 ``--jobs 2``, then grades a subset with plain nbgrader (a throwaway course folder whose
-gradebook comes from ``autograder.release.generate``, the submissions copied into
+gradebook comes from ``autograder.release.notebooks.generate``, the submissions copied into
 ``submitted/``, ``nbgrader autograde`` per assignment) and prints seconds per notebook
 for each. Target (issue 4): 300 students x 8 notebooks in under 10 minutes on 2 cores,
 i.e. under 0.25 s per notebook of wall time with ``--jobs 2``. The CPU time counts every
@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder import SOLUTIONS_DIR  # noqa: E402
-from autograder.records import read_records  # noqa: E402
-from autograder.make_examples import build  # noqa: E402
-from autograder.release import assignments, generate, nbgrader_command, nbgrader_env  # noqa: E402
+from autograder.results.records import read_records  # noqa: E402
+from autograder.release.examples import build  # noqa: E402
+from autograder.release.notebooks import assignments, generate, nbgrader_command, nbgrader_env  # noqa: E402
 
 #: Example kinds a synthetic student's answers are drawn from, in turn.
 KINDS = ("perfect", "typical_mistakes_1", "perfect", "typical_mistakes_2", "unanswered",

@@ -9,5 +9,5 @@
 * :mod:`~autograder.isolation.helpers_copy`: the copies of ``helpers`` a child imports
   (an exercise's answer stubbed out).
 
-Only :mod:`autograder.engine` uses this package.
+Only the :mod:`autograder.engine` package uses this package.
 """

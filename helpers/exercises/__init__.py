@@ -60,7 +60,7 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
 #: learner code runs: ``"module:function"`` called with no arguments (it may write
 #: caches the sandboxed runs then read, read-only).
 PREPARE: dict[str, tuple[str, ...]] = {
-    "10_modern_llm": ("helpers.llama.weights:prepare_cache",),
+    "10_modern_llm": ("helpers.llama:prepare_cache",),
 }
 
 RTOL = 1e-6

@@ -35,7 +35,7 @@ from helpers.llama.model import (SMALL_CONFIG, KVCache, apply_rope, forward, gen
 from helpers.llama.tokenizer import (DEFAULT_SYSTEM, REFERENCE_GREEDY_IDS, REFERENCE_QUESTION,
                                      chat_prompt, load_tokenizer)
 from helpers.llama.weights import (GGUF_FILE_NAME, LlamaConfig, ModelUnavailable, cache_dir,
-                                   load_smollm2, missing_requirements, prepare_cache,
+                                   load_smollm2, missing_requirements,
                                    smollm2_path, unpermute_rows)
 
 __all__ = [
@@ -46,3 +46,11 @@ __all__ = [
     "ModelUnavailable", "missing_requirements", "prepare_cache", "DEFAULT_SYSTEM",
     "REFERENCE_QUESTION", "REFERENCE_GREEDY_IDS",
 ]
+
+
+def prepare_cache() -> None:
+    """Build the converted-weights cache (and the tokenizer's) when the model is
+    installed; nothing otherwise. Called by the grader, trusted, before any learner code."""
+    if not missing_requirements():
+        load_smollm2()
+        load_tokenizer()

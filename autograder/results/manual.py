@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 
 from autograder import safe_text
-from autograder.records import (MANUAL, MANUAL_COLUMNS, csv_number, manual_key,
+from autograder.results.records import (MANUAL, MANUAL_COLUMNS, csv_number, manual_key,
                                 read_manual, read_records)
 
 
@@ -61,7 +61,7 @@ def _unquote(text: str) -> str:
 def import_scores(out: Path, path: Path) -> int:
     """Take in the filled CSV; return how many scores were given. :class:`BadScores`
     (nothing applied) when a row names no written answer of ``out`` or has a bad score."""
-    from autograder.grade import write_outputs
+    from autograder.results.outputs import write_outputs
 
     records = read_records(out)
     cells = {manual_key(r["student_id"], r["assignment"], r["notebook"], c["grade_id"]):

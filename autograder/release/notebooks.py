@@ -4,7 +4,7 @@ Each assignment is a folder ``solutions/<NN_topic>/`` holding ``<NN_topic>.ipynb
 any data files it reads). nbgrader's ``generate_assignment`` replaces the solution
 blocks with stubs and removes hidden tests; we run it in a throwaway course folder, so
 that releasing never leaves a gradebook or log in the repository, and store its output
-in normalized form (``autograder.notebook_format``).
+in normalized form (``autograder.notebook.stored``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 
 from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR
-from autograder import cells as nbcells
-from autograder import notebook_format
+from autograder.notebook import cells as nbcells
+from autograder.notebook import stored as notebook_format
 
 
 def assignments(solutions: Path = SOLUTIONS_DIR) -> list[str]:

@@ -1,7 +1,7 @@
 """The course functions a student bundle leaves out, and the worked examples' outputs.
 
 This file is shipped in every student bundle as ``helpers/_yours.py`` (it imports
-nothing of ``autograder``); ``autograder/bundle.py`` also loads it, by path, in the kernels
+nothing of ``autograder``); ``autograder/release/bundle.py`` also loads it, by path, in the kernels
 that record the worked examples while the bundle is built.
 
 In the bundle, every left-out course function (``helpers.softmax``, say) is a stub whose

@@ -40,34 +40,14 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable, Iterable
 
-from autograder import SOLUTIONS_DIR, late, safe_text
-from autograder import cells as nbcells
-from autograder.records import (GRADE_COLUMNS, SUMMARY_COLUMNS, GradedCell, apply_manual,
-                                csv_number, missing_record, read_manual, read_records,
-                                result_record, solutions_digest, sort_key, summary_rows)
+from autograder import SOLUTIONS_DIR, safe_text
+from autograder.results import late
+from autograder.notebook.source import SourceCell, course_notebooks
+from autograder.results.outputs import write_outputs
+from autograder.results.records import (missing_record, read_records, result_record,
+                                solutions_digest, sort_key)
 
 # --------------------------------------------------------------------------- course layout
-
-def course_notebooks(solutions: Path = SOLUTIONS_DIR) -> dict[tuple[str, str], list[GradedCell]]:
-    """``{(assignment, notebook file name): graded cells}`` for every solution notebook.
-
-    The solution notebooks are the source of truth for what is graded and how many
-    points each cell is worth (the engine reads the same files).
-    """
-    found: dict[tuple[str, str], list[GradedCell]] = {}
-    if not solutions.is_dir():
-        return found
-    for folder in sorted(p for p in solutions.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        for path in sorted(folder.glob("*.ipynb")):
-            cells = []
-            for cell in json.loads(path.read_text(encoding="utf-8")).get("cells", []):
-                kind = nbcells.kind(cell)
-                if kind in (nbcells.TEST, nbcells.MANUAL):
-                    meta = nbcells.nbgrader(cell)
-                    cells.append(GradedCell(meta["grade_id"], kind, float(meta.get("points", 0))))
-            found[(folder.name, path.name)] = cells
-    return found
-
 
 # --------------------------------------------------------------------------- discovery
 
@@ -148,7 +128,7 @@ def _send(conn, obj) -> None:
 
 
 def _grade_one(student_id: str, assignment: str, notebook: str, source: str, tmp: Path,
-               limits: Limits, cells: list[GradedCell], grade_fn: GradeFunction) -> dict:
+               limits: Limits, cells: list[SourceCell], grade_fn: GradeFunction) -> dict:
     """Grade one notebook from a private copy (the engine never sees SUBMISSIONS)."""
     start = time.monotonic()
     try:
@@ -221,7 +201,7 @@ class _Slot:
     deadline: float = 0.0
 
 
-def grade_class(students: list[Student], course: dict[tuple[str, str], list[GradedCell]],
+def grade_class(students: list[Student], course: dict[tuple[str, str], list[SourceCell]],
                 limits: Limits, jobs: int, grade_fn: GradeFunction, progress=None,
                 budget_margin: float = 30.0, at_exit: Callable[[], None] | None = None,
                 done: set[tuple[str, str, str]] = frozenset(),
@@ -377,35 +357,6 @@ def _kill_tree(process: multiprocessing.Process) -> None:
 
 # --------------------------------------------------------------------------- outputs
 
-def write_outputs(records: list[dict], out: Path) -> None:
-    """Write results.jsonl, grades.csv, summary.csv and the feedback pages into ``out``
-    (replacing those of an earlier run: no stale page of a student not in ``records``)."""
-    from autograder.feedback import write_feedback
-
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(out / "feedback", ignore_errors=True)
-    # hand-given scores of written answers survive any regrade into the same OUT
-    records = sorted(apply_manual(records, read_manual(out)), key=sort_key)
-    with open(out / "results.jsonl", "w", encoding="utf-8") as f:
-        for record in records:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
-    with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
-        writer = safe_text.DictWriter(f, GRADE_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        for record in records:
-            for row in record["cells"]:
-                writer.writerow({**row, "student_id": record["student_id"],
-                                 "assignment": record["assignment"], "notebook": record["notebook"],
-                                 "points": csv_number(row["points"]), "max_points": csv_number(row["max_points"])})
-    with open(out / "summary.csv", "w", newline="", encoding="utf-8") as f:
-        writer = safe_text.DictWriter(f, SUMMARY_COLUMNS)
-        writer.writeheader()
-        writer.writerows(summary_rows(records))
-    for record in records:
-        if record["status"] != "missing":
-            write_feedback(record, out / "feedback")
-
-
 # --------------------------------------------------------------------------- the command
 
 #: Records of notebooks graded so far by a run, one JSON line each, written as they are
@@ -446,7 +397,7 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     defaults to :func:`autograder.engine.grade_notebook`. ``only`` (``grade --student``)
     regrades those students alone into an existing ``out``: the other students' records
     there are kept as they are."""
-    from autograder.progress import Progress
+    from autograder.run.progress import Progress
 
     at_exit = None
     if grade_fn is None:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import json
 
-from autograder.grade import write_outputs
-from autograder.records import MANUAL, provenance, read_manual, read_records, sort_key
+from autograder.results.outputs import write_outputs
+from autograder.results.records import MANUAL, provenance, read_manual, read_records, sort_key
 
 
 class MergeConflict(ValueError):

@@ -37,7 +37,7 @@ into the same SUBMISSIONS the same rule holds (a late resubmission in a second d
 replaces the first file, which moves to ``_unmatched/replaced/``); a different file of
 unknown upload time is never overwritten. ``SUBMISSIONS/_roster.csv`` records the names,
 e-mails and ids the download gave; ``SUBMISSIONS/_submissions.csv`` the upload time and
-the LMS's late flag of every placed notebook (:mod:`autograder.late`).
+the LMS's late flag of every placed notebook (:mod:`autograder.results.late`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from autograder import SOLUTIONS_DIR, grade, late
+from autograder import SOLUTIONS_DIR
+from autograder.notebook import source as notebook_source
+from autograder.results import late
 from autograder import safe_text
 
 UNMATCHED = "_unmatched"
@@ -112,7 +114,7 @@ def resubmission_number(name: str) -> int:
 
 def course_notebooks(solutions: Path = SOLUTIONS_DIR) -> list[tuple[str, str]]:
     """``(assignment, notebook file name)`` of every solution notebook."""
-    return sorted(grade.course_notebooks(solutions))
+    return sorted(notebook_source.course_notebooks(solutions))
 
 
 def match_notebook(filename: str, course: list[tuple[str, str]],

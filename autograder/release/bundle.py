@@ -8,7 +8,7 @@ writes ``OUT/`` and ``OUT.zip``:
   answers an exercise that is not revealed (its reference, and what the grader refuses
   for it, except :data:`COMPOSITES`) is a stub written from the syntax tree (no source,
   no bytecode of the original): its docstring, then a call of ``helpers._yours.course``
-  (autograder/bundle_calls.py), which answers with the output recorded for the same
+  (autograder/release/calls.py), which answers with the output recorded for the same
   arguments when the handed-out notebooks ran at bundle time
   (:func:`record_worked_examples`, ``helpers/_worked_examples.npz``), else with the
   learner's own function, else says which exercise to finish. Each exercise module keeps
@@ -34,7 +34,8 @@ import zipfile
 from pathlib import Path
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT
-from autograder import bundle_calls, engine
+from autograder import engine
+from autograder.release import calls as bundle_calls
 from helpers.checks import BUNDLE_MARK
 
 #: Files of ``helpers/exercises/`` a bundle keeps as they are (no answer in them).
@@ -260,7 +261,7 @@ def stubbed_functions(names: list[str]) -> dict[str, str]:
 
 def _stub_exercises(pkg: Path, stubs: dict[str, str]) -> None:
     """Replace the functions ``stubs`` (spec -> message) in ``pkg`` by calls of
-    ``helpers._yours.course`` (autograder/bundle_calls.py): no line of their body stays."""
+    ``helpers._yours.course`` (autograder/release/calls.py): no line of their body stays."""
     from helpers import exercises
 
     by_file: dict[Path, dict[str, tuple[str, str]]] = {}
@@ -293,7 +294,7 @@ def _variant(assignment: str, answered: bool, released: dict | None = None,
     import copy
 
     from autograder import SOLUTIONS_DIR
-    from autograder import cells as nbcells
+    from autograder.notebook import cells as nbcells
 
     nb = copy.deepcopy(released) if released is not None else json.loads(
         (NOTEBOOKS_DIR / assignment / f"{assignment}.ipynb").read_text())
@@ -314,7 +315,7 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
                            course: Path | None = None, solutions: dict | None = None):
     """The calls of ``specs`` that the notebooks of ``assignments`` make, run as released
     and with the model answers, in kernels of this copy of the course
-    (autograder/bundle_record.py). Returns an ``autograder.bundle_calls.Table``.
+    (autograder/release/recording.py). Returns an ``autograder.release.calls.Table``.
 
     ``course``: a folder holding the ``helpers/`` and ``notebooks/`` to run (a snapshot
     taken with the bundle's own copy, so that other edits of the checkout while the
@@ -327,7 +328,7 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
     import nbformat
     from nbclient import NotebookClient
 
-    from autograder import bundle_calls
+    from autograder.release import calls as bundle_calls
 
     table = bundle_calls.Table()
     notebooks = (course / "notebooks") if course else NOTEBOOKS_DIR
@@ -347,10 +348,10 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
                 nb = nbformat.reads(json.dumps(_variant(
                     a, answered, released, (solutions or {}).get(a))), as_version=4)
                 nb.cells.insert(0, nbformat.v4.new_code_cell(
-                    "import autograder.bundle_record as _r\n"
+                    "import autograder.release.recording as _r\n"
                     f"_r.start({sorted(specs)!r}, checks_only={answered})\ndel _r"))
                 nb.cells.append(nbformat.v4.new_code_cell(
-                    f"import autograder.bundle_record as _r\n_r.save({str(out)!r})"))
+                    f"import autograder.release.recording as _r\n_r.save({str(out)!r})"))
                 client = NotebookClient(nb, kernel_name="python3", timeout=timeout,
                                         allow_errors=True, store_widget_state=False,
                                         resources={"metadata": {"path": str(work)}})
@@ -565,7 +566,7 @@ def build(out: Path, assignments: list[str], reveal: list[str] = (),
         hidden = [n for a in known if a not in revealed for n in exercises.NOTEBOOKS[a]]
         stubs = stubbed_functions(hidden)
         _stub_exercises(pkg, stubs)
-        shutil.copyfile(Path(__file__).with_name("bundle_calls.py"), pkg / "_yours.py")
+        shutil.copyfile(Path(__file__).with_name("calls.py"), pkg / "_yours.py")
         _write_exercises(pkg, [n for a in assignments for n in exercises.NOTEBOOKS[a]])
         if worked_examples and stubs:
             table = record_worked_examples(assignments, stubs, course=snapshot,

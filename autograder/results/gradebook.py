@@ -27,7 +27,7 @@ address. The instructor scores each written answer and writes a comment in
 
 ``python -m autograder gradebook pull OUT`` reads those scores and comments back into
 ``OUT/manual_scores.json``, the same store as ``manual-import`` (applied by
-:func:`autograder.records.apply_manual`), and rewrites ``summary.csv``, ``grades.csv``
+:func:`autograder.results.records.apply_manual`), and rewrites ``summary.csv``, ``grades.csv``
 and the feedback pages; ``export`` counts them and a later ``grade`` keeps them.
 
 Every push pulls first, so a push after a regrade never wipes a score given in
@@ -51,8 +51,8 @@ import warnings
 from pathlib import Path
 
 from autograder import SOLUTIONS_DIR, safe_text
-from autograder import cells as nbcells
-from autograder.records import (MANUAL, csv_number, manual_key, read_json_object, read_manual,
+from autograder.notebook import cells as nbcells
+from autograder.results.records import (MANUAL, csv_number, manual_key, read_json_object, read_manual,
                                 read_records)
 
 #: The course folder inside a grading output.
@@ -291,7 +291,7 @@ def pull(out: Path) -> Outcome:
 def _pull(out: Path) -> Outcome:
     """Take the scores and comments given in formgrader into ``OUT/manual_scores.json``
     and rewrite the outputs. All or nothing: :class:`GradebookError` changes nothing."""
-    from autograder.grade import write_outputs
+    from autograder.results.outputs import write_outputs
 
     out = Path(out)
     if not (folder(out) / "gradebook.db").is_file():

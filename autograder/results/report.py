@@ -14,7 +14,7 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from autograder.records import csv_number, read_records
+from autograder.results.records import csv_number, read_records
 from autograder import safe_text
 
 REPORT_COLUMNS = ["assignment", "grade_id", "kind", "students", "max_points", "mean_points",

@@ -41,9 +41,10 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR, notebook_format
-from autograder import cells as nbcells
-from autograder.feedback import tests_of
+from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
+from autograder.notebook import stored as notebook_format
+from autograder.notebook import cells as nbcells
+from autograder.results.feedback import tests_of
 
 #: Where ``make-examples`` writes the example class by default (generated, not committed).
 EXAMPLES_DIR = REPO_ROOT / "grading-output" / "example-class"
@@ -558,12 +559,3 @@ def make_examples(dest: Path = EXAMPLES_DIR, solutions: Path = SOLUTIONS_DIR,
                 folder.rmdir()
     return changed
 
-
-def main() -> int:
-    from autograder.cli import main as cli_main
-
-    return cli_main(["make-examples"])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -8,13 +8,13 @@ module owns that schema, so that none of them needs another's code.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Iterable
 
+from autograder import safe_text
 from autograder.safe_text import terminal
 
 #: Columns of ``grades.csv`` (one row per graded cell).
@@ -26,29 +26,18 @@ SUMMARY_COLUMNS = ["student_id", "assignment", "points", "max_points", "status",
 #: Notebook statuses from best to worst; an assignment's status is its worst notebook's.
 STATUS_ORDER = ["ok", "needs_manual_grade", "failed", "timeout", "memory", "crashed", "invalid",
                 "missing", "grader_error"]
-#: Longest answer source (characters) kept in results.jsonl and the feedback page.
-MAX_ANSWER_CHARS = 20_000
-#: Longest message / feedback text kept per cell.
-MAX_MESSAGE_CHARS = 300
-MAX_FEEDBACK_CHARS = 4_000
-
-
-@dataclasses.dataclass(frozen=True)
-class GradedCell:
-    """A cell of a solution notebook that earns points."""
-
-    grade_id: str
-    kind: str          # "test" (autograded code cell) or "manual" (graded by hand)
-    max_points: float
+#: Longest answer source, message and feedback text kept per cell (one place: safe_text).
+MAX_ANSWER_CHARS = safe_text.ANSWER_CHARS
+MAX_MESSAGE_CHARS = safe_text.MESSAGE_CHARS
+MAX_FEEDBACK_CHARS = safe_text.FEEDBACK_CHARS
 
 
 def _short(text, limit: int) -> str:
-    text = "" if text is None else str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return safe_text.shorten(text, limit)
 
 
 def result_record(student_id: str, assignment: str, notebook: str, result,
-                  cells: list[GradedCell], seconds: float) -> dict:
+                  cells: list, seconds: float) -> dict:
     """A JSON-ready record of one graded notebook (an engine ``NotebookResult``).
 
     Every graded cell of the solution gets a row: a cell the engine did not report (the
@@ -64,15 +53,15 @@ def result_record(student_id: str, assignment: str, notebook: str, result,
         cell = by_id.pop(expected.grade_id, None)
         if cell is None:
             rows.append({"grade_id": expected.grade_id, "kind": expected.kind, "points": 0.0,
-                         "max_points": expected.max_points,
+                         "max_points": expected.points,
                          "status": status if status != "ok" else "missing",
                          "message": message or "not graded", "feedback": ""})
             continue
         rows.append({
             "grade_id": expected.grade_id,
             "kind": str(getattr(cell, "kind", expected.kind)),
-            "points": min(max(float(getattr(cell, "points", 0.0) or 0.0), 0.0), expected.max_points),
-            "max_points": expected.max_points,
+            "points": min(max(float(getattr(cell, "points", 0.0) or 0.0), 0.0), expected.points),
+            "max_points": expected.points,
             "status": str(getattr(cell, "status", status)),
             "message": _short(getattr(cell, "message", ""), MAX_MESSAGE_CHARS),
             "feedback": _short(getattr(cell, "feedback", ""), MAX_FEEDBACK_CHARS),
@@ -90,7 +79,7 @@ def result_record(student_id: str, assignment: str, notebook: str, result,
     }
 
 
-def missing_record(student_id: str, assignment: str, notebook: str, cells: list[GradedCell],
+def missing_record(student_id: str, assignment: str, notebook: str, cells: list,
                    status: str = "missing", message: str = "notebook not handed in") -> dict:
     """The record of a notebook that was not graded: every cell 0 with ``status``."""
     unread = SimpleNamespace(status=status, message=message, cells=[], answers={}, flags=[])

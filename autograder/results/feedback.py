@@ -2,7 +2,7 @@
 
 A page shows the student's own code for each answer, then each graded cell with its
 points, status and what went wrong, as the engine phrased it for students. It is built
-only from a grading record (``autograder.records.result_record``), which never holds the
+only from a grading record (``autograder.results.records.result_record``), which never holds the
 source of the tests, so hidden tests cannot leak through it. Everything that comes from
 the submission is untrusted text and goes through :func:`html.escape`; the page has no
 scripts and loads nothing.
@@ -14,7 +14,7 @@ import html
 import re
 from pathlib import Path
 
-from autograder.records import points_text as _points
+from autograder.results.records import points_text as _points
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;

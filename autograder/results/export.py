@@ -22,9 +22,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from autograder.records import points_text as _points
-from autograder.records import read_records, summary_rows
-from autograder import late, safe_text
+from autograder.results.records import points_text as _points
+from autograder.results.records import read_records, summary_rows
+from autograder import safe_text
+from autograder.results import late
 
 FORMATS = ("canvas", "gradescope")
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -130,7 +131,7 @@ def export(out: Path, fmt: str, dest: Path | None = None, roster: Path | None = 
     """Write the gradebook file(s) of grading output ``out`` in format ``fmt``: the
     ``assignments`` given (all graded ones by default), each weighted by ``weights``
     (default 1), one row per student graded or on the roster. With ``deadlines`` the
-    late ``policy`` (:mod:`autograder.late`) is applied and ``late.csv`` lists every
+    late ``policy`` (:mod:`autograder.results.late`) is applied and ``late.csv`` lists every
     late notebook."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")

@@ -1,0 +1,1 @@
+"""From what students hand in (LMS downloads, clones of the bundle) to SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb."""
