@@ -87,7 +87,7 @@ _kind = cells_mod.kind_of
 def _load_source(path: Path, mtime: float) -> Source:
     nb = json.loads(path.read_text(encoding="utf-8"))
     cells = []
-    for cell in nb["cells"]:
+    for cell in (nb.get("cells") or []) if isinstance(nb, dict) else []:
         nbg = _nbgrader(cell)
         kind = _kind(cell.get("cell_type", ""), nbg)
         gid = nbg.get("grade_id") if kind != "other" else None
