@@ -21,13 +21,15 @@ export OPENBLAS_NUM_THREADS ?= 1
 PYTEST_ARGS ?=
 LAB_ARGS ?=
 
-.PHONY: lab test install release bundle check-release grade-examples examples collect grade report export constraints clean help
+.PHONY: lab test check install release regenerate bundle check-release grade-examples examples collect grade report export constraints clean help
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make lab      open the course in JupyterLab (http://localhost:$(PORT))"
 	@echo "make test     run the whole test suite"
+	@echo "make check    the quick smoke test of a set-up (a few minutes)"
 	@echo "make release  regenerate notebooks/ (student versions) from solutions/"
+	@echo "make regenerate  after adding or changing an exercise: everything derived (docs/authoring.md)"
 	@echo "make bundle BUNDLE=DIR ASSIGNMENTS=... REVEAL=...  the student bundle for graded homework (no answers)"
 	@echo "make grade-examples  generate the example class, grade it, print the summary (docs/grading.md)"
 	@echo "make collect DOWNLOAD=... / grade / report / export FORMAT=canvas  a term's grading"
@@ -58,8 +60,14 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(BIN)python -m pytest $(PYTEST_ARGS)
 
+check: $(STAMP)
+	$(BIN)python -m pytest tests/test_smoke.py $(PYTEST_ARGS)
+
 release: $(STAMP)
 	$(BIN)python -m autograder release
+
+regenerate: $(STAMP)
+	$(BIN)python -m autograder regenerate
 
 # The student bundle for graded homework: make bundle BUNDLE=homework-2 ASSIGNMENTS=02_softmax REVEAL="00_start_here 01_dot_products"
 BUNDLE ?= student-bundle

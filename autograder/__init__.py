@@ -11,4 +11,4 @@ SOLUTIONS_DIR = REPO_ROOT / "solutions"
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 #: The grader's version, stamped on every grading record (``merge`` and ``--resume``
 #: refuse to mix records of different versions or solutions).
-__version__ = "0.3.0"
+__version__ = "0.4.0"

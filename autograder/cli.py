@@ -75,6 +75,25 @@ def cmd_sync_exercises(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_regenerate(args: argparse.Namespace) -> int:
+    """Everything derived from the exercise modules and solutions/, in one step."""
+    from autograder.notebook import stored
+    from autograder.release import tables
+    from autograder.release.examples import make_examples
+    from autograder.release.notebooks import release
+
+    changed = [p for p in sorted(SOLUTIONS_DIR.rglob("*.ipynb"))
+               if ".ipynb_checkpoints" not in p.parts and stored.write(stored.read(p), p)]
+    changed += release(NOTEBOOKS_DIR, sync=True)       # headers and hints, then notebooks/
+    changed += make_examples(REPO_ROOT / "tests" / "fixtures" / "examples", expected_only=True)
+    changed += [path for path, write in ((tables.README, tables.write_readme),
+                                         (tables.CONTRACT, tables.write_contract)) if write()]
+    for path in changed:
+        print(f"updated {_show(path)}")
+    print(f"regenerate: {len(changed)} file(s) changed")
+    return 0
+
+
 def cmd_normalize(args: argparse.Namespace) -> int:
     from autograder.notebook import stored as notebook_format  # nbformat: about 1.5 s of CPU to import
 
@@ -315,6 +334,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="change nothing; exit 1 when a cell differs from its module")
     p.set_defaults(func=cmd_sync_exercises)
+
+    p = sub.add_parser("regenerate", help="after adding or changing an exercise: rewrite "
+                       "everything derived (solutions' exercise cells and stored form, notebooks/, "
+                       "the example class's expectations, the README's course table)")
+    p.set_defaults(func=cmd_regenerate)
 
     p = sub.add_parser("normalize", help="strip outputs and volatile metadata from notebooks")
     p.add_argument("paths", nargs="*", help="notebooks (default: every notebook in solutions/)")

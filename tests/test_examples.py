@@ -58,8 +58,12 @@ CASES = [(student, rel) for student, entry in EXPECTED.items() for rel in entry[
 @pytest.mark.parametrize("student, rel", CASES, ids=[f"{s}-{r.split('/')[0]}" for s, r in CASES])
 def test_example_grades_as_expected(graded, student, rel):
     _, records = graded
+    assert_graded_as_expected(records[(student, rel)], student, rel)
+
+
+def assert_graded_as_expected(record: dict, student: str, rel: str) -> None:
+    """``record`` (one graded notebook of the example class) is what EXPECTED.json says."""
     expect = EXPECTED[student]["notebooks"][rel]
-    record = records[(student, rel)]
     summary = f"{student}/{rel}: {record['status']} {record['message']} {record['cells']}"
     assert record["status"] in expect["status"], summary
     points = {c["grade_id"]: c for c in record["cells"]}

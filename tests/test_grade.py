@@ -56,15 +56,16 @@ def make_course(root: Path) -> Path:
     (solutions / "01_a" / "01_a.ipynb").write_text(json.dumps(_notebook([
         _cell("code", "def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION",
               grade=False, solution=True, grade_id="f"),
-        _cell("code", "assert f(1) == 1", grade=True, solution=False, grade_id="test_f", points=1),
-        _cell("code", "assert f(2) == 2\n### BEGIN HIDDEN TESTS\nassert f(-7) == -7  # SECRET\n"
+        _cell("code", 'check("f", f)', grade=True, solution=False, grade_id="test_f", points=1),
+        _cell("code", 'check("f", f, group="two")\n### BEGIN HIDDEN TESTS\n'
+                      'check("f", f, hidden=True)  # SECRET\n'
                       "### END HIDDEN TESTS", grade=True, solution=False, grade_id="test_f_hidden",
               points=2),
         _cell("markdown", "Why?", grade=True, solution=True, grade_id="why", points=1),
     ])))
     (solutions / "02_b" / "02_b.ipynb").write_text(json.dumps(_notebook([
         _cell("code", "def g():\n    pass", grade=False, solution=True, grade_id="g"),
-        _cell("code", "assert g() is None", grade=True, solution=False, grade_id="test_g", points=3),
+        _cell("code", 'check("g", g)', grade=True, solution=False, grade_id="test_g", points=3),
     ])))
     return solutions
 
@@ -274,11 +275,23 @@ def test_feedback_escapes_student_text_and_groups_tests_by_answer(tmp_path, cour
     assert "1 / 4" in page  # score
 
 
-def test_tests_of():
-    assert feedback.tests_of("test_softmax", ["softmax"]) == "softmax"
-    assert feedback.tests_of("test_softmax_stable", ["softmax"]) == "softmax"
-    assert feedback.tests_of("test_dot_product", ["dot", "dot_product"]) == "dot_product"
-    assert feedback.tests_of("test_dotty", ["dot"]) is None
+def test_a_test_belongs_to_the_exercise_its_check_line_names():
+    from autograder.notebook.source import SourceCell
+
+    def test(grade_id, text):
+        return SourceCell("code", "test", grade_id, 1, text).exercise
+
+    assert test("test_softmax", 'check("softmax", softmax)') == "softmax"
+    # the grade_id's name says nothing: the check line decides
+    assert test("test_stability", 'check("softmax", softmax, group="large")') == "softmax"
+    assert test("test_dot_product", 'check("dot", dot)') == "dot"
+    assert test("test_dot", "assert True") is None
+    assert test("test_x", '### BEGIN HIDDEN TESTS\ncheck("gelu", gelu, hidden=True)\n'
+                          '### END HIDDEN TESTS') == "gelu"
+    assert SourceCell("code", "answer", "softmax", 0, "def softmax(z): ...").exercise == "softmax"
+    rows = [{"grade_id": "test_stability", "exercise": "softmax"},
+            {"grade_id": "why", "exercise": "why"}, {"grade_id": "test_other", "exercise": None}]
+    assert [feedback.owner(r, ["softmax", "why"]) for r in rows] == ["softmax", "why", None]
 
 
 def test_report_item_analysis(tmp_path, course):

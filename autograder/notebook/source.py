@@ -32,6 +32,13 @@ class SourceCell:
     source: str
 
     @property
+    def exercise(self) -> str | None:
+        """The exercise this cell belongs to: an answer's or a written answer's own
+        ``grade_id``; for a test cell, the exercise its first ``check("<name>", ...)`` line
+        names (the one place that decides which test checks which answer)."""
+        return self.grade_id if self.kind != "test" else checked_exercise(self.source)
+
+    @property
     def visible(self) -> str:
         """The source without its hidden-tests block (what students were given)."""
         return strip_hidden(self.source)
@@ -164,6 +171,17 @@ def _check_call(node) -> tuple[str, bool, str | None] | None:
         elif kw.arg == "group" and isinstance(kw.value, ast.Constant):
             group = kw.value.value if isinstance(kw.value.value, str) else None
     return name, hidden, group
+
+
+def checked_exercise(text: str) -> str | None:
+    """The exercise named by the first ``check("<name>", ...)`` call of a test cell's
+    source (hidden block included), or None."""
+    try:
+        tree = ast.parse(text.replace(BEGIN_HIDDEN, "").replace(END_HIDDEN, ""))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    calls = [c for c in map(_check_call, ast.walk(tree)) if c]
+    return calls[0][0] if calls else None          # walk order: the first statement's
 
 
 @dataclass(frozen=True)

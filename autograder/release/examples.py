@@ -9,7 +9,8 @@ student notebooks:
 * ``perfect``: every answer cell holds the solution.
 * ``unanswered``: the student notebooks exactly as released.
 * ``typical_mistakes_1`` and ``typical_mistakes_2``: the solution, except that in each
-  notebook the last exercise that has a known mistake written below gets that mistake
+  notebook the last exercise that has a wrong answer in the catalogue (``tests/catalogue/``)
+  gets that mistake
   (the first or the second variant).
 * ``calls_reference``: answers that just call ``helpers``' reference implementation of
   the same function (which earns nothing).
@@ -35,6 +36,7 @@ and prints the summary.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -44,262 +46,31 @@ import nbformat
 from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
 from autograder.notebook import stored as notebook_format
 from autograder.notebook import cells as nbcells
-from autograder.results.feedback import tests_of
+from autograder.notebook.source import checked_exercise
 
 #: Where ``make-examples`` writes the example class by default (generated, not committed).
 EXAMPLES_DIR = REPO_ROOT / "grading-output" / "example-class"
 #: The committed expectations (``EXPECTED.json``, ``EXPECTED.md``).
 EXPECTED_DIR = REPO_ROOT / "tests" / "fixtures" / "examples"
 
-#: Wrong answers students typically write, per contract function: (what is wrong, cell source).
-MISTAKES: dict[str, list[tuple[str, str]]] = {
-    "dot": [
-        ("element-wise product, never summed", """\
-import numpy as np
+#: The collection of wrong answers, one module per exercise (``WRONG = {key: (source,
+#: words)}``, graded by the test suite through the real command): the typical mistakes of
+#: the example class are drawn from it, so there is one list of wrong answers.
+CATALOGUE_DIR = REPO_ROOT / "tests" / "catalogue"
 
-def dot(a, b):
-    return np.asarray(a, dtype=float) * np.asarray(b, dtype=float)
-"""),
-    ],
-    "cosine_similarity": [
-        ("divided by |a| only", """\
-import numpy as np
 
-def cosine_similarity(a, b):
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return float(a @ b / np.linalg.norm(a))
-"""),
-    ],
-    "pairwise_scores": [
-        ("X^T X instead of X X^T", """\
-import numpy as np
+def mistakes(function: str, catalogue: Path = CATALOGUE_DIR) -> list[tuple[str, str]]:
+    """``[(key, answer cell source)]``: the catalogue's wrong answers to ``function``
+    that a diagnosis names (keys starting with ``unknown_`` left out), in its order."""
+    path = catalogue / f"{function}.py"
+    if not path.is_file():
+        return []
+    spec = importlib.util.spec_from_file_location(f"_catalogue_{function}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [(key, source) for key, (source, _words) in getattr(module, "WRONG", {}).items()
+            if not key.startswith("unknown_")]
 
-def pairwise_scores(X):
-    X = np.asarray(X, dtype=float)
-    return X.T @ X
-"""),
-        ("cosine similarities instead of dot products", """\
-import numpy as np
-
-def pairwise_scores(X):
-    X = np.asarray(X, dtype=float)
-    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
-    return unit @ unit.T
-"""),
-    ],
-    "softmax": [
-        ("maximum not subtracted: overflows for large inputs", """\
-import numpy as np
-
-def softmax(z, axis=-1):
-    with np.errstate(all="ignore"):
-        e = np.exp(np.asarray(z, dtype=float))
-        return e / e.sum(axis=axis, keepdims=True)
-"""),
-        ("normalised over the whole array, not along the axis", """\
-import numpy as np
-
-def softmax(z, axis=-1):
-    z = np.asarray(z, dtype=float)
-    e = np.exp(z - z.max())
-    return e / e.sum()
-"""),
-    ],
-    "simple_self_attention": [
-        ("scores not divided by sqrt(d)", """\
-import numpy as np
-
-def simple_self_attention(X):
-    X = np.asarray(X, dtype=float)
-    scores = X @ X.T
-    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    w = w / w.sum(axis=-1, keepdims=True)
-    return w @ X
-"""),
-        ("softmax over the wrong axis", """\
-import numpy as np
-
-def simple_self_attention(X):
-    X = np.asarray(X, dtype=float)
-    scores = X @ X.T / np.sqrt(X.shape[-1])
-    w = np.exp(scores - scores.max(axis=0, keepdims=True))
-    w = w / w.sum(axis=0, keepdims=True)
-    return w @ X
-"""),
-    ],
-    "scaled_dot_product_attention": [
-        ("scores not divided by sqrt(d_k)", """\
-import numpy as np
-
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
-    scores = Q @ np.swapaxes(K, -1, -2)
-    if mask is not None:
-        scores = np.where(mask, scores, -1e30)
-    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    w = w / w.sum(axis=-1, keepdims=True)
-    return w @ V, w
-"""),
-        ("mask applied after the softmax", """\
-import numpy as np
-
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
-    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    w = w / w.sum(axis=-1, keepdims=True)
-    if mask is not None:
-        w = np.where(mask, w, 0.0)
-    return w @ V, w
-"""),
-    ],
-    "causal_mask": [
-        ("upper triangle: queries see the future", """\
-import numpy as np
-
-def causal_mask(n):
-    return np.triu(np.ones((n, n), dtype=bool))
-"""),
-    ],
-    "cross_attention": [
-        ("keys and values taken from the decoder", """\
-import numpy as np
-
-def cross_attention(X_dec, H_enc, W_Q, W_K, W_V):
-    X_dec = np.asarray(X_dec, dtype=float)
-    Q, K, V = X_dec @ W_Q, X_dec @ W_K, X_dec @ W_V
-    scores = Q @ K.T / np.sqrt(Q.shape[-1])
-    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return (w / w.sum(axis=-1, keepdims=True)) @ V
-"""),
-    ],
-    "split_heads": [
-        ("reshaped without moving the head axis", """\
-import numpy as np
-
-def split_heads(X, n_heads):
-    X = np.asarray(X, dtype=float)
-    N, d = X.shape[-2:]
-    return X.reshape(*X.shape[:-2], n_heads, N, d // n_heads)
-"""),
-    ],
-    "multi_head_attention": [
-        ("scores divided by sqrt(d_model), not sqrt(d_model / n_heads)", """\
-import numpy as np
-
-def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
-    X = np.asarray(X, dtype=float)
-    N, d_model = X.shape
-    d_h = d_model // n_heads
-    heads = []
-    for c in range(n_heads):
-        cols = slice(c * d_h, (c + 1) * d_h)
-        Q, K, V = X @ W_Q[:, cols], X @ W_K[:, cols], X @ W_V[:, cols]
-        scores = Q @ K.T / np.sqrt(d_model)
-        if causal:
-            scores = np.where(np.tril(np.ones((N, N), dtype=bool)), scores, -1e30)
-        w = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        heads.append((w / w.sum(axis=-1, keepdims=True)) @ V)
-    return np.concatenate(heads, axis=-1) @ W_O
-"""),
-        ("no output projection W_O", """\
-import numpy as np
-
-def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
-    X = np.asarray(X, dtype=float)
-    N, d_model = X.shape
-    d_h = d_model // n_heads
-    heads = []
-    for c in range(n_heads):
-        cols = slice(c * d_h, (c + 1) * d_h)
-        Q, K, V = X @ W_Q[:, cols], X @ W_K[:, cols], X @ W_V[:, cols]
-        scores = Q @ K.T / np.sqrt(d_h)
-        if causal:
-            scores = np.where(np.tril(np.ones((N, N), dtype=bool)), scores, -1e30)
-        w = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        heads.append((w / w.sum(axis=-1, keepdims=True)) @ V)
-    return np.concatenate(heads, axis=-1)
-"""),
-    ],
-    "layer_norm": [
-        ("variance with ddof=1", """\
-import numpy as np
-
-def layer_norm(x, gamma, beta, eps=1e-5):
-    x = np.asarray(x, dtype=float)
-    mu = x.mean(axis=-1, keepdims=True)
-    var = x.var(axis=-1, ddof=1, keepdims=True)
-    return gamma * (x - mu) / np.sqrt(var + eps) + beta
-"""),
-        ("eps added outside the square root", """\
-import numpy as np
-
-def layer_norm(x, gamma, beta, eps=1e-5):
-    x = np.asarray(x, dtype=float)
-    mu = x.mean(axis=-1, keepdims=True)
-    return gamma * (x - mu) / (x.std(axis=-1, keepdims=True) + eps) + beta
-"""),
-    ],
-    "feed_forward": [
-        ("no ReLU", """\
-import numpy as np
-
-def feed_forward(x, W1, b1, W2, b2):
-    return (np.asarray(x, dtype=float) @ W1 + b1) @ W2 + b2
-"""),
-    ],
-    "transformer_block": [
-        ("no residual connection", """\
-from helpers import feed_forward, layer_norm, multi_head_attention
-
-def transformer_block(x, params, n_heads, causal=True):
-    p = params
-    t1 = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])
-    t2 = multi_head_attention(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads, causal)
-    t4 = layer_norm(t2, p["ln2_gamma"], p["ln2_beta"])
-    return feed_forward(t4, p["W1"], p["b1"], p["W2"], p["b2"])
-"""),
-        ("post-norm: layer norm after each residual sum", """\
-from helpers import feed_forward, layer_norm, multi_head_attention
-
-def transformer_block(x, params, n_heads, causal=True):
-    p = params
-    t3 = layer_norm(x + multi_head_attention(x, p["W_Q"], p["W_K"], p["W_V"], p["W_O"],
-                                             n_heads, causal), p["ln1_gamma"], p["ln1_beta"])
-    h = t3 + feed_forward(t3, p["W1"], p["b1"], p["W2"], p["b2"])
-    return layer_norm(h, p["ln2_gamma"], p["ln2_beta"])
-"""),
-    ],
-    "lm_head": [
-        ("logits with E's first columns instead of E^T", """\
-import numpy as np
-
-def lm_head(h, E):
-    h, E = np.asarray(h, dtype=float), np.asarray(E, dtype=float)
-    return h @ E[: h.shape[-1], :]
-"""),
-    ],
-    "cross_entropy": [
-        ("summed over rows, not averaged", """\
-import numpy as np
-
-def cross_entropy(logits, targets):
-    logits = np.asarray(logits, dtype=float)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    return float(-log_p[np.arange(len(targets)), targets].sum())
-"""),
-        ("maximum not subtracted: overflows for large logits", """\
-import numpy as np
-
-def cross_entropy(logits, targets):
-    logits = np.asarray(logits, dtype=float)
-    with np.errstate(all="ignore"):
-        p = np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
-        return float(-np.log(p[np.arange(len(targets)), targets]).mean())
-"""),
-    ],
-}
 
 INFINITE_LOOP = "\nwhile True:  # waits for something that never happens\n    pass\n"
 MEMORY_HOG = "\n_cache = []\nwhile True:  # keeps everything, forever\n    _cache.append(bytearray(50_000_000))\n"
@@ -367,8 +138,8 @@ def _expect(nb, *, status: list[str], full: list[str] = (), zero: list[str] = ()
 
 
 def _tests_of_answers(nb, functions) -> list[str]:
-    ids = answer_ids(nb)
-    return [t for t, _ in test_cells(nb) if tests_of(t, ids) in set(functions)]
+    return [_grading(c)["grade_id"] for c in nb.cells
+            if _is_test(c) and checked_exercise(c.source) in set(functions)]
 
 
 def _tests_before(nb, grade_id: str) -> list[str]:
@@ -413,9 +184,10 @@ def build(solutions: Path = SOLUTIONS_DIR, released: Path = NOTEBOOKS_DIR
             _expect(solution_nb, status=ok,
                     zero=_tests_of_answers(solution_nb, answer_ids(solution_nb))),
             "the released notebooks, handed in untouched")
-        with_mistakes = [f for f in answer_ids(solution_nb) if f in MISTAKES]
+        known = {f: mistakes(f) for f in answer_ids(solution_nb)}
+        with_mistakes = [f for f in answer_ids(solution_nb) if known[f]]
         for variant, student in enumerate(("typical_mistakes_1", "typical_mistakes_2")):
-            candidates = [f for f in with_mistakes if len(MISTAKES[f]) > variant] or with_mistakes
+            candidates = [f for f in with_mistakes if len(known[f]) > variant] or with_mistakes
             description = ("in each notebook the last exercise with a known mistake is answered"
                            f" with mistake variant {variant + 1}, the rest is right")
             if not candidates:
@@ -424,7 +196,7 @@ def build(solutions: Path = SOLUTIONS_DIR, released: Path = NOTEBOOKS_DIR
                     description)
                 continue
             function = candidates[-1]
-            label, source = MISTAKES[function][min(variant, len(MISTAKES[function]) - 1)]
+            label, source = known[function][min(variant, len(known[function]) - 1)]
             add(student, rel, with_answer(perfect, function, source),
                 _expect(solution_nb, status=ok,
                         full=_tests_before(solution_nb, function),

@@ -93,20 +93,25 @@ def synced_exercise_cells(nb) -> list[tuple[int, str, str]]:
     from helpers.exercises import _render
 
     cells = nb["cells"] if isinstance(nb, dict) else nb.cells
+
+    def is_heading(c) -> bool:           # "## Exercise", "## Exercise 3: ..."
+        return c["cell_type"] == "markdown" and _render.is_heading(_source(c).split("\n", 1)[0])
+
     out = []
+    previous = -1                        # the cell of the answer before this one
     for index, cell in enumerate(cells):
         if not nbcells.is_answer(cell):
             continue
         name = nbcells.grade_id(cell)
+        start, previous = previous, index
         if name not in exercises.names() or not exercises.get(name).hints:
             continue
-        at = next((i for i in range(index - 1, -1, -1) if cells[i]["cell_type"] == "markdown"
-                   and _source(cells[i]).startswith(_render.HEADING_START)), None)
+        # its own cell: between the previous answer and this one (never another's)
+        at = next((i for i in range(index - 1, start, -1) if is_heading(cells[i])), None)
         if at is None:
             raise ValueError(f"exercise {name}: no markdown cell starting with "
-                             f"{_render.HEADING_START!r} before its answer cell")
-        k = sum(1 for c in cells[:at + 1] if c["cell_type"] == "markdown"
-                and _source(c).startswith(_render.HEADING_START))
+                             f"{_render.HEADING_START.rstrip()!r} between the answer before it and its answer cell")
+        k = sum(1 for c in cells[:at + 1] if is_heading(c))
         text = _render.sync_cell(_source(cells[at]), exercises.get(name), k)
         if text != _source(cells[at]):
             out.append((at, name, text))

@@ -30,11 +30,14 @@ pre { background: #f5f5f5; padding: .6rem; overflow-x: auto; white-space: pre-wr
 _e = html.escape
 
 
-def tests_of(grade_id: str, answer_ids: list[str]) -> str | None:
-    """The answer a test belongs to: ``test_softmax_stable`` -> ``softmax`` (the longest
-    answer id ``a`` with the test id equal to ``test_a`` or starting with ``test_a_``)."""
-    owners = [a for a in answer_ids if grade_id == f"test_{a}" or grade_id.startswith(f"test_{a}_")]
-    return max(owners, key=len) if owners else None
+def owner(row: dict, answer_ids: list[str]) -> str | None:
+    """The answer a graded cell's row belongs to: a written answer's own id, else the
+    exercise the row's test cell checks (``exercise``, decided by the solution's
+    ``check(...)`` line, :attr:`autograder.notebook.source.SourceCell.exercise`)."""
+    for candidate in (row.get("grade_id"), row.get("exercise")):
+        if candidate in answer_ids:
+            return candidate
+    return None
 
 
 def answer_order(cells: list[dict], answer_ids: list[str]) -> list[str]:
@@ -45,10 +48,9 @@ def answer_order(cells: list[dict], answer_ids: list[str]) -> list[str]:
     the notebook's order: both give the same page."""
     first: dict[str, int] = {}
     for i, row in enumerate(cells):
-        owner = row["grade_id"] if row["grade_id"] in answer_ids else tests_of(
-            row["grade_id"], answer_ids)
-        if owner is not None:
-            first.setdefault(owner, i)
+        answer = owner(row, answer_ids)
+        if answer is not None:
+            first.setdefault(answer, i)
     return sorted(answer_ids, key=lambda a: (first.get(a, len(cells)), a))
 
 
@@ -104,7 +106,7 @@ def render(record: dict) -> str:
         body.append(f"<h2>Your answer: <code>{_e(answer_id)}</code></h2>")
         body.append(f"<pre>{_e(answers[answer_id])}</pre>")
         for i, row in enumerate(record["cells"]):
-            if row["grade_id"] == answer_id or tests_of(row["grade_id"], answer_ids) == answer_id:
+            if owner(row, answer_ids) == answer_id:
                 body.append(_cell_html(row))
                 placed.add(i)
     rest = [row for i, row in enumerate(record["cells"]) if i not in placed]

@@ -52,7 +52,8 @@ def result_record(student_id: str, assignment: str, notebook: str, result,
     for expected in cells:
         cell = by_id.pop(expected.grade_id, None)
         if cell is None:
-            rows.append({"grade_id": expected.grade_id, "kind": expected.kind, "points": 0.0,
+            rows.append({"grade_id": expected.grade_id, "kind": expected.kind,
+                         "exercise": expected.exercise, "points": 0.0,
                          "max_points": expected.points,
                          "status": status if status != "ok" else "missing",
                          "message": message or "not graded", "feedback": ""})
@@ -60,6 +61,7 @@ def result_record(student_id: str, assignment: str, notebook: str, result,
         rows.append({
             "grade_id": expected.grade_id,
             "kind": str(getattr(cell, "kind", expected.kind)),
+            "exercise": expected.exercise,
             "points": min(max(float(getattr(cell, "points", 0.0) or 0.0), 0.0), expected.points),
             "max_points": expected.points,
             "status": str(getattr(cell, "status", status)),

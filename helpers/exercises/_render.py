@@ -88,12 +88,19 @@ def declared_problems(ex) -> list[str]:
     return out
 
 
+def is_heading(line: str) -> bool:
+    """Whether ``line`` opens an exercise cell: ``## Exercise`` alone (a new exercise's
+    cell, before its first sync) or followed by a space (``## Exercise 3: ...``)."""
+    line = line.rstrip()
+    return line == HEADING_START.rstrip() or line.startswith(HEADING_START)
+
+
 def sync_cell(source: str, ex, k: int) -> str:
     """The exercise cell ``source`` with its heading, header and hints rendered from
     ``ex`` (exercise number ``k``); the author's instructions in between are kept."""
     lines = source.strip("\n").split("\n")
-    if not lines or not lines[0].startswith(HEADING_START):
-        raise ValueError(f"exercise {ex.name}: its cell must start with {HEADING_START!r}")
+    if not lines or not is_heading(lines[0]):
+        raise ValueError(f"exercise {ex.name}: its cell must start with {HEADING_START.rstrip()!r}")
     body = lines[1:]
     while body and not body[0].strip():
         body.pop(0)
