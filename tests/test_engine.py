@@ -520,6 +520,33 @@ def test_case_specs_follow_the_check_calls():
                      source.CaseSpec("softmax", True, "axis", False)]
 
 
+def test_a_written_answer_without_metadata_is_found_after_its_question():
+    """Issue 21, finding 12: a Colab round trip strips nbgrader's metadata; the written
+    answer is then the unmarked cell right after its question, never another cell."""
+    from autograder.notebook.submission import merge
+
+    cells = (source.SourceCell("markdown", "other", None, 0, "## Intro"),
+             source.SourceCell("markdown", "other", None, 0, "Why divide by sqrt(d_k)?"),
+             source.SourceCell("markdown", "manual", "why", 2, "The variance grows with d_k."),
+             source.SourceCell("markdown", "other", None, 0, "## Recap"))
+    src = source.Source("01_a", "01_a.ipynb", Path("01_a.ipynb"), cells)
+
+    def md(text, gid=None):
+        meta = {"nbgrader": {"grade_id": gid, "grade": True, "solution": True}} if gid else {}
+        return {"cell_type": "markdown", "metadata": meta, "source": text}
+
+    stripped = merge(src, [md("## Intro"), md("Why divide by sqrt(d_k)?"),
+                           md("Because the dot products grow like sqrt(d_k)."), md("## Recap")])
+    assert stripped.answers["why"] == "Because the dot products grow like sqrt(d_k)."
+    assert any("'why' had no nbgrader metadata" in f for f in stripped.flags)
+    # the question's next cell is the source's own prose: not an answer
+    deleted = merge(src, [md("## Intro"), md("Why divide by sqrt(d_k)?"), md("## Recap")])
+    assert deleted.answers["why"] == ""
+    # with its metadata, the cell is read as before, without a flag
+    kept = merge(src, [md("Why divide by sqrt(d_k)?"), md("Mine.", gid="why")])
+    assert kept.answers["why"] == "Mine." and not kept.flags
+
+
 def test_slicing_keeps_dependencies_and_drops_demos():
     cells = [
         slicing.CellCode(0, "import numpy as np\nimport time", False),

@@ -14,7 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from benchmark_term import notebook_texts
+from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR
+from autograder.notebook import stored
+from autograder.release import examples
+
+
+def with_mistake(assignment: str, function: str, key: str) -> str:
+    """The assignment's notebook answered right, but ``function`` with the catalogue's
+    wrong answer ``key``."""
+    name = f"{assignment}/{assignment}.ipynb"
+    perfect = examples.solved(stored.read(NOTEBOOKS_DIR / name), stored.read(SOLUTIONS_DIR / name))
+    source = dict(examples.mistakes(function))[key]
+    return stored.dumps(examples.with_answer(perfect, function, source))
 
 
 def cell_blocks(page: str) -> dict[str, str]:
@@ -29,12 +40,14 @@ def cell_blocks(page: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_a_softmax_without_the_max_shift(tmp_path):
-    texts = notebook_texts(["02_softmax", "03_simple_self_attention"])
-    for assignment in ("02_softmax", "03_simple_self_attention"):
+    wrong = {"02_softmax": ("softmax", "no_max_shift"),      # exp without the max shift
+             "03_simple_self_attention": ("simple_self_attention", "no_scale")}
+    for assignment, (function, key) in wrong.items():
         path = tmp_path / "submissions" / "s1" / assignment / f"{assignment}.ipynb"
         path.parent.mkdir(parents=True)
-        path.write_text(texts["mistake_1"][assignment])   # softmax: exp without the max shift
-    assert "z - " not in texts["mistake_1"]["02_softmax"].split("def softmax(")[1][:300]
+        path.write_text(with_mistake(assignment, function, key))
+    assert "z - " not in (tmp_path / "submissions/s1/02_softmax/02_softmax.ipynb").read_text(
+        ).split("def softmax(")[1][:300]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TMPDIR=str(tmp_path))
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", "submissions",
                            "--out", "out", "--jobs", "1"], cwd=tmp_path, env=env,

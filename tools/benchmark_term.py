@@ -53,14 +53,16 @@ def notebook_texts(assignments: list[str]) -> dict[str, dict[str, str]]:
         solution = notebook_format.read(solution_path)
         released = notebook_format.read(NOTEBOOKS_DIR / assignment / solution_path.name)
         perfect = ex.solved(released, solution)
-        known = [f for f in ex.answer_ids(solution) if f in ex.MISTAKES]
+        known = {f: ex.mistakes(f) for f in ex.answer_ids(solution)}
+        known = [f for f in known if known[f]]
         texts["perfect"][assignment] = notebook_format.dumps(perfect)
         texts["unanswered"][assignment] = notebook_format.dumps(released)
         for variant, kind in enumerate(("mistake_1", "mistake_2")):
             nb = perfect
             if known:
                 function = known[-1]
-                _, source = ex.MISTAKES[function][min(variant, len(ex.MISTAKES[function]) - 1)]
+                wrong = ex.mistakes(function)
+                _, source = wrong[min(variant, len(wrong) - 1)]
                 nb = ex.with_answer(perfect, function, source)
             texts[kind][assignment] = notebook_format.dumps(nb)
         if assignment != assignments[-1]:

@@ -74,6 +74,30 @@ def _defined_functions(code: str) -> list[str]:
     return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
+def _written_answers_without_metadata(source: Source, student: list[dict], answers: dict,
+                                      flags: list) -> None:
+    """Written answers whose nbgrader metadata was stripped (a Colab round trip): the
+    student's cell right after the cell that comes before the answer in the source (the
+    question, found unchanged), when it is of the answer's type, carries no grade_id and
+    is not another cell of the source."""
+    theirs = [(c.get("cell_type"), _text(c.get("source")), bool(_nbgrader(c).get("grade_id")))
+              for c in student]
+    for pos, cell in enumerate(source.cells):
+        if cell.kind != "manual" or not cell.grade_id or cell.grade_id in answers or pos == 0:
+            continue
+        question = source.cells[pos - 1]
+        others = {_normalized(c.source) for c in source.cells if c is not cell}
+        for i in range(len(theirs) - 1):
+            if theirs[i][0] == question.cell_type and \
+                    _normalized(theirs[i][1]) == _normalized(question.source):
+                kind, text, has_id = theirs[i + 1]
+                if kind == cell.cell_type and not has_id and _normalized(text) not in others:
+                    answers[cell.grade_id] = text
+                    flags.append(f"written answer {cell.grade_id!r} had no nbgrader metadata: "
+                                 "found after its question")
+                break
+
+
 def merge(source: Source, student: list[dict]) -> Merged:
     answers_src, tests_src, manual_src = (source.by_id("answer"), source.by_id("test"),
                                           source.by_id("manual"))
@@ -134,6 +158,7 @@ def merge(source: Source, student: list[dict]) -> Merged:
         else:
             missing.add(gid)
             answers[gid] = ""
+    _written_answers_without_metadata(source, student, answers, flags)
     for gid in manual_src:
         answers.setdefault(gid, "")
 
