@@ -183,6 +183,20 @@ def test_wrong_answer_loses_its_cell_and_says_why(tmp_path):
     assert not result.flags
 
 
+def test_a_syntax_error_is_named_with_the_line_of_the_learners_cell(tmp_path):
+    """Issue 21, finding 6: a missing colon was reported as "name ... is not defined"."""
+    nb = _with_answer("01_dot_products", "cosine_similarity",
+                      "def cosine_similarity(a, b)\n    return dot(a, b)\n")
+    result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products")
+    cell = _by_id(result)["test_cosine_similarity"]
+    assert cell.points == 0
+    for text in (cell.message, cell.feedback):
+        assert "SyntaxError" in text and "line 1" in text, text
+    assert "not defined" not in cell.message, cell.message           # the cause, not its echo
+    assert "def cosine_similarity(a, b)" in cell.feedback          # the learner's own line
+    assert _by_id(result)["test_dot"].points == _by_id(result)["test_dot"].max_points
+
+
 def test_unstable_softmax_is_diagnosed(tmp_path):
     nb = _with_answer("02_softmax", "softmax",
                       "def softmax(z, axis=-1):\n"

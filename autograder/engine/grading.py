@@ -161,10 +161,16 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
 
     cases, hidden, payloads, scenarios, uses, store = _load_cases(function)
     groups = [str(getattr(c, "group", "") or "") for c in cases]
+    own = {gid for gid, names in _answer_functions(source).items() if function in names}
+    for cell in merged.cells:               # the learner's own cell does not parse: say so
+        broken = slicing.syntax_error(cell.source) if cell.grade_id in own else None
+        if broken:
+            problem = f"your answer cell {cell.grade_id!r} does not run: {broken}"
+            return _Verdict(function, [problem] * len(cases), list(hidden), groups,
+                            [False] * len(cases), "ok")
     first_test = min((c.index for c in merged.cells if c.kind == "test"
                       and function in {s.function for s in specs_of.get(c.grade_id, [])}),
                      default=len(merged.cells))
-    own = {gid for gid, names in _answer_functions(source).items() if function in names}
     code = slicing.slice_cells([slicing.CellCode(c.index, c.source, c.grade_id in own)
                                 for c in merged.cells if c.kind != "test" and c.index < first_test],
                                {function})

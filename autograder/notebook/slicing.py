@@ -143,6 +143,22 @@ def _analyse(stmt: ast.stmt) -> tuple[set[str], set[str], bool]:
     return binds, uses, star
 
 
+def syntax_error(source: str) -> str | None:
+    """What Python says of a cell that cannot be parsed (IPython syntax translated first),
+    as the learner would see it: ``SyntaxError: <message> (line N)`` and the line; None
+    when it parses."""
+    code, _ = _python(source)
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        line = (exc.text or "").rstrip("\n")
+        where = f" (line {exc.lineno})" if exc.lineno else ""
+        return f"{type(exc).__name__}: {exc.msg}{where}" + (f"\n    {line.strip()}" if line.strip() else "")
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return f"the cell cannot be read ({type(exc).__name__})"
+    return None
+
+
 def _python(source: str) -> tuple[str, bool]:
     """(Python code of a cell, whether it is a cell magic). IPython syntax is translated."""
     try:
