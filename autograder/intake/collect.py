@@ -46,6 +46,7 @@ import csv
 import dataclasses
 import re
 import shutil
+import sys
 import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
@@ -84,7 +85,10 @@ class Candidate:
     mtime: float = 0.0
     target: tuple[str, str] | None = None   # (assignment, notebook)
     how: str = ""
-    late: bool = False          # the LMS flagged it late (Canvas's _LATE)
+    late: bool = False          # the LMS flagged it late (Canvas's LATE)
+    uploaded: float | None = None    # the upload time, when the download gives one
+    downloaded: float | None = None  # the download's time (Canvas, Moodle: each file is
+    #                                  the student's current one as of then)
 
 
 @dataclasses.dataclass
@@ -301,9 +305,20 @@ def _outside_notebooks(rel: PurePosixPath, clones: set[PurePosixPath]) -> bool:
     return False
 
 
+#: LMSs whose zips stamp every entry with the download's time, never the upload's:
+#: Canvas (lib/content_zipper.rb writes with rubyzip's get_output_stream, whose Entry
+#: defaults to DOSTime.now) and Moodle (mod/assign/classes/downloader.php streams with
+#: ZipStream's addFileFromStream, whose FileOptions::defaultTo takes new DateTime()).
+DOWNLOAD_TIMES = ("canvas", "moodle")
+SAME_TIME = ("every file of the download carries the same time ({when}): entry times are "
+             "the download's, not upload times; they are not used as upload times (late "
+             "work: Canvas's LATE mark, Gradescope's created_at)")
+
+
 def read_download(download: Path, work: Path, roster: dict[str, dict],
-                  assignment_names: set[str]) -> list[Candidate]:
-    """Every file of the download (a zip or a folder), identified, with zips opened."""
+                  assignment_names: set[str]) -> tuple[list[Candidate], list[str]]:
+    """Every file of the download (a zip or a folder), identified, with zips opened; and
+    the warnings about the download as a whole."""
     times: dict[Path, float] = {}
     if download.is_file():
         root = work / "download"
@@ -312,8 +327,18 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
         root = download
     gradescope, created = _gradescope_submitters(root)
     clones = _clones(root)
+    files = sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink())
+    entry = {p: times.get(p, p.lstat().st_mtime) for p in files}
+    own = [t for p, t in entry.items()          # a clone's times are its clone's
+           if not any(PurePosixPath(p.relative_to(root).as_posix()).is_relative_to(c)
+                      for c in clones)]
+    warnings = []
+    same_time = len(own) >= 2 and len(set(own)) == 1
+    if same_time:
+        warnings.append(SAME_TIME.format(when=late.iso(own[0])))
+    downloaded = max(entry.values(), default=None)
     candidates = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
+    for path in files:
         rel = PurePosixPath(path.relative_to(root).as_posix())
         if _outside_notebooks(rel, clones):
             continue                            # the course's own files in a student's clone
@@ -321,26 +346,31 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
             candidates.append(Candidate(str(rel), path, path.name, [], None, "", 0.0, how=LINK))
             continue
         ids, hint, filename, lms = _identify(rel, gradescope, roster, assignment_names)
-        late = lms == "canvas-late"
-        lms = "canvas" if late else lms
-        mtime = times.get(path, path.stat().st_mtime)
+        is_late = lms == "canvas-late"
+        lms = "canvas" if is_late else lms
+        mtime = entry[path]
+        uploaded = None if (lms in DOWNLOAD_TIMES or same_time) else mtime
         for part in rel.parts:                  # Gradescope's own upload time wins
-            mtime = created.get(part, mtime)
+            if part in created:
+                mtime = uploaded = created[part]
+        when = {"uploaded": uploaded,
+                "downloaded": downloaded if lms in DOWNLOAD_TIMES else None}
         if filename.lower().endswith(".zip") and ids and zipfile.is_zipfile(path):
             inner_root = work / "inner" / str(len(candidates)) / path.name
             try:
                 inner_times = _safe_extract(path, inner_root, "student")
             except ZipRefused as exc:             # kept as it is, with the reason
                 candidates.append(Candidate(str(rel), path, filename, [], hint, lms, mtime,
-                                            how=f"not unpacked: {exc}"))
+                                            how=f"not unpacked: {exc}", **when))
                 continue
             for inner in sorted(inner_times):
                 inner_rel = inner.relative_to(inner_root).as_posix()
                 candidates.append(Candidate(f"{rel}!{inner_rel}", inner, inner.name, list(ids),
-                                            None, lms, mtime, late=late))
+                                            None, lms, mtime, late=is_late, **when))
             # the zip itself is kept too (never lose a file)
-        candidates.append(Candidate(str(rel), path, filename, ids, hint, lms, mtime, late=late))
-    return candidates
+        candidates.append(Candidate(str(rel), path, filename, ids, hint, lms, mtime,
+                                    late=is_late, **when))
+    return candidates, warnings
 
 
 # --------------------------------------------------------------------------- placing
@@ -368,7 +398,11 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
     times = late.read_submissions(out)        # earlier downloads' upload times
     prefer = _newer if keep == "latest" else (lambda a, b: _newer(b, a))
     with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
-        candidates = read_download(download, Path(tmp), roster, {a for a, _ in course})
+        candidates, warnings = read_download(download, Path(tmp), roster,
+                                             {a for a, _ in course})
+        for warning in warnings:
+            print(f"collect: warning: {safe_text.terminal(download.name)}: {warning}",
+                  file=sys.stderr)
         unmatched: list[tuple[Candidate, str]] = []
         chosen: dict[tuple[str, str, str], Candidate] = {}
         for cand in candidates:
@@ -409,27 +443,29 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
             dest = out / rel
             data = cand.path.read_bytes()
             row = {"student_id": sid, "assignment": assignment, "notebook": notebook,
-                   "submitted_at": late.iso(cand.mtime), "lms_late": "yes" if cand.late else "",
-                   "source": cand.origin}
+                   "submitted_at": late.iso(cand.uploaded) if cand.uploaded is not None else "",
+                   "downloaded_at": (late.iso(cand.downloaded) if cand.downloaded is not None
+                                     else ""),
+                   "lms_late": "yes" if cand.late else "", "source": cand.origin}
             if dest.exists():
                 if dest.read_bytes() == data:
                     outcomes.append(Outcome(cand.origin, "already there", rel.as_posix(), cand.how))
                     continue
-                before = times.get((sid, assignment, notebook), {}).get("submitted_at", "")
-                if not before:
+                known = times.get((sid, assignment, notebook), {})
+                before, later = _order(row, known)
+                if later is None:
                     unmatched.append((cand, f"{rel.as_posix()} already holds a different file "
                                             "of unknown upload time; not overwritten"))
                     continue
-                later = late.parse_time(row["submitted_at"]) > late.parse_time(before)
                 if later != (keep == "latest"):
                     unmatched.append((cand, f"{rel.as_posix()} already holds the "
                                             f"{'later' if keep == 'latest' else 'earlier'} "
-                                            f"upload ({before}); not overwritten"))
+                                            f"file ({before}); not overwritten"))
                     continue
-                old = _keep(dest, out, Path(UNMATCHED) / "replaced" / before.replace(":", "")
-                            / rel)
+                old = _keep(dest, out, Path(UNMATCHED) / "replaced"
+                            / before.split(" ")[-1].replace(":", "") / rel)
                 outcomes.append(Outcome(cand.origin, "placed", rel.as_posix(),
-                                        f"{cand.how}; replaces the upload of {before} "
+                                        f"{cand.how}; replaces {before} "
                                         f"(moved to {old.as_posix()})"))
                 dest.unlink()
             else:
@@ -447,8 +483,8 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
             rel = Path(UNMATCHED) / Path(*PurePosixPath(cand.origin.replace("!", ".contents/")).parts)
             rel = _keep(cand.path, out, rel)
             outcomes.append(Outcome(cand.origin, "unmatched", rel.as_posix(), reason))
-    _write_report(outcomes, out / REPORT)
-    _write_report(outcomes, _download_report(out, download))
+    _write_report(outcomes, out / REPORT, warnings)
+    _write_report(outcomes, _download_report(out, download), warnings)
     _write_roster(roster, out / ROSTER)
     late.write_submissions(out, times)
     return outcomes
@@ -490,10 +526,27 @@ def _newer(a: Candidate, b: Candidate) -> bool:
         b.mtime, resubmission_number(b.filename), _natural(b.origin))
 
 
-def _write_report(outcomes: list[Outcome], path: Path) -> None:
+def _order(row: dict, known: dict) -> tuple[str, bool | None]:
+    """``(what the file in place was, whether ``row`` is the later one)``; ``None``:
+    unknown. Two upload times compare; else two downloads' times (a Canvas or Moodle
+    download holds each student's current submission as of the download, so the later
+    download's file is the later one)."""
+    if row["submitted_at"] and known.get("submitted_at"):
+        return f"the upload of {known['submitted_at']}", (
+            late.parse_time(row["submitted_at"]) > late.parse_time(known["submitted_at"]))
+    if (row["downloaded_at"] and known.get("downloaded_at")
+            and not known.get("submitted_at")):
+        return f"the file of the download of {known['downloaded_at']}", (
+            late.parse_time(row["downloaded_at"]) > late.parse_time(known["downloaded_at"]))
+    return "", None
+
+
+def _write_report(outcomes: list[Outcome], path: Path, warnings: list[str] = ()) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = safe_text.writer(f)
         writer.writerow(["source", "status", "where", "reason"])
+        for warning in warnings:                # about the download as a whole
+            writer.writerow(["", "warning", "", warning])
         for o in sorted(outcomes, key=lambda o: (o.status != "unmatched", o.origin)):
             writer.writerow([o.origin, o.status, o.where, o.reason])
 
