@@ -93,3 +93,99 @@ def test_canvas_lateness_is_its_late_mark_not_the_entry_times(tmp_path):
     assert float(grades["4712"][NB]) == pytest.approx(full * 0.9)
     late = rows(out / "late.csv")
     assert [(r["student_id"], r["days_late"]) for r in late] == [("4712", "1")]
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+def zipped_folder(real: bytes, checkpoint: bytes) -> bytes:
+    """What a student's "compress this folder" makes of a Jupyter folder: the notebook
+    and Jupyter's autosave ``.ipynb_checkpoints/<name>-checkpoint.ipynb``, same times."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in ((f"hw1/{NB}.ipynb", real),
+                           (f"hw1/.ipynb_checkpoints/{NB}-checkpoint.ipynb", checkpoint)):
+            zf.writestr(zipfile.ZipInfo(name, date_time=(2026, 10, 1, 22, 0, 0)), data)
+    return buf.getvalue()
+
+
+def assert_checkpoints_unmatched(done, out: Path, placed: dict[str, str]) -> None:
+    for student, tag in placed.items():
+        assert tag_of(out / student / NB / f"{NB}.ipynb") == tag, student
+    checkpoints = {k: r for k, r in report(out).items() if ".ipynb_checkpoints" in k}
+    assert len(checkpoints) == len(placed), checkpoints
+    for source, row in checkpoints.items():
+        assert row["status"] == "unmatched", row
+        assert "checkpoint" in row["reason"], row
+        assert (out / row["where"]).is_file()
+        assert f"{source}: " in done.stdout             # and reported
+
+
+def test_canvas_checkpoints_are_never_matched(tmp_path):
+    download = canvas.download(tmp_path / "canvas.zip", [
+        canvas.Student(4711, "Doe, Jane", [("hw1.zip", zipped_folder(nb("jane"), nb("ckpt")))]),
+    ], DOWNLOADED)
+    out = tmp_path / "subs"
+    done = collect(download, out, tmp_path / "tmp")
+    assert_checkpoints_unmatched(done, out, {"4711": "jane"})
+
+
+def test_moodle_checkpoints_are_never_matched(tmp_path):
+    download = moodle.download(tmp_path / "moodle.zip", [
+        moodle.Student(4411, "Jane Doe", [("hw1.zip", zipped_folder(nb("jane"), nb("ckpt")))]),
+        moodle.Student(4412, "Bob Smith", [            # a folder kept in the file area
+            (f"hw1/{NB}.ipynb", nb("bob")),
+            (f"hw1/.ipynb_checkpoints/{NB}-checkpoint.ipynb", nb("ckpt"))]),
+    ], DOWNLOADED)
+    out = tmp_path / "subs"
+    done = collect(download, out, tmp_path / "tmp")
+    assert_checkpoints_unmatched(done, out, {"4411": "jane", "4412": "bob"})
+
+
+def test_gradescope_checkpoints_are_never_matched(tmp_path):
+    def who(name, sid):
+        return [gradescope.Submitter(name, f"{sid}@uni.edu", sid)]
+    download = gradescope.download(tmp_path / "gs.zip", [
+        gradescope.Submission(1001, who("Jane Doe", "S1"), DEADLINE - timedelta(hours=3), [
+            ("hw1.zip", zipped_folder(nb("jane"), nb("ckpt")))]),
+        gradescope.Submission(1002, who("Bob Smith", "S2"), DEADLINE - timedelta(hours=2), [
+            (f"{NB}.ipynb", nb("bob")),
+            (f".ipynb_checkpoints/{NB}-checkpoint.ipynb", nb("ckpt"))]),
+    ], DOWNLOADED)
+    out = tmp_path / "subs"
+    done = collect(download, out, tmp_path / "tmp")
+    assert_checkpoints_unmatched(done, out, {"S1": "jane", "S2": "bob"})
+
+
+# --------------------------------------------------------------------------- Moodle naming
+
+@pytest.mark.parametrize("folders,blind", [(True, False), (False, False), (True, True)])
+def test_moodle_download_as_moodle_names_it(tmp_path, folders, blind):
+    """downloader.php's names: ``Jane Doe_4411_assignsubmission_file/<file>`` (the
+    default, no trailing ``_`` since Moodle 4.1), flat ``..._file_<file>`` files, and
+    ``Participant_<id>`` with blind marking. The student id is the participant id;
+    online text is kept, unmatched; no upload time is taken from the entry times."""
+    download = moodle.download(tmp_path / "moodle.zip", [
+        moodle.Student(4411, "Jane Doe", [(f"{NB}.ipynb", nb("jane"))], onlinetext="<p>hi</p>"),
+        moodle.Student(4412, "Bob_Smith", [("02_softmax.ipynb", nb("bob"))]),
+    ], DOWNLOADED, folders=folders, blind=blind)
+    out = tmp_path / "subs"
+    done = collect(download, out, tmp_path / "tmp")
+    assert tag_of(out / "4411" / NB / f"{NB}.ipynb") == "jane"
+    assert tag_of(out / "4412" / "02_softmax" / "02_softmax.ipynb") == "bob"
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith("_")) == ["4411", "4412"]
+    unmatched = [r for r in report(out).values() if r["status"] == "unmatched"]
+    assert [r["reason"] for r in unmatched] == ["not a notebook"]     # the online text
+    roster = {r["student_id"]: r for r in rows(out / "_roster.csv")}
+    assert roster["4412"]["name"] == ("Participant" if blind else "Bob Smith")
+    assert {r["submitted_at"] for r in rows(out / "_submissions.csv")} == {""}
+    assert "entry times are the download's" in done.stderr
+
+
+def test_moodle_before_4_1_folders_with_a_trailing_underscore(tmp_path):
+    download = tmp_path / "moodle"
+    folder = download / "Jane Doe_4411_assignsubmission_file_"
+    folder.mkdir(parents=True)
+    (folder / f"{NB}.ipynb").write_bytes(nb("jane"))
+    out = tmp_path / "subs"
+    collect(download, out, tmp_path / "tmp")
+    assert tag_of(out / "4411" / NB / f"{NB}.ipynb") == "jane"

@@ -62,10 +62,18 @@ REPORT = "_collect_report.csv"
 REPORTS = "_collect_reports"
 KEEP = ("latest", "first")
 ROSTER = "_roster.csv"
+CHECKPOINTS = ".ipynb_checkpoints"
+CHECKPOINT = ("a Jupyter checkpoint (under .ipynb_checkpoints/): Jupyter's autosave, "
+              "not the notebook handed in")
 ROSTER_COLUMNS = ["student_id", "name", "email", "sid", "lms"]
 
 CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.I)
-MOODLE = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assign(?:submission|feedback)_\w+?_(?P<file>.*)$")
+#: Moodle (mod/assign/classes/downloader.php, get_student_prefix and
+#: load_submissionplugin_filelist): ``<full name, "_" made " ">_<participant id>`` then
+#: ``_assignsubmission_<plugin>``, a folder (``/`` and the file's path; Moodle before
+#: 4.1 added a ``_``), or with ``_<file name>`` a flat file.
+MOODLE = re.compile(r"^(?P<name>[^_/]+)_(?P<pid>\d+)_assign(?:submission|feedback)_"
+                    r"(?P<type>[a-z0-9]+?)(?:_(?P<file>.*))?$")
 GRADESCOPE_DIR = re.compile(r"^submission_(?P<id>\d+)$")
 RESUBMISSION = re.compile(r"(?:-(\d+)| ?\((\d+)\))$")
 #: Characters kept in a student id (the id becomes a folder name).
@@ -264,7 +272,7 @@ def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dic
             sid = safe_id(m.group("pid"))
             roster.setdefault(sid, {"student_id": sid, "name": m.group("name"), "email": "",
                                     "sid": "", "lms": "moodle"})
-            filename = parts[-1] if i < len(parts) - 1 else m.group("file")
+            filename = parts[-1] if i < len(parts) - 1 else (m.group("file") or "")
             return [sid], None, filename, "moodle"
     m = CANVAS.match(parts[-1])
     if m:
@@ -409,8 +417,12 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
             if cand.how == LINK:
                 outcomes.append(Outcome(cand.origin, "skipped", "", LINK))
                 continue
-            if "__MACOSX" in PurePosixPath(cand.origin.replace("!", "/")).parts:
+            parts = PurePosixPath(cand.origin.replace("!", "/")).parts
+            if "__MACOSX" in parts:
                 unmatched.append((cand, "macOS archive metadata, not a submission"))
+                continue
+            if CHECKPOINTS in parts:
+                unmatched.append((cand, CHECKPOINT))
                 continue
             if cand.how.startswith("not unpacked"):
                 unmatched.append((cand, cand.how))
