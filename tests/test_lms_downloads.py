@@ -189,3 +189,63 @@ def test_moodle_before_4_1_folders_with_a_trailing_underscore(tmp_path):
     out = tmp_path / "subs"
     collect(download, out, tmp_path / "tmp")
     assert tag_of(out / "4411" / NB / f"{NB}.ipynb") == "jane"
+
+
+# --------------------------------------------------------------------------- Canvas names
+
+def test_canvas_anonymous_grading_download(tmp_path):
+    """With anonymous grading content_zipper.rb names files ``anon_<anonymous id>_...``
+    (``LATE_anon_...`` when late): each is placed under ``anon_<id>``, the late one
+    flagged; the roster has no name for them."""
+    students = [canvas.Student(4711, "Doe, Jane", [(f"{NB}.ipynb", nb("a"))],
+                               anonymous_id="x7Qp2"),
+                canvas.Student(4712, "Smith, Bob", [(f"{NB}.ipynb", nb("b"))], late=True,
+                               anonymous_id="99a9Z")]
+    download = canvas.download(tmp_path / "anon.zip", students, DOWNLOADED, anonymize=True)
+    with zipfile.ZipFile(download) as zf:
+        assert sorted(zf.namelist()) == [f"LATE_anon_99a9Z_900002_{NB}.ipynb",
+                                         f"anon_x7Qp2_900001_{NB}.ipynb"]
+    out = tmp_path / "subs"
+    collect(download, out, tmp_path / "tmp")
+    assert tag_of(out / "anon_x7Qp2" / NB / f"{NB}.ipynb") == "a"
+    assert tag_of(out / "anon_99a9Z" / NB / f"{NB}.ipynb") == "b"
+    table = {r["student_id"]: r["lms_late"] for r in rows(out / "_submissions.csv")}
+    assert table == {"anon_x7Qp2": "", "anon_99a9Z": "yes"}
+    roster = {r["student_id"]: r for r in rows(out / "_roster.csv")}
+    assert roster["anon_x7Qp2"]["name"] == "" and roster["anon_x7Qp2"]["lms"] == "canvas"
+
+
+def test_canvas_names_as_content_zipper_writes_them(tmp_path):
+    """Sortable names with ``_``, digits, accents or no word characters at all, a display
+    name with characters Canvas replaces, a text entry: every file goes to its user id.
+    A name already in _roster.csv (better than Canvas's ``doejane``) is kept."""
+    students = [
+        canvas.Student(4711, "O_Brien, Ann", [(f"{NB}.ipynb", nb("ann"))]),
+        canvas.Student(4712, "Müller 2, Jürgen", [(f"{NB}.ipynb", nb("jurgen"))]),
+        canvas.Student(4713, "Doe_12_, Jane", [(f"{NB}:final?.ipynb", nb("jane"))],
+                       late=True, text_entry="<p>see file</p>"),
+        canvas.Student(4714, "!!!", [(f"{NB}.ipynb", nb("bang"))]),
+        canvas.Student(4715, "LATE, Max", [(f"{NB}.ipynb", nb("max"))]),
+    ]
+    download = canvas.download(tmp_path / "c.zip", students, DOWNLOADED)
+    with zipfile.ZipFile(download) as zf:
+        names = zf.namelist()
+    assert f"o_brienann_4711_900001_{NB}.ipynb" in names
+    assert f"doe12jane_LATE_4713_900003_{NB}_final_.ipynb" in names
+    assert f"_4714_900004_{NB}.ipynb" in names
+    out = tmp_path / "subs"
+    out.mkdir()
+    (out / "_roster.csv").write_text("student_id,name,email,sid,lms\n"
+                                     "4711,Ann O'Brien,ann@uni.edu,,\n")
+    collect(download, out, tmp_path / "tmp")
+    for uid, tag in (("4711", "ann"), ("4712", "jurgen"), ("4713", "jane"), ("4714", "bang"),
+                     ("4715", "max")):
+        assert tag_of(out / uid / NB / f"{NB}.ipynb") == tag, uid
+    table = {r["student_id"]: r["lms_late"] for r in rows(out / "_submissions.csv")}
+    assert table == {"4711": "", "4712": "", "4713": "yes", "4714": "", "4715": ""}
+    roster = {r["student_id"]: r for r in rows(out / "_roster.csv")}
+    assert roster["4711"]["name"] == "Ann O'Brien" and roster["4711"]["email"] == "ann@uni.edu"
+    assert roster["4711"]["lms"] == "canvas"                 # filled where it was empty
+    assert roster["4712"]["name"] == "müller2jürgen"         # Canvas's sortable name
+    assert roster["4715"]["name"] == "latemax"
+    assert report(out)["doe12jane_LATE_4713_text.html"]["status"] == "unmatched"

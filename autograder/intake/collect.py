@@ -67,7 +67,11 @@ CHECKPOINT = ("a Jupyter checkpoint (under .ipynb_checkpoints/): Jupyter's autos
               "not the notebook handed in")
 ROSTER_COLUMNS = ["student_id", "name", "email", "sid", "lms"]
 
-CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.I)
+#: Canvas, anonymous grading (lib/content_zipper.rb get_filename: ``anon_`` and the
+#: submission's anonymous id, lib/anonymity.rb: 5 base58 characters).
+CANVAS_ANONYMOUS = re.compile(r"^(?P<late>LATE_)?anon_(?P<anon>[1-9A-HJ-NP-Za-km-z]{5})_"
+                              r"(?P<attachment>[0-9]+)_(?P<file>.+)$")
+DIGITS = re.compile(r"[0-9]+")
 #: Moodle (mod/assign/classes/downloader.php, get_student_prefix and
 #: load_submissionplugin_filelist): ``<full name, "_" made " ">_<participant id>`` then
 #: ``_assignsubmission_<plugin>``, a folder (``/`` and the file's path; Moodle before
@@ -208,6 +212,34 @@ def _safe_extract(archive: Path, dest: Path, kind: str = "download") -> dict[Pat
     return times
 
 
+def canvas_name(name: str) -> dict | None:
+    """What a Canvas "Download submissions" file name says, or ``None`` if it is not one.
+
+    lib/content_zipper.rb builds it (``get_filename``, ``add_upload_submission``) as
+    ``<name>[_LATE]_<user id>_<attachment id>_<file name>``, ``<name>`` being the sortable
+    name lower-cased with every non-word character removed (it may hold ``_`` and
+    digits, or be empty), or ``[LATE_]anon_<anonymous id>_<attachment id>_<file name>``.
+    Read as Canvas reads it back (``Assignment#infer_comment_context_from_filename``:
+    the first two all-digit ``_``-separated parts are the user and attachment ids).
+    ``LATE`` is upper case and a name never is (Canvas lower-cases it)."""
+    m = CANVAS_ANONYMOUS.match(name)
+    if m:
+        return {"student": f"anon_{m['anon']}", "name": "", "late": bool(m["late"]),
+                "file": m["file"]}
+    parts = name.split("_")
+    for i in range(1, len(parts) - 2):
+        if DIGITS.fullmatch(parts[i]) and DIGITS.fullmatch(parts[i + 1]):
+            break
+    else:
+        return None
+    head, file = parts[:i], "_".join(parts[i + 2:])
+    is_late = head[-1] == "LATE"
+    user = "_".join(head[:-1] if is_late else head)
+    if not file or not re.fullmatch(r"\w*", user) or user != user.lower():
+        return None
+    return {"student": parts[i], "name": user, "late": is_late, "file": file}
+
+
 def _gradescope_submitters(root: Path) -> tuple[dict[str, list[dict]], dict[str, float]]:
     """``({submission folder name: [submitter, ...]}, {submission folder name: upload
     time})`` from the download's own ``submission_metadata.yml``: the one nearest its top
@@ -274,12 +306,12 @@ def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dic
                                     "sid": "", "lms": "moodle"})
             filename = parts[-1] if i < len(parts) - 1 else (m.group("file") or "")
             return [sid], None, filename, "moodle"
-    m = CANVAS.match(parts[-1])
-    if m:
-        sid = safe_id(m.group("uid"))
-        roster.setdefault(sid, {"student_id": sid, "name": m.group("name"), "email": "", "sid": "",
+    c = canvas_name(parts[-1])
+    if c:
+        sid = safe_id(c["student"])
+        roster.setdefault(sid, {"student_id": sid, "name": c["name"], "email": "", "sid": "",
                                 "lms": "canvas"})
-        return [sid], None, m.group("file"), "canvas-late" if m.group("late") else "canvas"
+        return [sid], None, c["file"], "canvas-late" if c["late"] else "canvas"
     if (len(parts) >= 4 and parts[-3] == "notebooks"
             and parts[-2] in assignment_names):   # <student>/notebooks/<assignment>/<file>
         return [safe_id(parts[-4])], parts[-2], parts[-1], "git"    # a clone of the bundle
@@ -568,7 +600,11 @@ def _write_roster(roster: dict[str, dict], path: Path) -> None:
     if path.exists():
         with open(path, newline="", encoding="utf-8") as f:
             existing = {row["student_id"]: row for row in csv.DictReader(f)}
-    existing.update(roster)
+    for sid, row in roster.items():   # what the roster already has stays (a name the
+        kept = existing.setdefault(sid, {})   # instructor wrote is better than Canvas's)
+        for column in ROSTER_COLUMNS:
+            if not kept.get(column):
+                kept[column] = row.get(column, "")
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = safe_text.DictWriter(f, ROSTER_COLUMNS, extrasaction="ignore")
         writer.writeheader()
