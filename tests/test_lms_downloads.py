@@ -249,3 +249,53 @@ def test_canvas_names_as_content_zipper_writes_them(tmp_path):
     assert roster["4712"]["name"] == "müller2jürgen"         # Canvas's sortable name
     assert roster["4715"]["name"] == "latemax"
     assert report(out)["doe12jane_LATE_4713_text.html"]["status"] == "unmatched"
+
+
+# --------------------------------------------------------------------------- the Git route
+
+def clone(repos: Path, student: str, notebooks: dict[str, bytes]) -> Path:
+    """A student's clone of the bundle: ``.git``, the course's files, ``notebooks/``."""
+    root = repos / student
+    (root / ".git" / "objects").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "README.md").write_text("homework\n")
+    for rel, data in notebooks.items():
+        (root / "notebooks" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "notebooks" / rel).write_bytes(data)
+    return root
+
+
+def test_nothing_inside_a_clone_names_another_student(tmp_path):
+    """Issue 23: the student id is the clone's folder name. Alice plants, inside her own
+    clone, files laid out as Bob's (folders, a nested clone), Dave's, a Moodle folder
+    and a Canvas name: none is graded as anyone else's, none replaces her own work, and
+    Bob's real notebook stays Bob's."""
+    repos = tmp_path / "repos"
+    soft = "02_softmax/02_softmax.ipynb"
+    alice = clone(repos, "alice", {
+        f"{NB}/{NB}.ipynb": nb("alice-1"), soft: nb("alice-2"),
+        f"bob/{soft}": nb("planted"),
+        f"dave/notebooks/{soft}": nb("planted"),
+        "Bob Smith_4412_assignsubmission_file/02_softmax.ipynb": nb("planted"),
+        "smithbob_LATE_4412_900001_02_softmax.ipynb": nb("planted"),
+        "02_softmax/notes/02_softmax_final.ipynb": nb("planted"),
+    })
+    inner = clone(alice / "notebooks", "bob", {soft: nb("planted")})   # a clone in a clone
+    assert (inner / ".git").is_dir()
+    clone(repos, "bob", {soft: nb("bob-2")})
+    out = tmp_path / "subs"
+    done = collect(repos, out, tmp_path / "tmp")
+    assert tag_of(out / "bob" / "02_softmax" / "02_softmax.ipynb") == "bob-2"
+    assert tag_of(out / "alice" / "02_softmax" / "02_softmax.ipynb") == "alice-2"
+    assert tag_of(out / "alice" / NB / f"{NB}.ipynb") == "alice-1"
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith("_")) == ["alice", "bob"]
+    placed = {p.relative_to(out).as_posix() for p in out.glob("*/*/*.ipynb")
+              if not p.relative_to(out).parts[0].startswith("_")}
+    assert placed == {f"alice/{NB}/{NB}.ipynb", f"alice/{soft}", f"bob/{soft}"}
+    planted = [r for r in report(out).values() if r["source"].startswith("alice/")
+               and r["status"] == "unmatched"]
+    assert all("alice's clone" in r["reason"] for r in planted), planted
+    planted = [r for r in planted if r["source"].endswith(".ipynb")]
+    assert len(planted) == 6, planted     # the other two: the inner clone's HEAD, README
+    assert all(tag_of(out / r["where"]) == "planted" for r in planted)
+    assert "4412" not in done.stdout.split("not matched")[0]

@@ -58,6 +58,7 @@ from autograder import safe_text
 
 UNMATCHED = "_unmatched"
 LINK = "a symbolic link: not followed, not copied"
+REFUSED = "refused: "
 REPORT = "_collect_report.csv"
 REPORTS = "_collect_reports"
 KEEP = ("latest", "first")
@@ -284,9 +285,14 @@ def _gradescope_time(value) -> float:
 
 
 def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dict[str, dict],
-              assignment_names: set[str]) -> tuple[list[str], str | None, str, str]:
-    """``(student ids, assignment folder hint, file name, lms)`` for a path in the download
-    (``lms`` is ``canvas-late`` for a file Canvas flagged late)."""
+              assignment_names: set[str], clones: set[PurePosixPath] = frozenset(),
+              ) -> tuple[list[str], str | None, str, str, str]:
+    """``(student ids, assignment folder hint, file name, lms, refusal)`` for a path in
+    the download (``lms`` is ``canvas-late`` for a file Canvas flagged late, ``course``
+    for the course's own files in a student's clone; ``refusal``, when not empty, says
+    why the file is not placed). The outermost folder that names a student owns
+    everything under it: nothing inside a Moodle or Gradescope folder, or inside a
+    student's clone, is read as naming another student."""
     parts = rel.parts
     for i, part in enumerate(parts):
         m = GRADESCOPE_DIR.match(part)
@@ -298,28 +304,47 @@ def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dic
                                         "email": s.get("email", ""), "sid": s.get("sid", ""),
                                         "lms": "gradescope"})
                 ids.append(sid)
-            return ids or [safe_id(part)], None, parts[-1], "gradescope"
+            return ids or [safe_id(part)], None, parts[-1], "gradescope", ""
         m = MOODLE.match(part)
         if m:
             sid = safe_id(m.group("pid"))
             roster.setdefault(sid, {"student_id": sid, "name": m.group("name"), "email": "",
                                     "sid": "", "lms": "moodle"})
             filename = parts[-1] if i < len(parts) - 1 else (m.group("file") or "")
-            return [sid], None, filename, "moodle"
+            return [sid], None, filename, "moodle", ""
+        if i < len(parts) - 1 and PurePosixPath(*parts[:i + 1]) in clones:
+            return _in_clone(parts[i], parts[i + 1:], assignment_names)
     c = canvas_name(parts[-1])
     if c:
         sid = safe_id(c["student"])
         roster.setdefault(sid, {"student_id": sid, "name": c["name"], "email": "", "sid": "",
                                 "lms": "canvas"})
-        return [sid], None, c["file"], "canvas-late" if c["late"] else "canvas"
+        return [sid], None, c["file"], "canvas-late" if c["late"] else "canvas", ""
     if (len(parts) >= 4 and parts[-3] == "notebooks"
             and parts[-2] in assignment_names):   # <student>/notebooks/<assignment>/<file>
-        return [safe_id(parts[-4])], parts[-2], parts[-1], "git"    # a clone of the bundle
+        return [safe_id(parts[-4])], parts[-2], parts[-1], "git", ""   # a clone without .git
     if len(parts) >= 3 and parts[-2] in assignment_names:   # .../<student>/<assignment>/<file>
-        return [safe_id(parts[-3])], parts[-2], parts[-1], "folders"
+        return [safe_id(parts[-3])], parts[-2], parts[-1], "folders", ""
     if len(parts) >= 2 and parts[-2] not in assignment_names:  # .../<student>/<file>
-        return [safe_id(parts[-2])], None, parts[-1], "folders"
-    return [], None, parts[-1], ""
+        return [safe_id(parts[-2])], None, parts[-1], "folders", ""
+    return [], None, parts[-1], "", ""
+
+
+def _in_clone(folder: str, inside: tuple[str, ...], assignment_names: set[str],
+              ) -> tuple[list[str], str | None, str, str, str]:
+    """A file of a student's clone (the Git route): the student is the clone's folder
+    name, and only ``notebooks/<assignment>/<notebook>`` is a place of the bundle.
+    Anything else under ``notebooks/`` is the student's own (however it is named: a
+    folder ``bob/``, a Moodle or Canvas name, a clone in the clone) and is not placed;
+    outside ``notebooks/`` are the course's files (``lms`` ``course``), not copied."""
+    sid = safe_id(folder)
+    if len(inside) < 2 or inside[0] != "notebooks":
+        return [sid], None, inside[-1], "course", ""
+    if len(inside) == 3 and inside[1] in assignment_names:
+        return [sid], inside[1], inside[2], "git", ""
+    return [sid], None, inside[-1], "git", (
+        f"in {sid}'s clone, but not at notebooks/<assignment>/<notebook>.ipynb: a clone's "
+        "files are its owner's, and only the bundle's places are graded")
 
 
 def _clones(root: Path) -> set[PurePosixPath]:
@@ -332,17 +357,6 @@ def _clones(root: Path) -> set[PurePosixPath]:
         if (folder / "notebooks").is_dir() and not (folder / "notebooks").is_symlink():
             found.add(PurePosixPath(folder.relative_to(root).as_posix()))
     return found
-
-
-def _outside_notebooks(rel: PurePosixPath, clones: set[PurePosixPath]) -> bool:
-    """Whether ``rel`` lies in a clone but not under its ``notebooks/`` (its ``.git``, the
-    course's helpers, README...): such files are the course's, not the student's answers,
-    and are not copied."""
-    for clone in clones:
-        if rel.is_relative_to(clone):
-            inside = rel.relative_to(clone).parts
-            return not (len(inside) >= 2 and inside[0] == "notebooks")
-    return False
 
 
 #: LMSs whose zips stamp every entry with the download's time, never the upload's:
@@ -380,12 +394,17 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
     candidates = []
     for path in files:
         rel = PurePosixPath(path.relative_to(root).as_posix())
-        if _outside_notebooks(rel, clones):
+        ids, hint, filename, lms, refusal = _identify(rel, gradescope, roster,
+                                                      assignment_names, clones)
+        if lms == "course":
             continue                            # the course's own files in a student's clone
         if path.is_symlink():                   # a clone may hold links: never follow them
             candidates.append(Candidate(str(rel), path, path.name, [], None, "", 0.0, how=LINK))
             continue
-        ids, hint, filename, lms = _identify(rel, gradescope, roster, assignment_names)
+        if refusal:
+            candidates.append(Candidate(str(rel), path, filename, [], hint, lms, entry[path],
+                                        how=f"{REFUSED}{refusal}"))
+            continue
         is_late = lms == "canvas-late"
         lms = "canvas" if is_late else lms
         mtime = entry[path]
@@ -395,7 +414,8 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
                 mtime = uploaded = created[part]
         when = {"uploaded": uploaded,
                 "downloaded": downloaded if lms in DOWNLOAD_TIMES else None}
-        if filename.lower().endswith(".zip") and ids and zipfile.is_zipfile(path):
+        if (filename.lower().endswith(".zip") and ids and lms != "git"   # a clone: notebooks
+                and zipfile.is_zipfile(path)):                             # only
             inner_root = work / "inner" / str(len(candidates)) / path.name
             try:
                 inner_times = _safe_extract(path, inner_root, "student")
@@ -459,7 +479,11 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
             if cand.how.startswith("not unpacked"):
                 unmatched.append((cand, cand.how))
                 continue
-            if cand.filename.lower().endswith(".zip") and cand.student_ids and zipfile.is_zipfile(cand.path):
+            if cand.how.startswith(REFUSED):
+                unmatched.append((cand, cand.how[len(REFUSED):]))
+                continue
+            if (cand.filename.lower().endswith(".zip") and cand.student_ids
+                    and cand.lms != "git" and zipfile.is_zipfile(cand.path)):
                 unmatched.append((cand, "a zip file: its notebooks were taken out and matched"))
                 continue
             if not cand.student_ids:
