@@ -299,3 +299,39 @@ def test_nothing_inside_a_clone_names_another_student(tmp_path):
     assert len(planted) == 6, planted     # the other two: the inner clone's HEAD, README
     assert all(tag_of(out / r["where"]) == "planted" for r in planted)
     assert "4412" not in done.stdout.split("not matched")[0]
+
+
+# --------------------------------------------------------------------------- hostile names
+
+def test_names_on_the_new_routes_stay_inert(tmp_path):
+    """Anything read from a file name is hostile: an anonymous Canvas upload, a Moodle
+    full name and a clone's folder name that are spreadsheet formulas and terminal
+    escapes come out escaped on the terminal and inert in every CSV collect writes."""
+    evil = "=HYPERLINK(\"http://evil.example\")\x1b]0;pwned\x07\x1b[2J"
+    download = tmp_path / "dl"
+    download.mkdir()
+    for name, data in canvas.member_names([canvas.Student(
+            1, "x", [(f"{evil}.ipynb", nb("c")), (f"{NB}.ipynb", nb("c1"))],
+            anonymous_id="x7Qp2")], anonymize=True):
+        (download / name).write_bytes(data)
+    moodle_name = "=SUM(1+1) \x1b]0;pwned\x07\x1b[2J"     # no \\ / : * ? " < > | (Moodle's
+    for name, data in moodle.member_names([moodle.Student(4411, moodle_name, [  # clean_filename)
+            (f"{NB}.ipynb", nb("m")), (f"{evil}.txt", b"x")])]):
+        (download / name).parent.mkdir(parents=True, exist_ok=True)
+        (download / name).write_bytes(data)
+    clone(download, f"+{evil}".replace("/", " "), {f"{NB}/{NB}.ipynb": nb("g"),
+                                                   f"{NB}/{evil}.ipynb": nb("x")})
+    out = tmp_path / "subs"
+    done = collect(download, out, tmp_path / "tmp")
+    for stream in (done.stdout, done.stderr):
+        assert "\x1b" not in stream and "\x07" not in stream
+    assert "\\x1b]0;pwned\\x07" in done.stdout
+    assert tag_of(out / "anon_x7Qp2" / NB / f"{NB}.ipynb") == "c1"
+    assert tag_of(out / "4411" / NB / f"{NB}.ipynb") == "m"
+    [git] = [p for p in out.iterdir() if "HYPERLINK" in p.name]
+    assert tag_of(git / NB / f"{NB}.ipynb") == "g"
+    cells = [c for name in ("_collect_report.csv", "_roster.csv", "_submissions.csv")
+             for row in csv.reader(open(out / name, newline="", encoding="utf-8")) for c in row]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@")], cells
+    roster = {r["student_id"]: r for r in rows(out / "_roster.csv")}
+    assert roster["4411"]["name"].startswith("'=SUM")       # kept, but inert
