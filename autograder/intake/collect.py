@@ -1,27 +1,45 @@
 """Turn an LMS download into the submissions layout ``<student_id>/<assignment>/<notebook>.ipynb``.
 
 ``python -m autograder collect DOWNLOAD --out SUBMISSIONS`` reads a zip file or a folder
-and recognises how these name their files:
+and recognises how these name their files (tests/lms/ builds each from the LMS's source,
+cited there and in docs/grading.md):
 
-* Canvas ("Download submissions"): ``<name>_<user id>_<submission id>_<file name>``,
-  with ``_LATE`` after the name for late work, and ``-1``, ``-2`` appended to the file
-  name when a student uploaded a file of the same name again. Student id: the user id.
-* Moodle ("Download all submissions"): a folder or file prefix
-  ``<Full Name>_<participant id>_assignsubmission_file_``. Student id: the participant id.
+* Canvas ("Download submissions", ``lib/content_zipper.rb``):
+  ``<name>[_LATE]_<user id>_<attachment id>_<file name>``, ``<name>`` the sortable name
+  lower-cased with non-word characters removed; with anonymous grading
+  ``[LATE_]anon_<anonymous id>_<attachment id>_<file name>``. A file re-uploaded under
+  the same name is ``-1``, ``-2``. Student id: the user id, or ``anon_<anonymous id>``.
+  Late: Canvas's ``LATE`` mark.
+* Moodle ("Download all submissions", ``mod/assign/classes/downloader.php``): a folder
+  ``<Full Name>_<participant id>_assignsubmission_file`` (``..._file_`` before Moodle
+  4.1) or a file prefix ``<Full Name>_<participant id>_assignsubmission_file_``. Student
+  id: the participant id.
 * Gradescope ("Export submissions"): ``submission_<id>/`` folders and a
   ``submission_metadata.yml`` listing each submission's submitters. Student id: the
   submitter's SID, else the e-mail, else ``submission_<id>``; a group submission is
-  copied to every member.
+  copied to every member. Upload time: its ``created_at``.
 * Already laid out: ``<student>/<assignment>/<notebook>.ipynb`` or ``<student>/<notebook>.ipynb``.
 * Students' clones of the homework bundle's repository (the Git route of
   docs/homework.md): ``<student>/notebooks/<assignment>/<notebook>.ipynb``, the folder
-  holding ``.git``. Student id: the clone's folder name. Only its ``notebooks/`` is read;
-  its ``.git`` and the course's own files are not copied, and git is never run. The
-  upload time of such a file is the time it was cloned: clone at the deadline.
+  holding ``.git``. Student id: the clone's folder name, for everything inside it:
+  files elsewhere under its ``notebooks/`` (``notebooks/bob/...``, a Moodle or Canvas
+  name, a clone inside the clone) are not placed, and nothing in a clone names another
+  student. Its ``.git`` and the course's own files are not copied, and git is never run.
+  The upload time of such a file is the time it was cloned: clone at the deadline.
+
+The outermost folder that names a student (a Gradescope or Moodle folder, a clone) owns
+every file under it. Upload times: Canvas and Moodle zips stamp every entry with the
+time of the download (rubyzip's ``Entry`` defaults to ``DOSTime.now``; ZipStream's file
+options to ``new DateTime()``), so their entry times are never taken as upload times;
+``_submissions.csv`` records the download's time instead, and the later of two
+downloads holds the later file. When every file of a download has the same time,
+collect says so (stderr and ``_collect_report.csv``) and does not use it as an upload
+time in any layout.
 
 A zip inside a submission (a student who zipped their notebooks) is opened and its
 notebooks are matched as files of that student (its other files are kept in
-``_unmatched/<zip name>.contents/``). The course notebook a file is matched to
+``_unmatched/<zip name>.contents/``). Files under ``.ipynb_checkpoints/`` (Jupyter's
+autosaves) are never matched. The course notebook a file is matched to
 is found by its name: the same name as a notebook of ``solutions/``, a name that contains
 it (``01_dot_products_jane.ipynb``), or the same leading number (``01_answers.ipynb``)
 when only one notebook has that number.
@@ -36,8 +54,9 @@ two files for the same notebook, the later upload is placed (upload time, then t
 into the same SUBMISSIONS the same rule holds (a late resubmission in a second download
 replaces the first file, which moves to ``_unmatched/replaced/``); a different file of
 unknown upload time is never overwritten. ``SUBMISSIONS/_roster.csv`` records the names,
-e-mails and ids the download gave; ``SUBMISSIONS/_submissions.csv`` the upload time and
-the LMS's late flag of every placed notebook (:mod:`autograder.results.late`).
+e-mails and ids the download gave (a value already there is kept);
+``SUBMISSIONS/_submissions.csv`` the upload time, the download's time and the LMS's late
+flag of every placed notebook (:mod:`autograder.results.late`).
 """
 
 from __future__ import annotations
