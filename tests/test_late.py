@@ -186,3 +186,33 @@ def test_export_applies_the_late_policy_end_to_end(tmp_path):
     run("export", str(out), "--format", "canvas", "--assignments", NB)   # no policy: raw
     grades = {r["ID"]: r for r in rows(out / "canvas_grades.csv") if r["ID"]}
     assert float(grades["33"][NB]) == pytest.approx(full)
+
+
+def test_folder_times_are_upload_times_unless_all_the_same(tmp_path, solutions, capsys):
+    """A folder the instructor made: its files' times are read as upload times, unless
+    every file carries the same one (a copy, an unzip of a re-zipped folder): then collect
+    warns and records no upload time rather than the copy's."""
+    import os as _os
+
+    def folder(name: str, stamps: dict[str, int]) -> Path:
+        root = tmp_path / name
+        for student, stamp in stamps.items():
+            path = root / student / NB / f"{NB}.ipynb"
+            path.parent.mkdir(parents=True)
+            path.write_bytes(nb(student))
+            _os.utime(path, (stamp, stamp))
+        return root
+
+    day = int(datetime(2026, 10, 1, 12, 0, tzinfo=timezone.utc).timestamp())
+    out = tmp_path / "a"
+    assert main(["collect", str(folder("varied", {"jane": day, "bob": day + 3600})),
+                 "--out", str(out)]) == 0
+    table = {r["student_id"]: r["submitted_at"] for r in rows(out / late.SUBMISSIONS_CSV)}
+    assert table == {"jane": "2026-10-01T12:00:00+00:00", "bob": "2026-10-01T13:00:00+00:00"}
+    assert "warning" not in capsys.readouterr().err
+    out = tmp_path / "b"
+    assert main(["collect", str(folder("copied", {"jane": day, "bob": day})),
+                 "--out", str(out)]) == 0
+    table = {r["student_id"]: r["submitted_at"] for r in rows(out / late.SUBMISSIONS_CSV)}
+    assert table == {"jane": "", "bob": ""}
+    assert "entry times are the download's, not upload times" in capsys.readouterr().err

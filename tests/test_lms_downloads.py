@@ -179,6 +179,8 @@ def test_moodle_download_as_moodle_names_it(tmp_path, folders, blind):
     assert roster["4412"]["name"] == ("Participant" if blind else "Bob Smith")
     assert {r["submitted_at"] for r in rows(out / "_submissions.csv")} == {""}
     assert "entry times are the download's" in done.stderr
+    [warning] = [r for r in rows(out / "_collect_report.csv") if r["status"] == "warning"]
+    assert "entry times are the download's, not upload times" in warning["reason"]
 
 
 def test_moodle_before_4_1_folders_with_a_trailing_underscore(tmp_path):
