@@ -337,3 +337,36 @@ def test_names_on_the_new_routes_stay_inert(tmp_path):
     assert not [c for c in cells if c[:1] in ("=", "+", "-", "@")], cells
     roster = {r["student_id"]: r for r in rows(out / "_roster.csv")}
     assert roster["4411"]["name"].startswith("'=SUM")       # kept, but inert
+
+
+# --------------------------------------------------------------------------- Gradescope keys
+
+def test_gradescope_keys_name_the_folders_next_to_the_metadata(tmp_path):
+    """otter-grader's GradescopeParser reads every key of submission_metadata.yml as a
+    folder next to it, and its fixture (test/test-grade/gradescope-export/) has keys such
+    as ``12345_empty_file``: those are submissions too, with their created_at. A folder
+    of that name elsewhere (inside another submission) is not."""
+    root = tmp_path / "gradescope-export"
+    (root / "12345_empty_file").mkdir(parents=True)
+    (root / "12345_empty_file" / f"{NB}.ipynb").write_bytes(nb("a"))
+    (root / "submission_9" / "23456_empty_file").mkdir(parents=True)
+    (root / "submission_9" / "23456_empty_file" / f"{NB}.ipynb").write_bytes(nb("planted"))
+    (root / "submission_9" / "02_softmax.ipynb").write_bytes(nb("b"))
+    (root / "submission_metadata.yml").write_text(
+        "---\n12345_empty_file:\n  :submitters:\n  - :name: '12345'\n    :email: '12345'\n"
+        "    :sid: '12345'\n    section_name: some-class-sem-001\n"
+        "  :created_at: 2020-02-27 06:58:05.746365000 Z\n  :score: 17.5\n"
+        "  :original_filename: HW_04.pdf\n"
+        "submission_9:\n  :submitters:\n  - :name: Bob\n    :email: bob@uni.edu\n"
+        "    :sid: '23456'\n  :created_at: 2020-02-28 07:17:49.412963000 Z\n"
+        "23456_empty_file:\n  :submitters:\n  - :name: Eve\n    :sid: '99'\n")
+    out = tmp_path / "subs"
+    collect(root, out, tmp_path / "tmp")
+    assert tag_of(out / "12345" / NB / f"{NB}.ipynb") == "a"
+    assert tag_of(out / "23456" / "02_softmax" / "02_softmax.ipynb") == "b"
+    assert tag_of(out / "23456" / NB / f"{NB}.ipynb") == "planted"     # Bob's own file
+    assert not (out / "99").exists()
+    table = {(r["student_id"], r["notebook"]): r["submitted_at"]
+             for r in rows(out / "_submissions.csv")}
+    assert table[("12345", f"{NB}.ipynb")] == "2020-02-27T06:58:05+00:00"
+    assert table[("23456", "02_softmax.ipynb")] == "2020-02-28T07:17:49+00:00"

@@ -98,7 +98,6 @@ DIGITS = re.compile(r"[0-9]+")
 #: 4.1 added a ``_``), or with ``_<file name>`` a flat file.
 MOODLE = re.compile(r"^(?P<name>[^_/]+)_(?P<pid>\d+)_assign(?:submission|feedback)_"
                     r"(?P<type>[a-z0-9]+?)(?:_(?P<file>.*))?$")
-GRADESCOPE_DIR = re.compile(r"^submission_(?P<id>\d+)$")
 RESUBMISSION = re.compile(r"(?:-(\d+)| ?\((\d+)\))$")
 #: Characters kept in a student id (the id becomes a folder name).
 SAFE_ID = re.compile(r"[^A-Za-z0-9._@+-]")
@@ -261,10 +260,12 @@ def canvas_name(name: str) -> dict | None:
 
 
 def _gradescope_submitters(root: Path) -> tuple[dict[str, list[dict]], dict[str, float]]:
-    """``({submission folder name: [submitter, ...]}, {submission folder name: upload
-    time})`` from the download's own ``submission_metadata.yml``: the one nearest its top
-    (at the root or in its one top-level folder). A file of that name inside a submission
-    is a student's file, and never says who submitted what."""
+    """``({submission: [submitter, ...]}, {submission: upload time})`` from the download's
+    own ``submission_metadata.yml``: the one nearest its top (at the root or in its one
+    top-level folder). A submission is the path, in the download, of the folder (or file)
+    next to the metadata that each of its keys names (``submission_<id>``, or any name:
+    otter-grader's ``GradescopeParser`` reads every key as a folder). A file of that name
+    inside a submission is a student's file, and never says who submitted what."""
     found: dict[str, list[dict]] = {}
     created: dict[str, float] = {}
     metas = sorted(root.rglob("submission_metadata.yml"),
@@ -274,14 +275,18 @@ def _gradescope_submitters(root: Path) -> tuple[dict[str, list[dict]], dict[str,
         import yaml
 
         data = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
+        level = PurePosixPath(meta.parent.relative_to(root).as_posix())
         for key, value in data.items():
-            submitters = (value or {}).get(":submitters") or (value or {}).get("submitters") or []
-            found[str(key)] = [{str(k).lstrip(":"): ("" if v is None else str(v)) for k, v in s.items()}
-                               for s in submitters]
-            when = (value or {}).get(":created_at") or (value or {}).get("created_at")
+            if not isinstance(value, dict) or "/" in str(key) or str(key) in ("", ".", ".."):
+                continue
+            where = (level / str(key)).as_posix()
+            submitters = value.get(":submitters") or value.get("submitters") or []
+            found[where] = [{str(k).lstrip(":"): ("" if v is None else str(v))
+                             for k, v in s.items()} for s in submitters if isinstance(s, dict)]
+            when = value.get(":created_at") or value.get("created_at")
             if when:
                 try:
-                    created[str(key)] = _gradescope_time(when)
+                    created[where] = _gradescope_time(when)
                 except ValueError:
                     pass                         # no time: the zip's time stands
     return found, created
@@ -314,10 +319,10 @@ def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dic
     student's clone, is read as naming another student."""
     parts = rel.parts
     for i, part in enumerate(parts):
-        m = GRADESCOPE_DIR.match(part)
-        if m and part in gradescope:
+        submission = PurePosixPath(*parts[:i + 1]).as_posix()
+        if submission in gradescope:
             ids = []
-            for s in gradescope[part]:
+            for s in gradescope[submission]:
                 sid = safe_id(s.get("sid", "") or s.get("email", "") or part)
                 roster.setdefault(sid, {"student_id": sid, "name": s.get("name", ""),
                                         "email": s.get("email", ""), "sid": s.get("sid", ""),
@@ -428,9 +433,11 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
         lms = "canvas" if is_late else lms
         mtime = entry[path]
         uploaded = None if (lms in DOWNLOAD_TIMES or same_time) else mtime
-        for part in rel.parts:                  # Gradescope's own upload time wins
-            if part in created:
-                mtime = uploaded = created[part]
+        for i in range(len(rel.parts)):         # Gradescope's own upload time wins
+            submission = PurePosixPath(*rel.parts[:i + 1]).as_posix()
+            if lms == "gradescope" and submission in created:
+                mtime = uploaded = created[submission]
+                break
         when = {"uploaded": uploaded,
                 "downloaded": downloaded if lms in DOWNLOAD_TIMES else None}
         if (filename.lower().endswith(".zip") and ids and lms != "git"   # a clone: notebooks
