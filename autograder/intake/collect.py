@@ -14,8 +14,8 @@ cited there and in docs/grading.md):
   ``<Full Name>_<participant id>_assignsubmission_file`` (``..._file_`` before Moodle
   4.1) or a file prefix ``<Full Name>_<participant id>_assignsubmission_file_``. Student
   id: the participant id.
-* Gradescope ("Export submissions"): ``submission_<id>/`` folders and a
-  ``submission_metadata.yml`` listing each submission's submitters. Student id: the
+* Gradescope ("Export submissions"): a ``submission_metadata.yml`` listing each
+  submission's submitters, and next to it one folder per key (``submission_<id>/``). Student id: the
   submitter's SID, else the e-mail, else ``submission_<id>``; a group submission is
   copied to every member. Upload time: its ``created_at``.
 * Already laid out: ``<student>/<assignment>/<notebook>.ipynb`` or ``<student>/<notebook>.ipynb``.
