@@ -1,7 +1,8 @@
 """collect: LMS downloads (Canvas, Moodle, Gradescope, folders) -> submissions layout.
 
-The file names below follow what each LMS writes in its "download all submissions"
-archive; every test also checks that no file of the download is lost.
+The LMS downloads are built by tests/lms/ the way each LMS builds them (its source cited
+there); hostile zips (escapes, bombs) are made by hand. Every test also checks that no
+file of the download is lost.
 """
 
 from __future__ import annotations
@@ -9,12 +10,16 @@ from __future__ import annotations
 import csv
 import json
 import zipfile
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from autograder.intake import collect
 from autograder.cli import main
+from lms import canvas, gradescope, moodle
+
+WHEN = datetime(2026, 1, 2, 9, 0, tzinfo=timezone.utc)     # when a download was made
 
 
 @pytest.fixture
@@ -61,18 +66,22 @@ def test_match_notebook(solutions):
 
 
 def test_canvas_zip(tmp_path, solutions):
-    download = make_zip(tmp_path / "submissions.zip", {
-        "doejane_12345_900001_01_dot_products.ipynb": nb("jane-1-old"),
-        "doejane_LATE_12345_900002_01_dot_products-1.ipynb": nb("jane-1-new"),
-        "doejane_12345_900003_02_softmax.ipynb": nb("jane-2"),
-        "smithbob_222_900004_report.pdf": b"%PDF",
-        "smithbob_222_900005_homework.ipynb": nb("bob-?"),
-        "leeann_333_900006_notebooks.zip": make_zip(tmp_path / "inner.zip", {
-            "work/01_dot_products.ipynb": nb("ann-1"), "work/notes.txt": b"hi"}).read_bytes(),
-        "stray.ipynb": nb("nobody"),
-        "__MACOSX/._doejane_12345_900003_02_softmax.ipynb": b"\x00\x05\x16\x07",
-    }, times={"doejane_12345_900001_01_dot_products.ipynb": (2026, 1, 1, 10, 0, 0),
-              "doejane_LATE_12345_900002_01_dot_products-1.ipynb": (2026, 1, 2, 10, 0, 0)})
+    """A Canvas download as lib/content_zipper.rb makes it (tests/lms/canvas.py): Jane's
+    current submission holds two uploads of the first notebook (Canvas renamed the second
+    ``-1``), Bob's a PDF and a notebook named unlike the course's, Ann's a zip; then what
+    re-zipping on a Mac adds (``__MACOSX``) and a stray file."""
+    download = canvas.download(tmp_path / "submissions.zip", [
+        canvas.Student(12345, "Doe, Jane", [("01_dot_products.ipynb", nb("jane-1-old")),
+                                            ("01_dot_products-1.ipynb", nb("jane-1-new")),
+                                            ("02_softmax.ipynb", nb("jane-2"))], late=True),
+        canvas.Student(222, "Smith, Bob", [("report.pdf", b"%PDF"),
+                                           ("homework.ipynb", nb("bob-?"))]),
+        canvas.Student(333, "Lee, Ann", [("notebooks.zip", make_zip(tmp_path / "inner.zip", {
+            "work/01_dot_products.ipynb": nb("ann-1"), "work/notes.txt": b"hi"}).read_bytes())]),
+    ], datetime(2026, 1, 3, 9, 0, tzinfo=timezone.utc))
+    with zipfile.ZipFile(download, "a") as zf:
+        zf.writestr("stray.ipynb", nb("nobody"))
+        zf.writestr("__MACOSX/._doejane_LATE_12345_900003_02_softmax.ipynb", b"\x00\x05\x16\x07")
     out = tmp_path / "subs"
     outcomes = collect.collect(download, out, solutions)
     read = lambda p: json.loads((out / p).read_text())["tag"]  # noqa: E731
@@ -83,11 +92,13 @@ def test_canvas_zip(tmp_path, solutions):
     assert placed == ["12345/01_dot_products/01_dot_products.ipynb",
                       "12345/02_softmax/02_softmax.ipynb", "333/01_dot_products/01_dot_products.ipynb"]
     reasons = {o.origin: o.reason for o in outcomes if o.status == "unmatched"}
-    assert reasons["doejane_12345_900001_01_dot_products.ipynb"].startswith("older file for 12345/")
+    assert reasons["doejane_LATE_12345_900001_01_dot_products.ipynb"].startswith(
+        "older file for 12345/")
     assert reasons["smithbob_222_900004_report.pdf"] == "not a notebook"
-    assert "no course notebook is named like 'homework.ipynb'" in reasons["smithbob_222_900005_homework.ipynb"]
+    assert "no course notebook is named like 'homework.ipynb'" in \
+        reasons["smithbob_222_900005_homework.ipynb"]
     assert reasons["stray.ipynb"].startswith("no student")
-    assert reasons["__MACOSX/._doejane_12345_900003_02_softmax.ipynb"].startswith("macOS")
+    assert reasons["__MACOSX/._doejane_LATE_12345_900003_02_softmax.ipynb"].startswith("macOS")
     assert reasons["leeann_333_900006_notebooks.zip!work/notes.txt"] == "not a notebook"
     assert "zip" in reasons["leeann_333_900006_notebooks.zip"]
     # never lose a file: every member of the download is placed or kept in _unmatched
@@ -97,18 +108,21 @@ def test_canvas_zip(tmp_path, solutions):
     assert members <= accounted
     for o in outcomes:
         assert (out / o.where).is_file(), o
-    assert {r["source"] for r in report_rows(out)} == accounted
+    assert {r["source"] for r in report_rows(out) if r["status"] != "warning"} == accounted
     roster = {r["student_id"]: r for r in csv.DictReader(open(out / collect.ROSTER))}
     assert roster["12345"]["name"] == "doejane" and roster["12345"]["lms"] == "canvas"
 
 
 def test_moodle_folder_and_flat_files(tmp_path, solutions):
+    """Moodle's download (tests/lms/moodle.py), unzipped by the instructor: one folder
+    per student, and the flat form (downloadasfolders off)."""
     download = tmp_path / "moodle"
-    folder = download / "Jane Doe_4411_assignsubmission_file_"
-    folder.mkdir(parents=True)
-    (folder / "01_dot_products.ipynb").write_bytes(nb("jane"))
-    (download / "Bob Smith_4412_assignsubmission_file_02_softmax.ipynb").write_bytes(nb("bob"))
-    (download / "Bob Smith_4412_assignsubmission_onlinetext_onlinetext.html").write_text("<p>hi</p>")
+    for folders, student in ((True, moodle.Student(4411, "Jane Doe", [
+            ("01_dot_products.ipynb", nb("jane"))])), (False, moodle.Student(4412, "Bob Smith", [
+            ("02_softmax.ipynb", nb("bob"))], onlinetext="<p>hi</p>"))):
+        for name, data in moodle.member_names([student], folders=folders):
+            (download / name).parent.mkdir(parents=True, exist_ok=True)
+            (download / name).write_bytes(data)
     before = sorted(p.relative_to(download) for p in download.rglob("*"))
     out = tmp_path / "subs"
     outcomes = collect.collect(download, out, solutions)
@@ -116,33 +130,22 @@ def test_moodle_folder_and_flat_files(tmp_path, solutions):
     assert json.loads((out / "4411/01_dot_products/01_dot_products.ipynb").read_text())["tag"] == "jane"
     assert json.loads((out / "4412/02_softmax/02_softmax.ipynb").read_text())["tag"] == "bob"
     unmatched = [o for o in outcomes if o.status == "unmatched"]
-    assert [o.reason for o in unmatched] == ["not a notebook"]
+    assert [(o.origin, o.reason) for o in unmatched] == [
+        ("Bob Smith_4412_assignsubmission_onlinetext_onlinetext.html", "not a notebook")]
     roster = {r["student_id"]: r for r in csv.DictReader(open(out / collect.ROSTER))}
     assert roster["4411"]["name"] == "Jane Doe"
 
 
 def test_gradescope_export_with_group_submission(tmp_path, solutions):
-    metadata = """\
-submission_1001:
-  :submitters:
-  - :name: Jane Doe
-    :sid: 'S1'
-    :email: jane@uni.edu
-  :created_at: 2026-01-01 10:00:00
-submission_1002:
-  :submitters:
-  - :name: Bob Smith
-    :sid:
-    :email: bob@uni.edu
-  - :name: Ann Lee
-    :sid: 'S3'
-    :email: ann@uni.edu
-"""
-    download = make_zip(tmp_path / "export.zip", {
-        "assignment_77_export/submission_metadata.yml": metadata.encode(),
-        "assignment_77_export/submission_1001/01_dot_products.ipynb": nb("jane"),
-        "assignment_77_export/submission_1002/01_dot_products.ipynb": nb("group"),
-    })
+    at = datetime(2026, 1, 1, 10, 0, tzinfo=timezone.utc)
+    download = gradescope.download(tmp_path / "export.zip", [
+        gradescope.Submission(1001, [gradescope.Submitter("Jane Doe", "jane@uni.edu", "S1")], at,
+                              [("01_dot_products.ipynb", nb("jane"))]),
+        gradescope.Submission(1002, [gradescope.Submitter("Bob Smith", "bob@uni.edu"),
+                                     gradescope.Submitter("Ann Lee", "ann@uni.edu", "S3",
+                                                          section_name="lab-2")], at,
+                              [("01_dot_products.ipynb", nb("group"))]),
+    ], downloaded_at=datetime(2026, 1, 5, 8, 0, tzinfo=timezone.utc))
     out = tmp_path / "subs"
     outcomes = collect.collect(download, out, solutions)
     placed = sorted(o.where for o in outcomes if o.status == "placed")
@@ -156,6 +159,8 @@ submission_1002:
         "assignment_77_export/submission_metadata.yml"]
     roster = {r["student_id"]: r for r in csv.DictReader(open(out / collect.ROSTER))}
     assert roster["S1"]["email"] == "jane@uni.edu" and roster["S3"]["name"] == "Ann Lee"
+    table = {r["student_id"]: r for r in csv.DictReader(open(out / "_submissions.csv"))}
+    assert {r["submitted_at"] for r in table.values()} == {"2026-01-01T10:00:00+00:00"}
 
 
 def test_folder_layout_and_rerun_is_idempotent_and_never_overwrites(tmp_path, solutions):
@@ -196,12 +201,12 @@ def test_zip_members_cannot_escape(tmp_path, solutions):
 def test_collect_command(tmp_path, solutions, monkeypatch, capsys):
     monkeypatch.setattr(collect, "SOLUTIONS_DIR", solutions)
     monkeypatch.setattr(collect.collect, "__defaults__", (solutions, "latest"))
-    download = make_zip(tmp_path / "dl.zip", {"doejane_1_2_01_dot_products.ipynb": nb("a"),
-                                              "doejane_1_3_essay.docx": b"x"})
+    download = canvas.download(tmp_path / "dl.zip", [canvas.Student(1, "Doe, Jane", [
+        ("01_dot_products.ipynb", nb("a")), ("essay.docx", b"x")])], WHEN)
     assert main(["collect", str(download), "--out", str(tmp_path / "subs")]) == 0
     out = capsys.readouterr().out
     assert "1 notebook(s) of 1 student(s)" in out
-    assert "doejane_1_3_essay.docx: not a notebook" in out
+    assert "doejane_1_900002_essay.docx: not a notebook" in out
     assert main(["collect", str(tmp_path / "nope.zip"), "--out", str(tmp_path / "x")]) == 2
     assert "download not found" in capsys.readouterr().err
 
@@ -295,9 +300,9 @@ def test_names_that_are_formulas_are_neutralised_in_every_csv(tmp_path, solution
 def test_file_names_with_terminal_escapes_are_printed_escaped(tmp_path, solutions, capsys,
                                                               monkeypatch):
     monkeypatch.setattr(collect.collect, "__defaults__", (solutions, "latest"))
-    download = make_zip(tmp_path / "dl.zip", {
-        "doejane_1_2_01_dot_products.ipynb": nb("a"),
-        "doejane_1_3_\x1b]0;pwned\x07\x1b[2Jnotes.txt": b"x"})
+    download = canvas.download(tmp_path / "dl.zip", [canvas.Student(1, "Doe, Jane", [
+        ("01_dot_products.ipynb", nb("a")),      # Canvas keeps control characters
+        ("\x1b]0;pwned\x07\x1b[2Jnotes.txt", b"x")])], WHEN)
     assert main(["collect", str(download), "--out", str(tmp_path / "subs")]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\\x1b]0;pwned\\x07" in out
@@ -307,12 +312,11 @@ def test_a_zip_bomb_inside_a_submission_is_not_unpacked(tmp_path, solutions):
     bomb = tmp_path / "bomb.zip"
     with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("zeros.bin", b"\0" * (64 * 1024 ** 2))        # 64 MB -> ~64 KB
-    download = make_zip(tmp_path / "dl.zip", {
-        "doejane_1_2_01_dot_products.ipynb": nb("a"),
-        "doejane_1_3_extras.zip": bomb.read_bytes()})
+    download = canvas.download(tmp_path / "dl.zip", [canvas.Student(1, "Doe, Jane", [
+        ("01_dot_products.ipynb", nb("a")), ("extras.zip", bomb.read_bytes())])], WHEN)
     out = tmp_path / "subs"
     outcomes = collect.collect(download, out, solutions)
-    refused = [o for o in outcomes if o.origin == "doejane_1_3_extras.zip"]
+    refused = [o for o in outcomes if o.origin == "doejane_1_900002_extras.zip"]
     assert refused and refused[0].status == "unmatched"
     assert "zip bomb" in refused[0].reason and "not unpacked" in refused[0].reason
     assert not any(p.name == "zeros.bin" for p in out.rglob("*"))
@@ -334,12 +338,12 @@ def test_a_download_over_the_caps_is_refused_with_a_message(tmp_path, solutions,
 def test_a_tie_in_upload_time_goes_to_the_larger_id_as_a_number(tmp_path, solutions):
     """Issue 13, finding 5: Canvas submission ids 99999 and 100000 at the same zip time:
     the later upload (100000) wins, not the one that sorts later as text."""
-    same = (2026, 1, 1, 12, 0, 0)
-    download = make_zip(tmp_path / "dl.zip", {
-        "doejane_5_99999_01_dot_products.ipynb": nb("older"),
-        "doejane_5_100000_01_dot_products.ipynb": nb("newer")},
-        times={"doejane_5_99999_01_dot_products.ipynb": same,
-               "doejane_5_100000_01_dot_products.ipynb": same})
+    download = canvas.download(tmp_path / "dl.zip", [canvas.Student(5, "Doe, Jane", [
+        ("01_dot_products.ipynb", nb("older")), ("01_dot_products.ipynb", nb("newer"))])],
+        WHEN, first_attachment_id=99999)
+    with zipfile.ZipFile(download) as zf:
+        assert zf.namelist() == ["doejane_5_99999_01_dot_products.ipynb",
+                                 "doejane_5_100000_01_dot_products.ipynb"]
     out = tmp_path / "subs"
     collect.collect(download, out, solutions)
     [placed] = list(out.glob("*/01_dot_products/01_dot_products.ipynb"))

@@ -1,27 +1,45 @@
 """Turn an LMS download into the submissions layout ``<student_id>/<assignment>/<notebook>.ipynb``.
 
 ``python -m autograder collect DOWNLOAD --out SUBMISSIONS`` reads a zip file or a folder
-and recognises how these name their files:
+and recognises how these name their files (tests/lms/ builds each from the LMS's source,
+cited there and in docs/grading.md):
 
-* Canvas ("Download submissions"): ``<name>_<user id>_<submission id>_<file name>``,
-  with ``_LATE`` after the name for late work, and ``-1``, ``-2`` appended to the file
-  name when a student uploaded a file of the same name again. Student id: the user id.
-* Moodle ("Download all submissions"): a folder or file prefix
-  ``<Full Name>_<participant id>_assignsubmission_file_``. Student id: the participant id.
-* Gradescope ("Export submissions"): ``submission_<id>/`` folders and a
-  ``submission_metadata.yml`` listing each submission's submitters. Student id: the
+* Canvas ("Download submissions", ``lib/content_zipper.rb``):
+  ``<name>[_LATE]_<user id>_<attachment id>_<file name>``, ``<name>`` the sortable name
+  lower-cased with non-word characters removed; with anonymous grading
+  ``[LATE_]anon_<anonymous id>_<attachment id>_<file name>``. A file re-uploaded under
+  the same name is ``-1``, ``-2``. Student id: the user id, or ``anon_<anonymous id>``.
+  Late: Canvas's ``LATE`` mark.
+* Moodle ("Download all submissions", ``mod/assign/classes/downloader.php``): a folder
+  ``<Full Name>_<participant id>_assignsubmission_file`` (``..._file_`` before Moodle
+  4.1) or a file prefix ``<Full Name>_<participant id>_assignsubmission_file_``. Student
+  id: the participant id.
+* Gradescope ("Export submissions"): a ``submission_metadata.yml`` listing each
+  submission's submitters, and next to it one folder per key (``submission_<id>/``). Student id: the
   submitter's SID, else the e-mail, else ``submission_<id>``; a group submission is
-  copied to every member.
+  copied to every member. Upload time: its ``created_at``.
 * Already laid out: ``<student>/<assignment>/<notebook>.ipynb`` or ``<student>/<notebook>.ipynb``.
 * Students' clones of the homework bundle's repository (the Git route of
   docs/homework.md): ``<student>/notebooks/<assignment>/<notebook>.ipynb``, the folder
-  holding ``.git``. Student id: the clone's folder name. Only its ``notebooks/`` is read;
-  its ``.git`` and the course's own files are not copied, and git is never run. The
-  upload time of such a file is the time it was cloned: clone at the deadline.
+  holding ``.git``. Student id: the clone's folder name, for everything inside it:
+  files elsewhere under its ``notebooks/`` (``notebooks/bob/...``, a Moodle or Canvas
+  name, a clone inside the clone) are not placed, and nothing in a clone names another
+  student. Its ``.git`` and the course's own files are not copied, and git is never run.
+  The upload time of such a file is the time it was cloned: clone at the deadline.
+
+The outermost folder that names a student (a Gradescope or Moodle folder, a clone) owns
+every file under it. Upload times: Canvas and Moodle zips stamp every entry with the
+time of the download (rubyzip's ``Entry`` defaults to ``DOSTime.now``; ZipStream's file
+options to ``new DateTime()``), so their entry times are never taken as upload times;
+``_submissions.csv`` records the download's time instead, and the later of two
+downloads holds the later file. When every file of a download has the same time,
+collect says so (stderr and ``_collect_report.csv``) and does not use it as an upload
+time in any layout.
 
 A zip inside a submission (a student who zipped their notebooks) is opened and its
 notebooks are matched as files of that student (its other files are kept in
-``_unmatched/<zip name>.contents/``). The course notebook a file is matched to
+``_unmatched/<zip name>.contents/``). Files under ``.ipynb_checkpoints/`` (Jupyter's
+autosaves) are never matched. The course notebook a file is matched to
 is found by its name: the same name as a notebook of ``solutions/``, a name that contains
 it (``01_dot_products_jane.ipynb``), or the same leading number (``01_answers.ipynb``)
 when only one notebook has that number.
@@ -36,8 +54,9 @@ two files for the same notebook, the later upload is placed (upload time, then t
 into the same SUBMISSIONS the same rule holds (a late resubmission in a second download
 replaces the first file, which moves to ``_unmatched/replaced/``); a different file of
 unknown upload time is never overwritten. ``SUBMISSIONS/_roster.csv`` records the names,
-e-mails and ids the download gave; ``SUBMISSIONS/_submissions.csv`` the upload time and
-the LMS's late flag of every placed notebook (:mod:`autograder.results.late`).
+e-mails and ids the download gave (a value already there is kept);
+``SUBMISSIONS/_submissions.csv`` the upload time, the download's time and the LMS's late
+flag of every placed notebook (:mod:`autograder.results.late`).
 """
 
 from __future__ import annotations
@@ -46,6 +65,7 @@ import csv
 import dataclasses
 import re
 import shutil
+import sys
 import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
@@ -57,15 +77,27 @@ from autograder import safe_text
 
 UNMATCHED = "_unmatched"
 LINK = "a symbolic link: not followed, not copied"
+REFUSED = "refused: "
 REPORT = "_collect_report.csv"
 REPORTS = "_collect_reports"
 KEEP = ("latest", "first")
 ROSTER = "_roster.csv"
+CHECKPOINTS = ".ipynb_checkpoints"
+CHECKPOINT = ("a Jupyter checkpoint (under .ipynb_checkpoints/): Jupyter's autosave, "
+              "not the notebook handed in")
 ROSTER_COLUMNS = ["student_id", "name", "email", "sid", "lms"]
 
-CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.I)
-MOODLE = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assign(?:submission|feedback)_\w+?_(?P<file>.*)$")
-GRADESCOPE_DIR = re.compile(r"^submission_(?P<id>\d+)$")
+#: Canvas, anonymous grading (lib/content_zipper.rb get_filename: ``anon_`` and the
+#: submission's anonymous id, lib/anonymity.rb: 5 base58 characters).
+CANVAS_ANONYMOUS = re.compile(r"^(?P<late>LATE_)?anon_(?P<anon>[1-9A-HJ-NP-Za-km-z]{5})_"
+                              r"(?P<attachment>[0-9]+)_(?P<file>.+)$")
+DIGITS = re.compile(r"[0-9]+")
+#: Moodle (mod/assign/classes/downloader.php, get_student_prefix and
+#: load_submissionplugin_filelist): ``<full name, "_" made " ">_<participant id>`` then
+#: ``_assignsubmission_<plugin>``, a folder (``/`` and the file's path; Moodle before
+#: 4.1 added a ``_``), or with ``_<file name>`` a flat file.
+MOODLE = re.compile(r"^(?P<name>[^_/]+)_(?P<pid>\d+)_assign(?:submission|feedback)_"
+                    r"(?P<type>[a-z0-9]+?)(?:_(?P<file>.*))?$")
 RESUBMISSION = re.compile(r"(?:-(\d+)| ?\((\d+)\))$")
 #: Characters kept in a student id (the id becomes a folder name).
 SAFE_ID = re.compile(r"[^A-Za-z0-9._@+-]")
@@ -84,7 +116,10 @@ class Candidate:
     mtime: float = 0.0
     target: tuple[str, str] | None = None   # (assignment, notebook)
     how: str = ""
-    late: bool = False          # the LMS flagged it late (Canvas's _LATE)
+    late: bool = False          # the LMS flagged it late (Canvas's LATE)
+    uploaded: float | None = None    # the upload time, when the download gives one
+    downloaded: float | None = None  # the download's time (Canvas, Moodle: each file is
+    #                                  the student's current one as of then)
 
 
 @dataclasses.dataclass
@@ -196,11 +231,41 @@ def _safe_extract(archive: Path, dest: Path, kind: str = "download") -> dict[Pat
     return times
 
 
+def canvas_name(name: str) -> dict | None:
+    """What a Canvas "Download submissions" file name says, or ``None`` if it is not one.
+
+    lib/content_zipper.rb builds it (``get_filename``, ``add_upload_submission``) as
+    ``<name>[_LATE]_<user id>_<attachment id>_<file name>``, ``<name>`` being the sortable
+    name lower-cased with every non-word character removed (it may hold ``_`` and
+    digits, or be empty), or ``[LATE_]anon_<anonymous id>_<attachment id>_<file name>``.
+    Read as Canvas reads it back (``Assignment#infer_comment_context_from_filename``:
+    the first two all-digit ``_``-separated parts are the user and attachment ids).
+    ``LATE`` is upper case and a name never is (Canvas lower-cases it)."""
+    m = CANVAS_ANONYMOUS.match(name)
+    if m:
+        return {"student": f"anon_{m['anon']}", "name": "", "late": bool(m["late"]),
+                "file": m["file"]}
+    parts = name.split("_")
+    for i in range(1, len(parts) - 2):
+        if DIGITS.fullmatch(parts[i]) and DIGITS.fullmatch(parts[i + 1]):
+            break
+    else:
+        return None
+    head, file = parts[:i], "_".join(parts[i + 2:])
+    is_late = head[-1] == "LATE"
+    user = "_".join(head[:-1] if is_late else head)
+    if not file or not re.fullmatch(r"\w*", user) or user != user.lower():
+        return None
+    return {"student": parts[i], "name": user, "late": is_late, "file": file}
+
+
 def _gradescope_submitters(root: Path) -> tuple[dict[str, list[dict]], dict[str, float]]:
-    """``({submission folder name: [submitter, ...]}, {submission folder name: upload
-    time})`` from the download's own ``submission_metadata.yml``: the one nearest its top
-    (at the root or in its one top-level folder). A file of that name inside a submission
-    is a student's file, and never says who submitted what."""
+    """``({submission: [submitter, ...]}, {submission: upload time})`` from the download's
+    own ``submission_metadata.yml``: the one nearest its top (at the root or in its one
+    top-level folder). A submission is the path, in the download, of the folder (or file)
+    next to the metadata that each of its keys names (``submission_<id>``, or any name:
+    otter-grader's ``GradescopeParser`` reads every key as a folder). A file of that name
+    inside a submission is a student's file, and never says who submitted what."""
     found: dict[str, list[dict]] = {}
     created: dict[str, float] = {}
     metas = sorted(root.rglob("submission_metadata.yml"),
@@ -210,14 +275,18 @@ def _gradescope_submitters(root: Path) -> tuple[dict[str, list[dict]], dict[str,
         import yaml
 
         data = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
+        level = PurePosixPath(meta.parent.relative_to(root).as_posix())
         for key, value in data.items():
-            submitters = (value or {}).get(":submitters") or (value or {}).get("submitters") or []
-            found[str(key)] = [{str(k).lstrip(":"): ("" if v is None else str(v)) for k, v in s.items()}
-                               for s in submitters]
-            when = (value or {}).get(":created_at") or (value or {}).get("created_at")
+            if not isinstance(value, dict) or "/" in str(key) or str(key) in ("", ".", ".."):
+                continue
+            where = (level / str(key)).as_posix()
+            submitters = value.get(":submitters") or value.get("submitters") or []
+            found[where] = [{str(k).lstrip(":"): ("" if v is None else str(v))
+                             for k, v in s.items()} for s in submitters if isinstance(s, dict)]
+            when = value.get(":created_at") or value.get("created_at")
             if when:
                 try:
-                    created[str(key)] = _gradescope_time(when)
+                    created[where] = _gradescope_time(when)
                 except ValueError:
                     pass                         # no time: the zip's time stands
     return found, created
@@ -240,42 +309,66 @@ def _gradescope_time(value) -> float:
 
 
 def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dict[str, dict],
-              assignment_names: set[str]) -> tuple[list[str], str | None, str, str]:
-    """``(student ids, assignment folder hint, file name, lms)`` for a path in the download
-    (``lms`` is ``canvas-late`` for a file Canvas flagged late)."""
+              assignment_names: set[str], clones: set[PurePosixPath] = frozenset(),
+              ) -> tuple[list[str], str | None, str, str, str]:
+    """``(student ids, assignment folder hint, file name, lms, refusal)`` for a path in
+    the download (``lms`` is ``canvas-late`` for a file Canvas flagged late, ``course``
+    for the course's own files in a student's clone; ``refusal``, when not empty, says
+    why the file is not placed). The outermost folder that names a student owns
+    everything under it: nothing inside a Moodle or Gradescope folder, or inside a
+    student's clone, is read as naming another student."""
     parts = rel.parts
     for i, part in enumerate(parts):
-        m = GRADESCOPE_DIR.match(part)
-        if m and part in gradescope:
+        submission = PurePosixPath(*parts[:i + 1]).as_posix()
+        if submission in gradescope:
             ids = []
-            for s in gradescope[part]:
+            for s in gradescope[submission]:
                 sid = safe_id(s.get("sid", "") or s.get("email", "") or part)
                 roster.setdefault(sid, {"student_id": sid, "name": s.get("name", ""),
                                         "email": s.get("email", ""), "sid": s.get("sid", ""),
                                         "lms": "gradescope"})
                 ids.append(sid)
-            return ids or [safe_id(part)], None, parts[-1], "gradescope"
+            return ids or [safe_id(part)], None, parts[-1], "gradescope", ""
         m = MOODLE.match(part)
         if m:
             sid = safe_id(m.group("pid"))
             roster.setdefault(sid, {"student_id": sid, "name": m.group("name"), "email": "",
                                     "sid": "", "lms": "moodle"})
-            filename = parts[-1] if i < len(parts) - 1 else m.group("file")
-            return [sid], None, filename, "moodle"
-    m = CANVAS.match(parts[-1])
-    if m:
-        sid = safe_id(m.group("uid"))
-        roster.setdefault(sid, {"student_id": sid, "name": m.group("name"), "email": "", "sid": "",
+            filename = parts[-1] if i < len(parts) - 1 else (m.group("file") or "")
+            return [sid], None, filename, "moodle", ""
+        if i < len(parts) - 1 and PurePosixPath(*parts[:i + 1]) in clones:
+            return _in_clone(parts[i], parts[i + 1:], assignment_names)
+    c = canvas_name(parts[-1])
+    if c:
+        sid = safe_id(c["student"])
+        roster.setdefault(sid, {"student_id": sid, "name": c["name"], "email": "", "sid": "",
                                 "lms": "canvas"})
-        return [sid], None, m.group("file"), "canvas-late" if m.group("late") else "canvas"
+        return [sid], None, c["file"], "canvas-late" if c["late"] else "canvas", ""
     if (len(parts) >= 4 and parts[-3] == "notebooks"
             and parts[-2] in assignment_names):   # <student>/notebooks/<assignment>/<file>
-        return [safe_id(parts[-4])], parts[-2], parts[-1], "git"    # a clone of the bundle
+        return [safe_id(parts[-4])], parts[-2], parts[-1], "git", ""   # a clone without .git
     if len(parts) >= 3 and parts[-2] in assignment_names:   # .../<student>/<assignment>/<file>
-        return [safe_id(parts[-3])], parts[-2], parts[-1], "folders"
+        return [safe_id(parts[-3])], parts[-2], parts[-1], "folders", ""
     if len(parts) >= 2 and parts[-2] not in assignment_names:  # .../<student>/<file>
-        return [safe_id(parts[-2])], None, parts[-1], "folders"
-    return [], None, parts[-1], ""
+        return [safe_id(parts[-2])], None, parts[-1], "folders", ""
+    return [], None, parts[-1], "", ""
+
+
+def _in_clone(folder: str, inside: tuple[str, ...], assignment_names: set[str],
+              ) -> tuple[list[str], str | None, str, str, str]:
+    """A file of a student's clone (the Git route): the student is the clone's folder
+    name, and only ``notebooks/<assignment>/<notebook>`` is a place of the bundle.
+    Anything else under ``notebooks/`` is the student's own (however it is named: a
+    folder ``bob/``, a Moodle or Canvas name, a clone in the clone) and is not placed;
+    outside ``notebooks/`` are the course's files (``lms`` ``course``), not copied."""
+    sid = safe_id(folder)
+    if len(inside) < 2 or inside[0] != "notebooks":
+        return [sid], None, inside[-1], "course", ""
+    if len(inside) == 3 and inside[1] in assignment_names:
+        return [sid], inside[1], inside[2], "git", ""
+    return [sid], None, inside[-1], "git", (
+        f"in {sid}'s clone, but not at notebooks/<assignment>/<notebook>.ipynb: a clone's "
+        "files are its owner's, and only the bundle's places are graded")
 
 
 def _clones(root: Path) -> set[PurePosixPath]:
@@ -290,20 +383,20 @@ def _clones(root: Path) -> set[PurePosixPath]:
     return found
 
 
-def _outside_notebooks(rel: PurePosixPath, clones: set[PurePosixPath]) -> bool:
-    """Whether ``rel`` lies in a clone but not under its ``notebooks/`` (its ``.git``, the
-    course's helpers, README...): such files are the course's, not the student's answers,
-    and are not copied."""
-    for clone in clones:
-        if rel.is_relative_to(clone):
-            inside = rel.relative_to(clone).parts
-            return not (len(inside) >= 2 and inside[0] == "notebooks")
-    return False
+#: LMSs whose zips stamp every entry with the download's time, never the upload's:
+#: Canvas (lib/content_zipper.rb writes with rubyzip's get_output_stream, whose Entry
+#: defaults to DOSTime.now) and Moodle (mod/assign/classes/downloader.php streams with
+#: ZipStream's addFileFromStream, whose FileOptions::defaultTo takes new DateTime()).
+DOWNLOAD_TIMES = ("canvas", "moodle")
+SAME_TIME = ("every file of the download carries the same time ({when}): entry times are "
+             "the download's, not upload times; they are not used as upload times (late "
+             "work: Canvas's LATE mark, Gradescope's created_at)")
 
 
 def read_download(download: Path, work: Path, roster: dict[str, dict],
-                  assignment_names: set[str]) -> list[Candidate]:
-    """Every file of the download (a zip or a folder), identified, with zips opened."""
+                  assignment_names: set[str]) -> tuple[list[Candidate], list[str]]:
+    """Every file of the download (a zip or a folder), identified, with zips opened; and
+    the warnings about the download as a whole."""
     times: dict[Path, float] = {}
     if download.is_file():
         root = work / "download"
@@ -312,35 +405,58 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
         root = download
     gradescope, created = _gradescope_submitters(root)
     clones = _clones(root)
+    files = sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink())
+    entry = {p: times.get(p, p.lstat().st_mtime) for p in files}
+    own = [t for p, t in entry.items()          # a clone's times are its clone's
+           if not any(PurePosixPath(p.relative_to(root).as_posix()).is_relative_to(c)
+                      for c in clones)]
+    warnings = []
+    same_time = len(own) >= 2 and len(set(own)) == 1
+    if same_time:
+        warnings.append(SAME_TIME.format(when=late.iso(own[0])))
+    downloaded = max(entry.values(), default=None)
     candidates = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
+    for path in files:
         rel = PurePosixPath(path.relative_to(root).as_posix())
-        if _outside_notebooks(rel, clones):
+        ids, hint, filename, lms, refusal = _identify(rel, gradescope, roster,
+                                                      assignment_names, clones)
+        if lms == "course":
             continue                            # the course's own files in a student's clone
         if path.is_symlink():                   # a clone may hold links: never follow them
             candidates.append(Candidate(str(rel), path, path.name, [], None, "", 0.0, how=LINK))
             continue
-        ids, hint, filename, lms = _identify(rel, gradescope, roster, assignment_names)
-        late = lms == "canvas-late"
-        lms = "canvas" if late else lms
-        mtime = times.get(path, path.stat().st_mtime)
-        for part in rel.parts:                  # Gradescope's own upload time wins
-            mtime = created.get(part, mtime)
-        if filename.lower().endswith(".zip") and ids and zipfile.is_zipfile(path):
+        if refusal:
+            candidates.append(Candidate(str(rel), path, filename, [], hint, lms, entry[path],
+                                        how=f"{REFUSED}{refusal}"))
+            continue
+        is_late = lms == "canvas-late"
+        lms = "canvas" if is_late else lms
+        mtime = entry[path]
+        uploaded = None if (lms in DOWNLOAD_TIMES or same_time) else mtime
+        for i in range(len(rel.parts)):         # Gradescope's own upload time wins
+            submission = PurePosixPath(*rel.parts[:i + 1]).as_posix()
+            if lms == "gradescope" and submission in created:
+                mtime = uploaded = created[submission]
+                break
+        when = {"uploaded": uploaded,
+                "downloaded": downloaded if lms in DOWNLOAD_TIMES else None}
+        if (filename.lower().endswith(".zip") and ids and lms != "git"   # a clone: notebooks
+                and zipfile.is_zipfile(path)):                             # only
             inner_root = work / "inner" / str(len(candidates)) / path.name
             try:
                 inner_times = _safe_extract(path, inner_root, "student")
             except ZipRefused as exc:             # kept as it is, with the reason
                 candidates.append(Candidate(str(rel), path, filename, [], hint, lms, mtime,
-                                            how=f"not unpacked: {exc}"))
+                                            how=f"not unpacked: {exc}", **when))
                 continue
             for inner in sorted(inner_times):
                 inner_rel = inner.relative_to(inner_root).as_posix()
                 candidates.append(Candidate(f"{rel}!{inner_rel}", inner, inner.name, list(ids),
-                                            None, lms, mtime, late=late))
+                                            None, lms, mtime, late=is_late, **when))
             # the zip itself is kept too (never lose a file)
-        candidates.append(Candidate(str(rel), path, filename, ids, hint, lms, mtime, late=late))
-    return candidates
+        candidates.append(Candidate(str(rel), path, filename, ids, hint, lms, mtime,
+                                    late=is_late, **when))
+    return candidates, warnings
 
 
 # --------------------------------------------------------------------------- placing
@@ -368,20 +484,32 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
     times = late.read_submissions(out)        # earlier downloads' upload times
     prefer = _newer if keep == "latest" else (lambda a, b: _newer(b, a))
     with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
-        candidates = read_download(download, Path(tmp), roster, {a for a, _ in course})
+        candidates, warnings = read_download(download, Path(tmp), roster,
+                                             {a for a, _ in course})
+        for warning in warnings:
+            print(f"collect: warning: {safe_text.terminal(download.name)}: {warning}",
+                  file=sys.stderr)
         unmatched: list[tuple[Candidate, str]] = []
         chosen: dict[tuple[str, str, str], Candidate] = {}
         for cand in candidates:
             if cand.how == LINK:
                 outcomes.append(Outcome(cand.origin, "skipped", "", LINK))
                 continue
-            if "__MACOSX" in PurePosixPath(cand.origin.replace("!", "/")).parts:
+            parts = PurePosixPath(cand.origin.replace("!", "/")).parts
+            if "__MACOSX" in parts:
                 unmatched.append((cand, "macOS archive metadata, not a submission"))
+                continue
+            if CHECKPOINTS in parts:
+                unmatched.append((cand, CHECKPOINT))
                 continue
             if cand.how.startswith("not unpacked"):
                 unmatched.append((cand, cand.how))
                 continue
-            if cand.filename.lower().endswith(".zip") and cand.student_ids and zipfile.is_zipfile(cand.path):
+            if cand.how.startswith(REFUSED):
+                unmatched.append((cand, cand.how[len(REFUSED):]))
+                continue
+            if (cand.filename.lower().endswith(".zip") and cand.student_ids
+                    and cand.lms != "git" and zipfile.is_zipfile(cand.path)):
                 unmatched.append((cand, "a zip file: its notebooks were taken out and matched"))
                 continue
             if not cand.student_ids:
@@ -409,27 +537,29 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
             dest = out / rel
             data = cand.path.read_bytes()
             row = {"student_id": sid, "assignment": assignment, "notebook": notebook,
-                   "submitted_at": late.iso(cand.mtime), "lms_late": "yes" if cand.late else "",
-                   "source": cand.origin}
+                   "submitted_at": late.iso(cand.uploaded) if cand.uploaded is not None else "",
+                   "downloaded_at": (late.iso(cand.downloaded) if cand.downloaded is not None
+                                     else ""),
+                   "lms_late": "yes" if cand.late else "", "source": cand.origin}
             if dest.exists():
                 if dest.read_bytes() == data:
                     outcomes.append(Outcome(cand.origin, "already there", rel.as_posix(), cand.how))
                     continue
-                before = times.get((sid, assignment, notebook), {}).get("submitted_at", "")
-                if not before:
+                known = times.get((sid, assignment, notebook), {})
+                before, later = _order(row, known)
+                if later is None:
                     unmatched.append((cand, f"{rel.as_posix()} already holds a different file "
                                             "of unknown upload time; not overwritten"))
                     continue
-                later = late.parse_time(row["submitted_at"]) > late.parse_time(before)
                 if later != (keep == "latest"):
                     unmatched.append((cand, f"{rel.as_posix()} already holds the "
                                             f"{'later' if keep == 'latest' else 'earlier'} "
-                                            f"upload ({before}); not overwritten"))
+                                            f"file ({before}); not overwritten"))
                     continue
-                old = _keep(dest, out, Path(UNMATCHED) / "replaced" / before.replace(":", "")
-                            / rel)
+                old = _keep(dest, out, Path(UNMATCHED) / "replaced"
+                            / before.split(" ")[-1].replace(":", "") / rel)
                 outcomes.append(Outcome(cand.origin, "placed", rel.as_posix(),
-                                        f"{cand.how}; replaces the upload of {before} "
+                                        f"{cand.how}; replaces {before} "
                                         f"(moved to {old.as_posix()})"))
                 dest.unlink()
             else:
@@ -447,8 +577,8 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
             rel = Path(UNMATCHED) / Path(*PurePosixPath(cand.origin.replace("!", ".contents/")).parts)
             rel = _keep(cand.path, out, rel)
             outcomes.append(Outcome(cand.origin, "unmatched", rel.as_posix(), reason))
-    _write_report(outcomes, out / REPORT)
-    _write_report(outcomes, _download_report(out, download))
+    _write_report(outcomes, out / REPORT, warnings)
+    _write_report(outcomes, _download_report(out, download), warnings)
     _write_roster(roster, out / ROSTER)
     late.write_submissions(out, times)
     return outcomes
@@ -490,10 +620,27 @@ def _newer(a: Candidate, b: Candidate) -> bool:
         b.mtime, resubmission_number(b.filename), _natural(b.origin))
 
 
-def _write_report(outcomes: list[Outcome], path: Path) -> None:
+def _order(row: dict, known: dict) -> tuple[str, bool | None]:
+    """``(what the file in place was, whether ``row`` is the later one)``; ``None``:
+    unknown. Two upload times compare; else two downloads' times (a Canvas or Moodle
+    download holds each student's current submission as of the download, so the later
+    download's file is the later one)."""
+    if row["submitted_at"] and known.get("submitted_at"):
+        return f"the upload of {known['submitted_at']}", (
+            late.parse_time(row["submitted_at"]) > late.parse_time(known["submitted_at"]))
+    if (row["downloaded_at"] and known.get("downloaded_at")
+            and not known.get("submitted_at")):
+        return f"the file of the download of {known['downloaded_at']}", (
+            late.parse_time(row["downloaded_at"]) > late.parse_time(known["downloaded_at"]))
+    return "", None
+
+
+def _write_report(outcomes: list[Outcome], path: Path, warnings: list[str] = ()) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = safe_text.writer(f)
         writer.writerow(["source", "status", "where", "reason"])
+        for warning in warnings:                # about the download as a whole
+            writer.writerow(["", "warning", "", warning])
         for o in sorted(outcomes, key=lambda o: (o.status != "unmatched", o.origin)):
             writer.writerow([o.origin, o.status, o.where, o.reason])
 
@@ -503,7 +650,11 @@ def _write_roster(roster: dict[str, dict], path: Path) -> None:
     if path.exists():
         with open(path, newline="", encoding="utf-8") as f:
             existing = {row["student_id"]: row for row in csv.DictReader(f)}
-    existing.update(roster)
+    for sid, row in roster.items():   # what the roster already has stays (a name the
+        kept = existing.setdefault(sid, {})   # instructor wrote is better than Canvas's)
+        for column in ROSTER_COLUMNS:
+            if not kept.get(column):
+                kept[column] = row.get(column, "")
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = safe_text.DictWriter(f, ROSTER_COLUMNS, extrasaction="ignore")
         writer.writeheader()

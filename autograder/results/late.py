@@ -1,12 +1,16 @@
 """Late work: when each notebook was handed in, and what a late policy takes off.
 
 ``collect`` writes ``SUBMISSIONS/_submissions.csv``: one row per placed notebook with the
-time the LMS gives for its upload (``submitted_at``, ISO 8601, UTC) and the LMS's own
-late flag (``lms_late``: ``yes`` for Canvas's ``_LATE``, else empty). Times come from the
-download's zip entries (Canvas, Moodle: the upload time; a zip time has no zone and is
-taken as UTC) or from Gradescope's ``submission_metadata.yml`` (``created_at``, with its
-zone). ``grade`` copies both into each record; ``export --deadline ... --late-policy ...``
-applies the policy:
+time the LMS gives for its upload (``submitted_at``, ISO 8601, UTC; empty when the
+download gives none), the LMS's own late flag (``lms_late``: ``yes`` for Canvas's
+``LATE``, else empty) and, for Canvas and Moodle, the download's time (``downloaded_at``:
+which of two downloads is the later). Upload times come from Gradescope's
+``submission_metadata.yml`` (``created_at``, with its zone), from a folder's or zip's
+file times in the plain folder layout (a zip time has no zone and is taken as UTC), or
+from the clone's time in the Git route. Canvas and Moodle zips give none: both stamp
+every entry with the time of the download (see ``autograder.intake.collect``).
+``grade`` copies ``submitted_at`` and ``lms_late`` into each record; ``export --deadline
+... --late-policy ...`` applies the policy:
 
 * ``--deadline WHEN`` for every assignment, or ``--deadline ASSIGNMENT=WHEN`` (repeat it);
   ``WHEN`` is ISO 8601 (``2026-10-01T23:59``, ``2026-10-01 23:59+02:00``); without a zone
@@ -31,7 +35,7 @@ from autograder import safe_text
 
 SUBMISSIONS_CSV = "_submissions.csv"
 SUBMISSION_COLUMNS = ["student_id", "assignment", "notebook", "submitted_at", "lms_late",
-                      "source"]
+                      "source", "downloaded_at"]
 LATE_COLUMNS = ["student_id", "assignment", "notebook", "submitted_at", "deadline",
                 "days_late", "percent_off", "points_before", "points_after"]
 
