@@ -10,10 +10,12 @@ worked out by hand from the class below. The real engine grades; nothing is stub
 The class (Canvas user ids 4711-4715, from tools/benchmark_term.py):
 
 * 4711 right answers everywhere;
-* 4712 the first typical mistakes (01: X^T X for X X^T, 5/7; 03: scores not divided by
-  sqrt(d), 1/4 autograded), then a corrected 01 uploaded 30 hours late;
-* 4713 the second typical mistakes, and two more uploads of 01 at the same time, Canvas
-  submission ids 99999 (the mistake) and 100000 (right): the later upload is 100000;
+* 4712 the first typical mistakes (the catalogue's first wrong answer to each notebook's
+  last exercise: 01 5/7, 03 1/4 autograded), then a corrected 01 uploaded late, in a
+  second download, marked `_LATE`;
+* 4713 the second typical mistakes, and two more uploads of 01 in the same download (so
+  with the same entry time, as Canvas writes them), attachment ids 999999 (the mistake)
+  and 1000000 (right): the later upload is 1000000;
 * 4714 the released notebooks, untouched;
 * 4715 right answers, but no 03.
 
@@ -65,15 +67,18 @@ def make_downloads(home: Path) -> dict:
     downloads.mkdir(parents=True)
     first = canvas_download(downloads / "homework1.zip", 5, ASSIGNMENTS, DEADLINE,
                             late_every=0, texts=texts, first_id=4711)
-    same = (DEADLINE - timedelta(hours=2)).timetuple()[:6]
-    with zipfile.ZipFile(first, "a") as zf:     # 4713: two uploads at the same time
-        for sub, kind in (("99999", "mistake_2"), ("100000", "perfect")):
+    # Canvas stamps every entry of a download with the download's time (canvas_download:
+    # two days after the deadline); two uploads of one notebook are told apart by their
+    # attachment ids: 4713's 1000000 came after 999999 (as numbers, not as text)
+    downloaded = (DEADLINE + timedelta(days=2)).timetuple()[:6]
+    with zipfile.ZipFile(first, "a") as zf:
+        for sub, kind in (("999999", "mistake_2"), ("1000000", "perfect")):
             zf.writestr(zipfile.ZipInfo(f"student002_4713_{sub}_01_dot_products.ipynb",
-                                        date_time=same), texts[kind]["01_dot_products"])
-    late = (DEADLINE + timedelta(hours=30)).timetuple()[:6]
+                                        date_time=downloaded), texts[kind]["01_dot_products"])
+    later = (DEADLINE + timedelta(days=3)).timetuple()[:6]     # a second download
     with zipfile.ZipFile(downloads / "homework1-late.zip", "w") as zf:
         zf.writestr(zipfile.ZipInfo("student001_LATE_4712_900500_01_dot_products.ipynb",
-                                    date_time=late), texts["perfect"]["01_dot_products"])
+                                    date_time=later), texts["perfect"]["01_dot_products"])
     return texts
 
 
@@ -114,7 +119,7 @@ def test_the_documented_term_runs_as_written(tmp_path):
             fill_in(work / "scores.csv")
 
     subs, out = work / "submissions", work / "grading-output"
-    # collect: the tie went to the later upload (id 100000 > 99999 as numbers), and the
+    # collect: the later upload won (id 1000000 > 999999 as numbers), and the
     # late resubmission replaced 4712's first file, which is kept
     assert (subs / "4713" / "01_dot_products" / "01_dot_products.ipynb").read_text() == \
         texts["perfect"]["01_dot_products"]
@@ -134,14 +139,14 @@ def test_the_documented_term_runs_as_written(tmp_path):
     page = (out / "feedback" / "4711" / "03_simple_self_attention" /
             "03_simple_self_attention.html").read_text()
     assert "clear: attention looks at all tokens at once" in page
-    # export: the homework's two columns, every student, 20 % off 4712's late 01 (30 h late:
-    # two days begun, 10 % each)
+    # export: the homework's two columns, every student, 10 % off 4712's late 01 (Canvas's
+    # LATE mark without an upload time counts one day begun)
     lines = list(csv.reader((out / "canvas_grades.csv").open(newline="")))
     assert lines[0][5:] == ASSIGNMENTS and lines[1][5:] == ["7", "6"]
     grades = {line[1]: line[5:] for line in lines[2:]}
     assert set(grades) == {"4711", "4712", "4713", "4714", "4715"}
     assert grades["4711"] == ["7", "6"]
-    assert grades["4712"] == ["5.6", "3"]
+    assert grades["4712"] == ["6.3", "3"]
     assert grades["4713"][0] == "7"
     assert grades["4714"] == ["0", "0"]
     assert grades["4715"] == ["7", "0"]

@@ -79,15 +79,16 @@ def canvas_download(path: Path, n_students: int, assignments: list[str], deadlin
                     late_every: int = 7, texts: dict | None = None,
                     first_id: int = 4000) -> Path:
     """Write a Canvas "Download submissions" zip of ``n_students`` to ``path``: member
-    ``<login>[_LATE]_<user id>_<submission id>_<notebook>.ipynb``, zip time the upload
-    time (a day before ``deadline``, or for every ``late_every``-th student 30 hours
-    after it, with Canvas's ``_LATE``)."""
+    ``<login>[_LATE]_<user id>_<submission id>_<notebook>.ipynb``, every ``late_every``-th
+    student's uploads marked ``_LATE``. As in Canvas's own zips, every entry bears the
+    download's time (two days after ``deadline``), never an upload time (docs/grading.md
+    cites content_zipper.rb and rubyzip; tests/lms/canvas.py builds them the same way)."""
     texts = texts or notebook_texts(assignments)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for i in range(n_students):
             login, uid, kind = student(i, first_id)
             late = late_every and i % late_every == late_every - 1
-            when = deadline + (timedelta(hours=30) if late else timedelta(days=-1))
+            when = deadline + timedelta(days=2)          # the download's time, for all
             for k, assignment in enumerate(assignments):
                 text = texts[kind].get(assignment)
                 if text is None:
