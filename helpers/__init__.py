@@ -39,16 +39,13 @@ from helpers.reference import (  # noqa: F401  (re-exported)
     transformer_block,
 )
 
-#: The exercise functions of the contract (``docs/contract.md``), in course order.
-CONTRACT_FUNCTIONS = (
-    "dot", "cosine_similarity", "pairwise_scores",
-    "softmax",
-    "simple_self_attention",
-    "project_qkv", "scaled_dot_product_attention",
-    "causal_mask", "cross_attention",
-    "split_heads", "merge_heads", "multi_head_attention",
-    "layer_norm", "feed_forward", "transformer_block",
-    "embed", "lm_head", "language_model_forward", "cross_entropy", "generate",
-)
+from helpers import exercises as _exercises
+from helpers import reference as _reference
+
+#: The exercise functions of the contract (``docs/contract.md``) that ``helpers`` itself
+#: re-exports, in course order: the exercises of ``helpers.exercises.NOTEBOOKS`` whose
+#: answer is a function of ``helpers.reference`` (derived: it cannot diverge from them).
+CONTRACT_FUNCTIONS = tuple(n for n in _exercises.names() if n in _reference.__all__)
+del _exercises, _reference
 
 __version__ = "0.1.0"
