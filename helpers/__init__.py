@@ -3,7 +3,9 @@
 * ``helpers.reference``: the reference implementation, one function per equation. Every
   exercise function of the course is re-exported here: ``from helpers import softmax``.
 * ``helpers.examples``: the lecture slides' worked examples, as data.
-* ``helpers.checks``: the instant checks of the notebooks' test cells.
+* ``helpers.checks``: the instant checks of the notebooks' test cells (``check``,
+  ``quiet``, ``assert_close``); ``helpers.judge``: how they, and the grader, judge an
+  output.
 
 Pretrained models, each imported on its own (``import helpers`` does not load them):
 
