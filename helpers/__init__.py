@@ -1,7 +1,7 @@
 """Shared code for the course "Transformers from the dot product up", in NumPy.
 
-* ``helpers.reference``: the reference implementation, one function per equation. Every
-  exercise function of the course is re-exported here: ``from helpers import softmax``.
+* ``helpers.reference``: the reference implementation, one function per equation. Each
+  of its exercise functions is re-exported here: ``from helpers import softmax``.
 * ``helpers.examples``: the lecture slides' worked examples, as data.
 * ``helpers.checks``: the instant checks of the notebooks' test cells (``check``,
   ``quiet``, ``assert_close``); ``helpers.judge``: how they, and the grader, judge an
@@ -15,6 +15,7 @@ Pretrained models, each imported on its own (``import helpers`` does not load th
   (notebook 08), in the layout of the course's ``language_model_forward``.
 
 Run ``help(helpers.<function>)`` for the equation and the shapes of each function.
+:data:`LEARNER_API` lists what notebooks may import from ``helpers``.
 """
 
 from helpers.reference import (  # noqa: F401  (re-exported)
@@ -49,5 +50,18 @@ from helpers import reference as _reference
 #: answer is a function of ``helpers.reference`` (derived: it cannot diverge from them).
 CONTRACT_FUNCTIONS = tuple(n for n in _exercises.names() if n in _reference.__all__)
 del _exercises, _reference
+
+#: The learner's API: the names of ``helpers`` a notebook may import (``from helpers
+#: import softmax``, ``from helpers.checks import check``, ``helpers.plots``...). Every
+#: name a notebook of ``notebooks/`` or ``solutions/`` takes from ``helpers`` is here, and
+#: each of these stays (``tests/test_learner_api.py``); the rest of the package is the
+#: course's own and may change. The modules are imported on demand (``bert``, ``llama``
+#: and ``pretrained`` load a model's code; ``import helpers`` does not load them).
+LEARNER_API = CONTRACT_FUNCTIONS + (
+    "BLOCK_PARAM_SHAPES",
+    # modules
+    "checks", "examples", "plots", "widgets", "demos_model", "environment_check",
+    "bert", "llama", "pretrained",
+)
 
 __version__ = "0.1.0"
