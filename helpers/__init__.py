@@ -1,9 +1,11 @@
 """Shared code for the course "Transformers from the dot product up", in NumPy.
 
-* ``helpers.reference``: the reference implementation, one function per equation. Every
-  exercise function of the course is re-exported here: ``from helpers import softmax``.
+* ``helpers.reference``: the reference implementation, one function per equation. Each
+  of its exercise functions is re-exported here: ``from helpers import softmax``.
 * ``helpers.examples``: the lecture slides' worked examples, as data.
-* ``helpers.checks``: the instant checks of the notebooks' test cells.
+* ``helpers.checks``: the instant checks of the notebooks' test cells (``check``,
+  ``quiet``, ``assert_close``); ``helpers.judge``: how they, and the grader, judge an
+  output.
 
 Pretrained models, each imported on its own (``import helpers`` does not load them):
 
@@ -13,6 +15,7 @@ Pretrained models, each imported on its own (``import helpers`` does not load th
   (notebook 08), in the layout of the course's ``language_model_forward``.
 
 Run ``help(helpers.<function>)`` for the equation and the shapes of each function.
+:data:`LEARNER_API` lists what notebooks may import from ``helpers``.
 """
 
 from helpers.reference import (  # noqa: F401  (re-exported)
@@ -39,16 +42,26 @@ from helpers.reference import (  # noqa: F401  (re-exported)
     transformer_block,
 )
 
-#: The exercise functions of the contract (``docs/contract.md``), in course order.
-CONTRACT_FUNCTIONS = (
-    "dot", "cosine_similarity", "pairwise_scores",
-    "softmax",
-    "simple_self_attention",
-    "project_qkv", "scaled_dot_product_attention",
-    "causal_mask", "cross_attention",
-    "split_heads", "merge_heads", "multi_head_attention",
-    "layer_norm", "feed_forward", "transformer_block",
-    "embed", "lm_head", "language_model_forward", "cross_entropy", "generate",
+from helpers import exercises as _exercises
+from helpers import reference as _reference
+
+#: The exercise functions of the contract (``docs/contract.md``) that ``helpers`` itself
+#: re-exports, in course order: the exercises of ``helpers.exercises.NOTEBOOKS`` whose
+#: answer is a function of ``helpers.reference`` (derived: it cannot diverge from them).
+CONTRACT_FUNCTIONS = tuple(n for n in _exercises.names() if n in _reference.__all__)
+del _exercises, _reference
+
+#: The learner's API: the names of ``helpers`` a notebook may import (``from helpers
+#: import softmax``, ``from helpers.checks import check``, ``helpers.plots``...). Every
+#: name a notebook of ``notebooks/`` or ``solutions/`` takes from ``helpers`` is here, and
+#: each of these stays (``tests/test_learner_api.py``); the rest of the package is the
+#: course's own and may change. The modules are imported on demand (``bert``, ``llama``
+#: and ``pretrained`` load a model's code; ``import helpers`` does not load them).
+LEARNER_API = CONTRACT_FUNCTIONS + (
+    "BLOCK_PARAM_SHAPES",
+    # modules
+    "checks", "examples", "plots", "widgets", "demos_model", "environment_check",
+    "bert", "llama", "pretrained",
 )
 
 __version__ = "0.1.0"

@@ -2,9 +2,11 @@
 
 Each exercise is declared once, in ``helpers/exercises/<name>.py`` (its reference,
 visible and hidden cases, known mistakes, the earlier functions it uses and the
-references it must not call). This module judges them all the same way, in the
-notebook (:func:`check`) and in the grader, which calls the learner's function on
-:func:`cases` in a sandbox and judges the outputs here with :func:`compare`.
+references it must not call). This module is what a notebook imports: it runs the
+learner's function on the cases and explains a failure. Whether an output is right, and
+the words for it, come from :mod:`helpers.judge`, which the grader uses too (it runs the
+learner's function on the visible and hidden cases in a sandbox and judges the outputs
+in its own process): a notebook and the grader judge every exercise the same way.
 
     check(name, fn)                 the visible cases; one line on stdout when all pass
     check(name, fn, hidden=True)    the hidden cases (inside ### BEGIN HIDDEN TESTS)
@@ -36,30 +38,23 @@ Rules every check follows:
 ``generate`` with ``temperature == 0`` (greedy) is compared exactly; sampling cases are
 judged by distribution, and a scenario case calls it twice with the same seed and once
 with another (see ``helpers/exercises/generate.py``).
-
-``python -m helpers.checks`` prints the cases of every exercise (name, group, words).
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import inspect
 import sys
-import traceback
-import warnings
 from typing import Callable
 
 import numpy as np
 
-from helpers import exercises
-from helpers.exercises import Case, Exercise, Mistake
-from helpers.exercises._compare import (_array_problem, _as_float_array, _close,
-                                        _expected_got, _fmt_value, _mask_problem, _num)
-from helpers.exercises._scenarios import RAISES
+from helpers import exercises, judge
+from helpers.exercises import Case, Exercise
+from helpers.exercises._compare import _as_float_array, _expected_got, _num
+from helpers.judge import quiet
 
-__all__ = ["check", "assert_close", "quiet", "CheckFailed", "Case", "cases", "compare",
-           "diagnose", "groups", "RTOL", "ATOL", "exercise_names"]
+__all__ = ["check", "assert_close", "quiet", "CheckFailed", "RTOL", "ATOL", "BUNDLE_MARK"]
 
 RTOL = exercises.RTOL
 ATOL = exercises.ATOL
@@ -94,55 +89,9 @@ def wrap(text: str, width: int = LINE) -> str:
     return "\n".join(out)
 
 
-def exercise_names() -> tuple[str, ...]:
-    """Every graded exercise, in course order."""
-    return exercises.names()
-
-
-def _exercise(name: str) -> Exercise:
-    try:
-        return exercises.get(name)
-    except ValueError:
-        raise ValueError(f"{name!r} is not an exercise function; choose one of: "
-                         f"{', '.join(exercises.names())}") from None
-
-
-def groups(name: str, hidden: bool | None = None) -> list[str]:
-    """The group names of ``name``'s cases (visible, hidden, or both when None)."""
-    out = []
-    for c in _exercise(name).all_cases():
-        if (hidden is None or c.hidden == hidden) and c.group not in out:
-            out.append(c.group)
-    return out
-
-
-def cases(name: str, hidden: bool = False, group: str | None = None) -> list[Case]:
-    """The visible (``hidden=False``) or hidden cases of exercise ``name``."""
-    selected = [c for c in _exercise(name).all_cases() if c.hidden == hidden]
-    if group is not None:
-        selected = [c for c in selected if c.group == group]
-        if not selected:
-            raise ValueError(
-                f"{name} has no {'hidden' if hidden else 'visible'} cases in group {group!r}; "
-                f"its groups are: {', '.join(groups(name, hidden))}")
-    return copy.deepcopy(selected)     # nothing a caller does to them leaks into the next call
-
-
 # ---------------------------------------------------------------------------------------
 # Running a learner's function
 # ---------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def quiet():
-    """No warnings and no floating-point error messages from the code inside.
-
-    Under plain nbgrader any output on stderr scores a test cell 0, and a correct answer
-    may make NumPy warn (``0 * inf`` in a mask, say): the checks run inside it."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with np.errstate(all="ignore"):
-            yield
 
 
 _quiet = quiet      # for code where `quiet` is a parameter (assert_close)
@@ -275,22 +224,6 @@ def _run(ex: Exercise, fn, case: Case):
     return got, error, state["called"]
 
 
-def _user_frames(exc: BaseException) -> list:
-    helpers_dir = __file__.rsplit("/", 1)[0] + "/"
-    return [f for f in traceback.extract_tb(exc.__traceback__)
-            if not f.filename.startswith(helpers_dir) and "/numpy/" not in f.filename]
-
-
-def _student_location(exc: BaseException) -> str:
-    """' (in softmax, line 3 `e = np.exp(z)`)' for the innermost frame outside NumPy and us."""
-    frames = _user_frames(exc)
-    if not frames:
-        return ""
-    f = frames[-1]
-    code = f" `{f.line.strip()}`" if f.line else ""
-    return f" (in {f.name}, line {f.lineno}{code})"
-
-
 #: Part of the message of a course function a student bundle leaves out (autograder/release/bundle.py).
 BUNDLE_MARK = "not in the student bundle"
 
@@ -301,7 +234,7 @@ def _not_implemented_message(name: str, exc: BaseException | None = None, fn=Non
     course function left out of it says which exercise it is: that message is kept."""
     if exc is not None and BUNDLE_MARK in str(exc):
         return f"your {name} needs {exc}"
-    frames = _user_frames(exc) if exc is not None else []
+    frames = judge._user_frames(exc) if exc is not None else []
     raiser = frames[-1].name if frames else name
     own = {getattr(f, "__name__", None) for f in _functions_of(fn)} if fn is not None else set()
     if raiser in own or raiser in ("<module>", "<lambda>") or not raiser.isidentifier():
@@ -311,159 +244,6 @@ def _not_implemented_message(name: str, exc: BaseException | None = None, fn=Non
                 f"NotImplementedError()` in {raiser} by your code")
     return (f"{name} is not implemented yet: replace `raise "
             f"NotImplementedError()` by your code")
-
-
-# ---------------------------------------------------------------------------------------
-# Formatting
-# ---------------------------------------------------------------------------------------
-
-
-def _describe_input(case: Case) -> str:
-    ex = _exercise(case.function)
-    params = list(inspect.signature(ex.signature).parameters)
-    named = [(params[i] if i < len(params) else f"arg{i}", a) for i, a in enumerate(case.args)]
-    named += list(case.kwargs.items())
-    return "\n".join(f"    {k} = {_fmt_value(v, indent=len(k) + 7)}" for k, v in named)
-
-
-def _case_header(case: Case) -> str:
-    kind = "hidden" if case.hidden else "visible"
-    return (f"Case {case.name!r} ({kind}, group {case.group!r}): {case.description}.\n"
-            f"  Input:\n{_describe_input(case)}")
-
-
-# ---------------------------------------------------------------------------------------
-# Comparing
-# ---------------------------------------------------------------------------------------
-
-
-def _ids_problem(expected, got) -> str | None:
-    arr, problem = _as_float_array(got, "the output")
-    if problem:
-        return problem
-    exp = np.asarray(expected)
-    if arr.shape != exp.shape:
-        return f"the output has the wrong shape: expected {exp.shape}, got {arr.shape}"
-    if np.array_equal(arr, exp.astype(np.float64)):
-        return None
-    return f"wrong values: expected {exp.tolist()}, got {np.asarray(got).tolist()}"
-
-
-def _tuple_problem(ex: Exercise, expected, got) -> str | None:
-    parts = ex.parts
-    if isinstance(got, np.ndarray) or not isinstance(got, (tuple, list)):
-        return (f"expected a tuple ({', '.join(parts)}), got "
-                f"{'None: is a `return` missing?' if got is None else type(got).__name__}")
-    if len(got) != len(parts):
-        return f"expected a tuple of {len(parts)} ({', '.join(parts)}), got {len(got)} items"
-    for part, e, g in zip(parts, expected, got):
-        p = _array_problem(ex, e, g, what=part)
-        if p:
-            return p
-    return None
-
-
-def _problem(ex: Exercise, case: Case, expected, got) -> str | None:
-    """None when ``got`` is right for ``case``; else what is wrong (no case header)."""
-    if case is not None and case.scenario == RAISES:
-        return None if got == "ValueError" else f"{ex.name} must raise a ValueError here: {got}"
-    if ex.custom_compare is not None:
-        return ex.custom_compare(case, expected, got)
-    if ex.output == "mask":
-        return _mask_problem(expected, got)
-    if ex.output == "ids":
-        return _ids_problem(expected, got)
-    if ex.output == "tuple":
-        return _tuple_problem(ex, expected, got)
-    return _array_problem(ex, expected, got, "the result" if ex.output == "scalar" else "the output")
-
-
-def _same_output(ex: Exercise | None, a, b) -> bool:
-    """Whether two outputs agree (NaN where NaN), used to recognise a mistake."""
-    try:
-        if ex is not None and ex.custom_compare is not None:
-            with _quiet():
-                return ex.custom_compare(None, a, b) is None
-        if ex is not None and ex.output == "tuple":
-            if not isinstance(a, (tuple, list)) or not isinstance(b, (tuple, list)) or \
-                    len(a) != len(b):
-                return False
-            return all(_same_output(None, x, y) for x, y in zip(a, b))
-        with _quiet():
-            x = np.asarray(a, dtype=np.float64)
-            y = np.asarray(b, dtype=np.float64)
-        rtol, atol = (ex.rtol, ex.atol) if ex is not None else (RTOL, ATOL)
-        return x.shape == y.shape and bool(_close(x, y, True, rtol, atol).all())
-    except (TypeError, ValueError):
-        return False
-
-
-def diagnose(name: str, case: Case, got=None, error: BaseException | None = None) -> list[Mistake]:
-    """The known mistakes of ``name`` whose output on ``case`` is ``got``.
-
-    With ``error``, the mistakes that raise the same exception (type and text) instead.
-    """
-    ex = _exercise(name)
-    if ex.custom_diagnose is not None:
-        found = ex.custom_diagnose(case, got, error)
-        if found is not None:
-            return found
-    found = []
-    for mistake in ex.mistakes:
-        with _quiet():
-            try:
-                out, err = case.run(mistake.fn), None
-            except Exception as exc:                   # a mistake may fail on some inputs
-                out, err = None, exc
-        if error is not None:
-            if err is not None and type(err) is type(error) and str(err) == str(error):
-                found.append(mistake)
-        elif err is None and _same_output(ex, out, got):
-            found.append(mistake)
-    return found
-
-
-def _diagnosis_text(found: list[Mistake]) -> str:
-    if not found:
-        return ""
-    if len(found) == 1:
-        return f"\n  Likely mistake: {found[0].message}."
-    return "\n  Likely mistake (one of these gives exactly this output):\n" + "\n".join(
-        f"    - {m.message}." for m in found)
-
-
-def compare(name: str, case: Case, got) -> str | None:
-    """None when ``got`` is a right answer to ``case``; otherwise what is wrong, in words.
-
-    The text names the case and its input, expected against got, and the known mistake
-    that produces exactly ``got`` when there is one.
-    """
-    ex = _exercise(name)
-    expected = None if case.is_sampling else case.expected()   # samples have no one answer
-    problem = _problem(ex, case, expected, got)
-    if problem is None:
-        return None
-    return f"{_case_header(case)}\n  Problem: {problem}{_diagnosis_text(diagnose(name, case, got))}"
-
-
-def _signature_text(ex: Exercise) -> str:
-    params = inspect.signature(ex.signature).parameters.values()
-    sig = ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}"
-                    for p in params)
-    return f"{ex.name}({sig})"
-
-
-def error_text(name: str, case: Case, error: str, exc: BaseException | None = None) -> str:
-    """Words for a case on which the learner's function raised ``error`` ("Type: text")."""
-    ex = _exercise(name)
-    found = diagnose(name, case, error=exc) if exc is not None else []
-    short = (error.strip().splitlines() or [""])[0][:300]
-    hint = ""
-    if short.startswith("TypeError") and "argument" in short:
-        hint = f"\n  The signature must be {_signature_text(ex)}"
-    where = _student_location(exc) if exc is not None else ""
-    return (f"{_case_header(case)}\n  Problem: your {name} raised {short}{where}{hint}"
-            f"{_diagnosis_text(found)}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -484,10 +264,10 @@ def _failures(ex: Exercise, fn, selected: list[Case]) -> list[tuple[Case, str, b
             out.append((case, _not_implemented_message(ex.name, error, fn), True))
             break
         if error is not None:
-            out.append((case, error_text(ex.name, case, f"{type(error).__name__}: {error}",
+            out.append((case, judge.error_text(ex.name, case, f"{type(error).__name__}: {error}",
                                          error), False))
             continue
-        problem = compare(ex.name, case, got)
+        problem = judge.compare(ex.name, case, got)
         if problem is not None:
             out.append((case, problem, False))
     return out
@@ -497,7 +277,7 @@ def _learner_version(fn, dep: str):
     """The learner's own ``dep`` as ``fn`` sees it (None when it is the course's)."""
     for f in _functions_of(fn):
         own = f.__globals__.get(dep)
-        if callable(own) and not _is_reference(own, _exercise(dep).reference):
+        if callable(own) and not _is_reference(own, judge._exercise(dep).reference):
             return own
     return None
 
@@ -513,11 +293,11 @@ def _broken_dependency(ex: Exercise, fn, seen=None) -> str | None:
         own = _learner_version(fn, dep)
         if own is None:
             continue
-        deeper = _broken_dependency(_exercise(dep), own, seen)
+        deeper = _broken_dependency(judge._exercise(dep), own, seen)
         if deeper:
             return deeper
         try:
-            fails = _failures(_exercise(dep), own, cases(dep))
+            fails = _failures(judge._exercise(dep), own, judge.cases(dep))
         except CheckFailed as exc:
             return f"your {dep} fails its own check: fix it first ({exc})"
         if fails:
@@ -534,8 +314,8 @@ def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None
     Prints one line when every case passes; raises :class:`CheckFailed` otherwise, with
     the first failing case explained (and the names of the other failing ones).
     """
-    ex = _exercise(name)
-    selected = cases(name, hidden=hidden, group=group)
+    ex = judge._exercise(name)
+    selected = judge.cases(name, hidden=hidden, group=group)
     if not callable(fn):
         raise CheckFailed(f"check({name!r}, ...) needs your function, got {type(fn).__name__}")
     for label, ref in _refused(ex).items():
@@ -591,15 +371,3 @@ def assert_close(got, expected, what: str = "the result", rtol: float = RTOL,
         raise CheckFailed(problem)
     if not quiet:
         print(f"{what}: correct")
-
-
-def _main() -> None:
-    for name in exercises.names():
-        print(name)
-        for hidden in (False, True):
-            for c in cases(name, hidden):
-                print(f"  {'H' if hidden else 'V'} {c.group:10s} {c.name:22s} {c.description}")
-
-
-if __name__ == "__main__":
-    _main()

@@ -30,8 +30,9 @@ import numpy as np
 import pytest
 
 import helpers
-from helpers import checks, reference
-from helpers.checks import CheckFailed, assert_close, cases, check, compare, diagnose
+from helpers import checks, judge, reference
+from helpers.checks import CheckFailed, assert_close, check
+from helpers.judge import cases, compare, diagnose
 from helpers import exercises
 from helpers.exercises import generate as GEN
 
@@ -695,7 +696,7 @@ def test_no_two_mistakes_coincide_on_every_case(name):
     for i, k1 in enumerate(keys):
         for k2 in keys[i + 1:]:
             same = all(kind1 == kind2 and (o1 == o2 if kind1 == "error" else
-                                           checks._same_output(exercises.get(name), o1, o2))
+                                           judge._same_output(exercises.get(name), o1, o2))
                        for (kind1, o1), (kind2, o2) in zip(outputs[k1], outputs[k2]))
             assert not same, f"{name}: mistakes {k1} and {k2} agree on every case"
 
@@ -941,12 +942,12 @@ def test_unknown_name_and_group():
 
 
 def test_groups_select_subsets():
-    assert checks.groups("softmax", hidden=False) == ["slides", "basic", "axis", "stability"]
+    assert judge.groups("softmax", hidden=False) == ["slides", "basic", "axis", "stability"]
     out, exc = run_check("softmax", softmax_logsumexp, group="axis")
     assert exc is None and out == "softmax [axis]: 1/1 checks passed\n"
     for name in NAMES:
         for c in cases(name) + cases(name, hidden=True):
-            assert c.group in checks.groups(name)
+            assert c.group in judge.groups(name)
 
 
 def test_assert_close():
@@ -1000,7 +1001,7 @@ def test_cases_are_deterministic_and_picklable(name):
 
 
 def test_cases_are_the_same_in_a_new_process():
-    script = ("import hashlib, pickle, helpers; from helpers.checks import cases; "
+    script = ("import hashlib, pickle, helpers; from helpers.judge import cases; "
               "print(hashlib.sha1(pickle.dumps([cases(n, h) for n in helpers.CONTRACT_FUNCTIONS "
               "for h in (False, True)])).hexdigest())")
     here = hashlib.sha1(pickle.dumps([cases(n, h) for n in NAMES for h in (False, True)]))

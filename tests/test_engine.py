@@ -296,6 +296,18 @@ def test_tampering_with_a_test_outside_the_contract(attack, tmp_path):
         assert any("tampering suspected in test_most_similar" in f for f in result.flags)
 
 
+def test_an_answer_that_uses_quiet_earns_its_points(tmp_path):
+    """The notebooks import ``quiet`` with ``check`` from helpers.checks; the isolated run's
+    stand-in for that module has it too, so an answer using it is judged on its values."""
+    code = ("def dot(a, b):\n"
+            "    with quiet():\n"
+            "        return float(np.dot(np.asarray(a, float), np.asarray(b, float)))\n")
+    result = _grade(_write(_with_answer("01_dot_products", "dot", code), tmp_path,
+                           "01_dot_products"), "01_dot_products")
+    cell = _by_id(result)["test_dot"]
+    assert cell.points == cell.max_points, cell.message + cell.feedback
+
+
 def test_patching_numpy_comparisons_scores_nothing(tmp_path):
     code = ("np.allclose = lambda *a, **k: True\n"
             "np.isclose = lambda a, b, *r, **k: np.ones(np.broadcast(a, b).shape, bool)\n"
@@ -836,6 +848,7 @@ def test_feedback_shows_no_grader_traceback_and_each_failing_case_once(tmp_path)
                            "01_dot_products"), "01_dot_products")
     feedback = _by_id(result)["test_dot"].feedback
     assert "Traceback" not in feedback and "checks.py" not in feedback
+    assert "judge.py" not in feedback
     assert 'File "' not in feedback
     first = next(line for line in feedback.splitlines() if line.startswith("Case '"))
     assert feedback.count(first) == 1, feedback

@@ -13,7 +13,7 @@ import pytest
 
 from autograder import SOLUTIONS_DIR
 from autograder.notebook import cells as nbcells
-from helpers import checks, exercises, reference
+from helpers import checks, exercises, judge, reference
 from helpers.checks import CheckFailed
 
 
@@ -44,7 +44,7 @@ def test_every_test_cell_is_the_one_line_check_of_its_exercise():
 def test_every_exercise_declares_visible_and_hidden_cases_and_mistakes(name):
     ex = exercises.get(name)
     assert ex.name == name and callable(ex.reference)
-    assert checks.cases(name) and checks.cases(name, hidden=True)
+    assert judge.cases(name) and judge.cases(name, hidden=True)
     assert ex.mistakes, f"{name} names no known mistake"
     every = ex.all_cases()
     assert len({c.name for c in every}) == len(every), "case names must be unique"
@@ -211,14 +211,14 @@ def test_every_known_mistake_is_told_apart_by_a_visible_case(name):
     missed = []
     for mistake in ex.mistakes:
         caught = False
-        for case in checks.cases(name):
+        for case in judge.cases(name):
             try:
                 with checks.quiet():
                     got = case.run(mistake.fn)
             except Exception:
                 caught = True                      # it raises where the answer does not
                 break
-            if checks.compare(name, case, got) is not None:
+            if judge.compare(name, case, got) is not None:
                 caught = True
                 break
         if not caught:

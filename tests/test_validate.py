@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from autograder import NOTEBOOKS_DIR
-from helpers import checks
+from helpers import checks, judge
 
 NB = "02_softmax"
 NO_MAX = ("def softmax(z, axis=-1):\n    z = np.asarray(z, dtype=float)\n"
@@ -33,7 +33,7 @@ def test_validate_shows_the_likely_mistake_uncut(tmp_path):
     lines = [line for line in out.splitlines()]
     at = next(i for i, line in enumerate(lines) if "Likely mistake:" in line)
     said = " ".join(" ".join(lines[at:at + 4]).split())
-    mistake = next(m.message for m in checks._exercise("softmax").mistakes
+    mistake = next(m.message for m in judge._exercise("softmax").mistakes
                    if m.key == "no_max_shift")
     assert " ".join(mistake.split())[:60] in said, said
     assert not any(line.endswith("...") for line in lines[at:at + 4]), lines[at:at + 4]

@@ -45,7 +45,7 @@ Execution (:mod:`autograder.isolation`, :mod:`autograder.notebook.slicing`)
        ``transformer_block``'s), then calls the function on every case of the registry
        (visible and hidden; a *scenario* case runs a small script around it: two calls
        sharing a KV cache, the same seed twice) and returns only the outputs. This
-       process (trusted) compares them with ``helpers.checks.compare``.
+       process (trusted) compares them with ``helpers.judge.compare``.
     The points of every test cell come from step 2, never from step 1: a correct answer
     keeps its points even if the notebook run failed (a warning on stderr, a crash or a
     time-out in an unrelated cell), and a test that passed in the notebook but fails its

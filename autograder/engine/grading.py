@@ -132,10 +132,10 @@ def _load_cases(function: str) -> tuple[tuple, tuple[bool, ...], tuple[str, ...]
     encoded arguments, their scenarios, the ``(name, "module:function")`` of the
     course functions it uses, and the large arrays the arguments name rather than carry
     (computed once per grading process; cases are fixed)."""
-    from helpers import checks, exercises
+    from helpers import exercises, judge
 
-    visible = list(checks.cases(function, hidden=False))
-    hidden = list(checks.cases(function, hidden=True))
+    visible = list(judge.cases(function, hidden=False))
+    hidden = list(judge.cases(function, hidden=True))
     cases = tuple(visible + hidden)
     store: dict = {}
     payloads = tuple(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs)), store=store))
@@ -151,13 +151,13 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
              limits: confine.Limits) -> _Verdict:
     """Step 2 for one exercise: its outputs on every case, from a child whose ``helpers``
     lacks its reference (and what it refuses), in which the earlier course functions it
-    uses are the course's own, compared here with ``helpers.checks.compare``.
+    uses are the course's own, compared here with ``helpers.judge.compare``.
 
     The child runs the exercise's own answer cell whole (what the learner's notebook
     runs to define it) and, from the other cells before its first test, only the
     statements the function needs (:mod:`autograder.notebook.slicing`): slow top-level work in
     other answer cells is not run again."""
-    from helpers import checks
+    from helpers import judge
 
     cases, hidden, payloads, scenarios, uses, store = _load_cases(function)
     groups = [str(getattr(c, "group", "") or "") for c in cases]
@@ -211,7 +211,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
             continue
         try:
             got = wire.decode(wire.unb64(line.get("value")))
-            problems.append(checks.compare(function, case, got))
+            problems.append(judge.compare(function, case, got))
         except wire.DecodeError as exc:
             problems.append(f"{function} returned something that cannot be checked ({exc})")
         except Exception as exc:   # compare() on a strange value: a failed case
@@ -221,7 +221,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
 
 
 def _summary(text: str) -> str:
-    """One line from a ``checks.compare`` explanation: the known mistake first (the
+    """One line from a ``judge.compare`` explanation: the known mistake first (the
     most useful words), then the case and the problem. Other text is returned as is."""
     lines = [line.strip() for line in text.splitlines()]
     problem = next((line[len("Problem:"):].strip() for line in lines
@@ -237,7 +237,7 @@ def _summary(text: str) -> str:
 def _case_error(function: str, case, err: str, where: str = "") -> str:
     """Words for a case on which the isolated call raised (``err``: "Type: text";
     ``where``: the innermost function of the learner's code it came from)."""
-    from helpers import checks
+    from helpers import judge
 
     if err.startswith("NotImplementedError"):
         if where and where != function and where.isidentifier():
@@ -255,7 +255,7 @@ def _case_error(function: str, case, err: str, where: str = "") -> str:
         # only the exception's type: its text is the learner's, and could carry the
         # hidden inputs (which the child must have) out into the feedback page
         err = err.split(":", 1)[0][:60] + ": (the message of an error on a hidden case is not shown)"
-    return checks.error_text(function, case, _short(err, 400))
+    return judge.error_text(function, case, _short(err, 400))
 
 
 def _brief(function: str, group: str, text: str) -> str:

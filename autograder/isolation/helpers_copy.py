@@ -5,7 +5,13 @@ copy in which that exercise's reference and the functions it refuses are stubs t
 raise (an AST rewrite: their code is not in the process at all), every function of
 ``helpers/exercises/`` is such a stub too (hidden cases, known mistakes, which are close
 to right answers) except the ``scenario_*`` ones the calls run, and
-``helpers/checks.py`` is a harmless stand-in.
+``helpers/checks.py`` (what notebooks import: ``check``, ``quiet``, ``assert_close``,
+``CheckFailed``) is a harmless stand-in. It stays one after the judge moved to
+``helpers/judge.py`` (which the grader imports, outside the run; the copy's judge holds
+no case): the kept cells of the learner's notebook import it, and may call ``check`` or
+``assert_close`` (in an answer cell). The real ``check`` would need the cases, which
+are stubs here, and a failing ``assert_close`` would stop a cell: the verdict is not
+reached in this process, so neither may decide anything in it.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ HELPERS_DIR = REPO_ROOT / "helpers"
 
 _CHECKS_STAND_IN = '''"""Stand-in for helpers.checks inside the isolated grading run (checks happen outside)."""
 
+import contextlib
+import warnings
+
 
 class CheckFailed(AssertionError):
     pass
@@ -38,6 +47,16 @@ def check(name, fn, *args, **kwargs):
 
 def assert_close(*args, **kwargs):
     return None
+
+
+@contextlib.contextmanager
+def quiet():
+    import numpy as np
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            yield
 '''
 
 

@@ -16,9 +16,9 @@ that declares one :class:`Exercise`, ``EXERCISE``:
 * how its output is compared (``output``: ``array``, ``scalar``, ``tuple``, ``mask``,
   ``ids``, or a custom ``compare``).
 
-:mod:`helpers.checks` judges every exercise the same way, in the notebook
-(``check("softmax", softmax)``) and in the grader (``autograder``), which calls the
-learner's function on the same cases in a sandbox and compares outside it.
+:mod:`helpers.judge` judges every exercise the same way, in the notebook (through
+:mod:`helpers.checks`: ``check("softmax", softmax)``) and in the grader (``autograder``),
+which calls the learner's function on the same cases in a sandbox and compares outside it.
 
 Adding an exercise: write ``helpers/exercises/<name>.py`` (copy a neighbour), add its
 name to :data:`NOTEBOOKS`, and give its notebook an answer cell (``grade_id`` = name)

@@ -1,7 +1,8 @@
 """How an output is compared with the right one, in words a learner can act on:
 shapes first, then the first differing entry, expected against got, with hints (a
 transpose, a constant factor, float32 rounding, NaN where a number belongs). Used by
-:mod:`helpers.checks` and by the exercises' own ``compare`` functions."""
+:mod:`helpers.judge` (and :mod:`helpers.checks`' ``assert_close``) and by the exercises'
+own ``compare`` functions."""
 
 from __future__ import annotations
 

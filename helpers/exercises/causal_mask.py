@@ -29,17 +29,13 @@ return ___ <= ___          # [n, n]: key j <= query i
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     return [
-        ("slides_4", "n = 4 (the four tokens of 'The cat sat <end>')", (4,), {}, "slides", False),
-        ("n_1", "n = 1", (1,), {}, "basic", False),
-        ("n_2", "n = 2", (2,), {}, "basic", True),
-        ("n_3", "n = 3", (3,), {}, "basic", True),
-        ("n_6", "n = 6", (6,), {}, "basic", True),
-        ("n_9", "n = 9", (9,), {}, "basic", True),
+        case("slides_4", "n = 4 (the four tokens of 'The cat sat <end>')", (4,), group="slides"),
+        case("n_1", "n = 1", (1,)),
+        case("n_2", "n = 2", (2,), hidden=True),
+        case("n_3", "n = 3", (3,), hidden=True),
+        case("n_6", "n = 6", (6,), hidden=True),
+        case("n_9", "n = 9", (9,), hidden=True),
     ]
 
 

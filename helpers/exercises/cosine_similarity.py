@@ -31,27 +31,23 @@ return float(dot(a, b) / ___)
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     return [
-        ("slides_the_cat", "x_The and x_cat from the slides' example 'The cat sat <end>'",
-         (ex.CAT_X[0], ex.CAT_X[1]), {}, "slides", False),
-        ("lists", "two lists of different lengths |a| != |b|",
-         ([1, 2, 2], [0, 3, 4]), {}, "basic", False),
-        ("negative_cosine", "vectors pointing in roughly opposite directions (a negative cosine)",
-         ([1.0, -2.0, 0.5], [-2.0, 3.0, 1.0]), {}, "basic", False),
-        ("opposite", "vectors pointing in opposite directions (cos = -1)",
-         ([1.0, -2.0, 0.5], [-2.0, 4.0, -1.0]), {}, "basic", True),
-        ("negative", "vectors at an obtuse angle (negative cosine)",
-         (np.array([1.0, 2.0, -1.0, 0.5]), np.array([-2.0, 0.5, 1.5, 0.0])), {}, "basic", True),
-        ("random", "two random vectors of length 6",
-         (_normal(5, 6), _normal(6, 6) * 3.0), {}, "basic", True),
-        ("scales", "a long vector (entries ~1e3) and a short one (entries ~1e-2)",
-         (_normal(7, 5) * 1e3, _normal(8, 5) * 1e-2), {}, "scales", True),
-        ("big_and_small", "entries ~1e40 and ~1e-40",
-         (_normal(9, 4) * 1e40, _normal(10, 4) * 1e-40), {}, "scales", True),
+        case("slides_the_cat", "x_The and x_cat from the slides' example 'The cat sat <end>'",
+             (ex.CAT_X[0], ex.CAT_X[1]), group="slides"),
+        case("lists", "two lists of different lengths |a| != |b|", ([1, 2, 2], [0, 3, 4])),
+        case("negative_cosine",
+             "vectors pointing in roughly opposite directions (a negative cosine)",
+             ([1.0, -2.0, 0.5], [-2.0, 3.0, 1.0])),
+        case("opposite", "vectors pointing in opposite directions (cos = -1)",
+             ([1.0, -2.0, 0.5], [-2.0, 4.0, -1.0]), hidden=True),
+        case("negative", "vectors at an obtuse angle (negative cosine)",
+             (np.array([1.0, 2.0, -1.0, 0.5]), np.array([-2.0, 0.5, 1.5, 0.0])), hidden=True),
+        case("random", "two random vectors of length 6", (_normal(5, 6), _normal(6, 6) * 3.0),
+             hidden=True),
+        case("scales", "a long vector (entries ~1e3) and a short one (entries ~1e-2)",
+             (_normal(7, 5) * 1e3, _normal(8, 5) * 1e-2), group="scales", hidden=True),
+        case("big_and_small", "entries ~1e40 and ~1e-40",
+             (_normal(9, 4) * 1e40, _normal(10, 4) * 1e-40), group="scales", hidden=True),
     ]
 
 

@@ -33,34 +33,30 @@ return ___               # [N_dec, d_v]
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     n = _normal
     return [
-        ("slides_cat", "decoder: 'The cat' (2 rows of the slides' X); encoder: all 4 rows; "
-         "the slides' W_Q, W_K, W_V", (ex.CAT_X[:2], ex.CAT_X, ex.CAT_W_Q, ex.CAT_W_K, ex.CAT_W_V),
-         {}, "slides", False),
-        ("shapes", "N_dec = 2, N_enc = 5, d = 3, d_enc = 4, d_k = 2, d_v = 3",
-         tuple(n(91 + i, s, decimals=1) for i, s in
-               enumerate([(2, 3), (5, 4), (3, 2), (4, 2), (4, 3)])), {}, "shapes", False),
-        ("more_dec", "N_dec = 4 > N_enc = 3, d = 5, d_enc = 2, d_k = 3, d_v = 2",
-         tuple(n(96 + i, s) for i, s in enumerate([(4, 5), (3, 2), (5, 3), (2, 3), (2, 2)])),
-         {}, "shapes", True),
-        ("one_query", "a single decoder token, N_enc = 6",
-         tuple(n(101 + i, s) for i, s in enumerate([(1, 4), (6, 4), (4, 3), (4, 3), (4, 5)])),
-         {}, "shapes", True),
-        ("square", "N_dec = N_enc = 3 and d = d_enc = 3 (all weights 3x3)",
-         tuple(n(106 + i, s) for i, s in enumerate([(3, 3), (3, 3), (3, 3), (3, 3), (3, 3)])),
-         {}, "basic", True),
-        ("large", "large inputs (scores in the thousands)",
-         tuple(n(111 + i, s, sc) for i, (s, sc) in
-               enumerate([((2, 4), 20.0), ((3, 4), 20.0), ((4, 4), 1.0), ((4, 4), 1.0),
-                          ((4, 2), 1.0)])), {}, "stability", True),
-        ("lists", "plain lists, N_dec = 2, N_enc = 2, d = d_enc = 2, d_k = d_v = 2",
-         ([[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [-1.0, 0.5]], [[1.0, 0.5], [0.0, 1.0]],
-          [[0.5, 0.0], [1.0, 1.0]], [[1.0, -1.0], [0.0, 2.0]]), {}, "basic", True),
+        case("slides_cat", "decoder: 'The cat' (2 rows of the slides' X); encoder: all 4 rows; "
+             "the slides' W_Q, W_K, W_V",
+             (ex.CAT_X[:2], ex.CAT_X, ex.CAT_W_Q, ex.CAT_W_K, ex.CAT_W_V), group="slides"),
+        case("shapes", "N_dec = 2, N_enc = 5, d = 3, d_enc = 4, d_k = 2, d_v = 3",
+             tuple(n(91 + i, s, decimals=1) for i, s in
+                   enumerate([(2, 3), (5, 4), (3, 2), (4, 2), (4, 3)])), group="shapes"),
+        case("more_dec", "N_dec = 4 > N_enc = 3, d = 5, d_enc = 2, d_k = 3, d_v = 2",
+             tuple(n(96 + i, s) for i, s in enumerate([(4, 5), (3, 2), (5, 3), (2, 3), (2, 2)])),
+             group="shapes", hidden=True),
+        case("one_query", "a single decoder token, N_enc = 6",
+             tuple(n(101 + i, s) for i, s in enumerate([(1, 4), (6, 4), (4, 3), (4, 3), (4, 5)])),
+             group="shapes", hidden=True),
+        case("square", "N_dec = N_enc = 3 and d = d_enc = 3 (all weights 3x3)",
+             tuple(n(106 + i, s) for i, s in enumerate([(3, 3), (3, 3), (3, 3), (3, 3), (3, 3)])),
+             hidden=True),
+        case("large", "large inputs (scores in the thousands)",
+             tuple(n(111 + i, s, sc) for i, (s, sc) in
+                   enumerate([((2, 4), 20.0), ((3, 4), 20.0), ((4, 4), 1.0), ((4, 4), 1.0),
+                              ((4, 2), 1.0)])), group="stability", hidden=True),
+        case("lists", "plain lists, N_dec = 2, N_enc = 2, d = d_enc = 2, d_k = d_v = 2",
+             ([[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [-1.0, 0.5]], [[1.0, 0.5], [0.0, 1.0]],
+              [[0.5, 0.0], [1.0, 1.0]], [[1.0, -1.0], [0.0, 2.0]]), hidden=True),
     ]
 
 

@@ -42,33 +42,28 @@ log_sum_exp = m[:, 0] + np.log(np.exp(logits - m).sum(axis=-1))    # [N]
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     return [
-        ("small", "2 rows, V = 3", (np.array([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]]),
-                                   np.array([0, 1])), {}, "basic", False),
-        ("lists", "lists, 3 rows, V = 4, targets not at the largest logit",
-         ([[1.0, 2.0, 0.0, -1.0], [0.0, 0.0, 3.0, 1.0], [2.0, -2.0, 1.0, 0.0]], [3, 0, 1]), {},
-         "basic", False),
-        ("large", "large logits (around 1000)", (np.array([[1000.0, 0.0, -1000.0],
-                                                          [0.0, 1000.0, 2.0]]), np.array([1, 2])),
-         {}, "stability", False),
-        ("huge", "logits up to 1e300", (np.array([[1e300, 0.0, -1e300], [1e3, 1e10, 1e100]]),
-                                        np.array([1, 0])), {}, "stability", True),
-        ("rows_scales", "rows at very different scales (1e-3 to 1e3)",
-         (_normal(261, (3, 5)) * np.array([[1e-3], [1.0], [1e3]]), np.array([4, 0, 2])), {},
-         "scales", True),
-        ("very_negative", "very negative logits (-1000 and below)",
-         (np.array([[-1000.0, -1002.0, -1001.0]]), np.array([1])), {}, "stability", True),
-        ("one_row", "a single row, V = 6", (_normal(262, (1, 6)), np.array([5])), {}, "basic",
-         True),
-        ("random", "6 rows, V = 10", (_normal(263, (6, 10), 2.0), _rng(264).integers(0, 10, 6)),
-         {}, "basic", True),
-        ("confident_right", "large logits with the target at the largest one",
-         (np.array([[50.0, 0.0, -3.0], [1.0, 40.0, 2.0]]), np.array([0, 1])), {}, "stability",
-         True),
+        case("small", "2 rows, V = 3", (np.array([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]]),
+                                       np.array([0, 1]))),
+        case("lists", "lists, 3 rows, V = 4, targets not at the largest logit",
+             ([[1.0, 2.0, 0.0, -1.0], [0.0, 0.0, 3.0, 1.0], [2.0, -2.0, 1.0, 0.0]], [3, 0, 1])),
+        case("large", "large logits (around 1000)",
+             (np.array([[1000.0, 0.0, -1000.0], [0.0, 1000.0, 2.0]]), np.array([1, 2])),
+             group="stability"),
+        case("huge", "logits up to 1e300", (np.array([[1e300, 0.0, -1e300], [1e3, 1e10, 1e100]]),
+                                            np.array([1, 0])), group="stability", hidden=True),
+        case("rows_scales", "rows at very different scales (1e-3 to 1e3)",
+             (_normal(261, (3, 5)) * np.array([[1e-3], [1.0], [1e3]]), np.array([4, 0, 2])),
+             group="scales", hidden=True),
+        case("very_negative", "very negative logits (-1000 and below)",
+             (np.array([[-1000.0, -1002.0, -1001.0]]), np.array([1])), group="stability",
+             hidden=True),
+        case("one_row", "a single row, V = 6", (_normal(262, (1, 6)), np.array([5])), hidden=True),
+        case("random", "6 rows, V = 10",
+             (_normal(263, (6, 10), 2.0), _rng(264).integers(0, 10, 6)), hidden=True),
+        case("confident_right", "large logits with the target at the largest one",
+             (np.array([[50.0, 0.0, -3.0], [1.0, 40.0, 2.0]]), np.array([0, 1])),
+             group="stability", hidden=True),
     ]
 
 

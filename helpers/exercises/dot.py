@@ -30,28 +30,23 @@ return float(___)
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     return [
-        ("slides_the_cat", "x_The . x_cat in the slides' example 'The cat sat <end>' (= 1.08)",
-         (ex.CAT_X[0], ex.CAT_X[1]), {}, "slides", False),
-        ("lists", "two plain Python lists of ints", ([1, 2, 3], [4, -5, 6]), {}, "basic", False),
-        ("decimals", "numbers with many decimals", ([0.123, -4.567, 7.891], [1.5, 0.25, -3.333]),
-         {}, "basic", False),
-        ("random", "two random vectors of length 7",
-         (_normal(1, 7), _normal(2, 7)), {}, "basic", True),
-        ("negative", "a dot product that comes out negative",
-         ([2.0, -1.0, 0.5, 3.0], [-1.0, 4.0, 2.0, -0.5]), {}, "basic", True),
-        ("length_one", "vectors of length 1", (np.array([3.0]), np.array([-2.5])), {}, "shapes",
-         True),
-        ("scales", "entries from 1e-3 to 1e3",
-         (np.array([1e3, 2e-3, -5.0, 7e2]), np.array([3e-3, 4e2, 1.5, -2e-3])), {}, "scales",
-         True),
-        ("long_lists", "lists of 12 floats",
-         (list(_normal(3, 12, decimals=2)), list(_normal(4, 12, decimals=2))), {}, "basic",
-         True),
+        case("slides_the_cat", "x_The . x_cat in the slides' example 'The cat sat <end>' (= 1.08)",
+             (ex.CAT_X[0], ex.CAT_X[1]), group="slides"),
+        case("lists", "two plain Python lists of ints", ([1, 2, 3], [4, -5, 6])),
+        case("decimals", "numbers with many decimals",
+             ([0.123, -4.567, 7.891], [1.5, 0.25, -3.333])),
+        case("random", "two random vectors of length 7", (_normal(1, 7), _normal(2, 7)),
+             hidden=True),
+        case("negative", "a dot product that comes out negative",
+             ([2.0, -1.0, 0.5, 3.0], [-1.0, 4.0, 2.0, -0.5]), hidden=True),
+        case("length_one", "vectors of length 1", (np.array([3.0]), np.array([-2.5])),
+             group="shapes", hidden=True),
+        case("scales", "entries from 1e-3 to 1e3",
+             (np.array([1e3, 2e-3, -5.0, 7e2]), np.array([3e-3, 4e2, 1.5, -2e-3])), group="scales",
+             hidden=True),
+        case("long_lists", "lists of 12 floats",
+             (list(_normal(3, 12, decimals=2)), list(_normal(4, 12, decimals=2))), hidden=True),
     ]
 
 

@@ -33,26 +33,21 @@ return ___
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     r = _rng(231)
     E5, P6 = np.round(r.normal(size=(5, 3)), 1) + 0.0, np.round(r.normal(size=(6, 3)), 1) + 0.0
     E9, P12 = r.normal(size=(9, 4)), r.normal(size=(12, 4))
     P_aaba = np.round(0.1 * np.arange(12.0).reshape(6, 2), 1)
     return [
-        ("slides_aaba", "'A A B A' with one-hot token embeddings E and a small P (n_ctx = 6)",
-         (ex.AABA_IDS, ex.AABA_E, P_aaba), {}, "slides", False),
-        ("repeats", "ids [3, 1, 4, 1] (a repeated id), V = 5, d = 3, n_ctx = 6",
-         (np.array([3, 1, 4, 1]), E5, P6), {}, "basic", False),
-        ("list_ids", "ids as a list [2, 0], V = 5, n_ctx = 6", ([2, 0], E5, P6), {}, "basic",
-         True),
-        ("full_context", "N = n_ctx = 6", (np.array([4, 4, 0, 2, 3, 1]), E5, P6), {}, "shapes",
-         True),
-        ("one_token", "a single token", (np.array([2]), E9, P12), {}, "shapes", True),
-        ("large_vocab", "V = 9, n_ctx = 12, ids above n_ctx/2",
-         (np.array([8, 7, 5, 8, 6], dtype=np.int32), E9, P12), {}, "basic", True),
+        case("slides_aaba", "'A A B A' with one-hot token embeddings E and a small P (n_ctx = 6)",
+             (ex.AABA_IDS, ex.AABA_E, P_aaba), group="slides"),
+        case("repeats", "ids [3, 1, 4, 1] (a repeated id), V = 5, d = 3, n_ctx = 6",
+             (np.array([3, 1, 4, 1]), E5, P6)),
+        case("list_ids", "ids as a list [2, 0], V = 5, n_ctx = 6", ([2, 0], E5, P6), hidden=True),
+        case("full_context", "N = n_ctx = 6", (np.array([4, 4, 0, 2, 3, 1]), E5, P6),
+             group="shapes", hidden=True),
+        case("one_token", "a single token", (np.array([2]), E9, P12), group="shapes", hidden=True),
+        case("large_vocab", "V = 9, n_ctx = 12, ids above n_ctx/2",
+             (np.array([8, 7, 5, 8, 6], dtype=np.int32), E9, P12), hidden=True),
     ]
 
 

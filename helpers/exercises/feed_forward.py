@@ -32,18 +32,16 @@ return ___          # [N, d]
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     return [
-        ("small", "2 tokens, d = 3, d_ff = 4 (some hidden units are cut by the ReLU)",
-         _ffn_args(181, 2, 3, 4, decimals=1), {}, "basic", False),
-        ("lists", "plain lists, 3 tokens, d = 2, d_ff = 3",
-         tuple(a.tolist() for a in _ffn_args(186, 3, 2, 3, decimals=1)), {}, "basic", False),
-        ("wide", "5 tokens, d = 4, d_ff = 6", _ffn_args(191, 5, 4, 6), {}, "shapes", True),
-        ("one_token", "1 token, d = 2, d_ff = 8", _ffn_args(196, 1, 2, 8), {}, "shapes", True),
-        ("large", "large inputs", _ffn_args(201, 3, 3, 5, scale=100.0), {}, "basic", True),
+        case("small", "2 tokens, d = 3, d_ff = 4 (some hidden units are cut by the ReLU)",
+             _ffn_args(181, 2, 3, 4, decimals=1)),
+        case("lists", "plain lists, 3 tokens, d = 2, d_ff = 3",
+             tuple(a.tolist() for a in _ffn_args(186, 3, 2, 3, decimals=1))),
+        case("wide", "5 tokens, d = 4, d_ff = 6", _ffn_args(191, 5, 4, 6), group="shapes",
+             hidden=True),
+        case("one_token", "1 token, d = 2, d_ff = 8", _ffn_args(196, 1, 2, 8), group="shapes",
+             hidden=True),
+        case("large", "large inputs", _ffn_args(201, 3, 3, 5, scale=100.0), hidden=True),
     ]
 
 

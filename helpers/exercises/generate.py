@@ -70,20 +70,46 @@ probs = softmax(logits / temperature)                                # only when
 
 @EXERCISE.cases
 def cases():
-    out = [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
     m = _gen_models()
-    out.insert(2, case(
-        "same_seed", "sampling at temperature 0.7, prompt [2], 60 new tokens, called three "
-        "times: twice with rng = np.random.default_rng(5) (the ids must be equal) and once "
-        "with np.random.default_rng(6) (they must differ)",
-        (np.array([2]), m["ms"], 2, 60), {"temperature": 0.7, "seed": 5, "other_seed": 6},
-        group="sampling", scenario="helpers.exercises.generate:scenario_same_seed"))
-    out.append(case(
-        "same_seed_hot", "sampling at temperature 1.5, prompt [1, 4], 60 new tokens, twice "
-        "with rng = np.random.default_rng(21) and once with np.random.default_rng(22)",
-        (np.array([1, 4]), m["ms"], 1, 60), {"temperature": 1.5, "seed": 21, "other_seed": 22},
-        group="sampling", hidden=True, scenario="helpers.exercises.generate:scenario_same_seed"))
-    return out
+    return [
+        case("greedy", "greedy (temperature 0), prompt [1, 5], 5 new tokens, n_ctx = 5",
+             (np.array([1, 5]), m["m8"], 2, 5), group="greedy"),
+        case("greedy_list",
+             "greedy with temperature=0.0 given, prompt as a list [3], 3 new tokens",
+             ([3], m["m8"], 2, 3), {"temperature": 0.0}, group="greedy"),
+        case("same_seed", "sampling at temperature 0.7, prompt [2], 60 new tokens, called three "
+             "times: twice with rng = np.random.default_rng(5) (the ids must be equal) and once "
+             "with np.random.default_rng(6) (they must differ)",
+             (np.array([2]), m["ms"], 2, 60), {"temperature": 0.7, "seed": 5, "other_seed": 6},
+             group="sampling", scenario="helpers.exercises.generate:scenario_same_seed"),
+        case("sampling", "sampling at temperature 0.5 with rng = np.random.default_rng(7), "
+             "prompt [2], 200 new tokens, n_ctx = 5", (np.array([2]), m["ms"], 2, 200),
+             {"temperature": 0.5, "rng": _rng(7)}, group="sampling"),
+        case("greedy_crop", "greedy, prompt of 3 tokens, 6 new tokens, n_ctx = 4 (the context "
+             "must be cropped)", (np.array([0, 3, 5]), m["m4"], 2, 6), group="cropping",
+             hidden=True),
+        case("greedy_full", "greedy, a prompt of exactly n_ctx = 4 tokens, 3 new tokens",
+             (np.array([2, 2, 1, 4]), m["m4"], 1, 3), group="cropping", hidden=True),
+        case("zero_new", "n_new = 0 (returns the prompt)", (np.array([4, 0, 1]), m["m8"], 2, 0),
+             group="greedy", hidden=True),
+        case("greedy_long", "greedy, prompt [3], 10 new tokens, n_ctx = 5, n_heads = 1",
+             (np.array([3]), m["ms"], 1, 10), group="greedy", hidden=True),
+        case("sampling_hot", "sampling at temperature 2.0 with rng = np.random.default_rng(11), "
+             "prompt [0, 1], 200 new tokens, n_ctx = 5", (np.array([0, 1]), m["ms"], 2, 200),
+             {"temperature": 2.0, "rng": _rng(11)}, group="sampling", hidden=True),
+        case("sampling_cold", "sampling at temperature 0.25 with rng = np.random.default_rng(12), "
+             "prompt [3], 150 new tokens, n_ctx = 5", (np.array([3]), m["ms"], 1, 150),
+             {"temperature": 0.25, "rng": _rng(12)}, group="sampling", hidden=True),
+        case("sampling_crop", "sampling at temperature 0.8 with rng = np.random.default_rng(13), "
+             "prompt of 3 tokens, 200 new tokens, n_ctx = 4, 2 blocks",
+             (np.array([1, 2, 3]), m["m4"], 2, 200), {"temperature": 0.8, "rng": _rng(13)},
+             group="sampling", hidden=True),
+        case("same_seed_hot", "sampling at temperature 1.5, prompt [1, 4], 60 new tokens, twice "
+             "with rng = np.random.default_rng(21) and once with np.random.default_rng(22)",
+             (np.array([1, 4]), m["ms"], 1, 60),
+             {"temperature": 1.5, "seed": 21, "other_seed": 22}, group="sampling", hidden=True,
+             scenario="helpers.exercises.generate:scenario_same_seed"),
+    ]
 
 
 def scenario_same_seed(generate, token_ids, params, n_heads, n_new, temperature, seed,
@@ -95,40 +121,6 @@ def scenario_same_seed(generate, token_ids, params, n_heads, n_new, temperature,
         runs.append(generate(ids, params, n_heads, n_new, temperature=temperature,
                              rng=np.random.default_rng(s)))
     return tuple(runs)
-
-
-def _case_list():
-    m = _gen_models()
-    return [
-        ("greedy", "greedy (temperature 0), prompt [1, 5], 5 new tokens, n_ctx = 5",
-         (np.array([1, 5]), m["m8"], 2, 5), {}, "greedy", False),
-        ("greedy_list", "greedy with temperature=0.0 given, prompt as a list [3], 3 new tokens",
-         ([3], m["m8"], 2, 3), {"temperature": 0.0}, "greedy", False),
-        ("sampling", "sampling at temperature 0.5 with rng = np.random.default_rng(7), "
-         "prompt [2], 200 new tokens, n_ctx = 5",
-         (np.array([2]), m["ms"], 2, 200), {"temperature": 0.5, "rng": _rng(7)}, "sampling",
-         False),
-        ("greedy_crop", "greedy, prompt of 3 tokens, 6 new tokens, n_ctx = 4 (the context "
-         "must be cropped)", (np.array([0, 3, 5]), m["m4"], 2, 6), {}, "cropping", True),
-        ("greedy_full", "greedy, a prompt of exactly n_ctx = 4 tokens, 3 new tokens",
-         (np.array([2, 2, 1, 4]), m["m4"], 1, 3), {}, "cropping", True),
-        ("zero_new", "n_new = 0 (returns the prompt)", (np.array([4, 0, 1]), m["m8"], 2, 0), {},
-         "greedy", True),
-        ("greedy_long", "greedy, prompt [3], 10 new tokens, n_ctx = 5, n_heads = 1",
-         (np.array([3]), m["ms"], 1, 10), {}, "greedy", True),
-        ("sampling_hot", "sampling at temperature 2.0 with rng = np.random.default_rng(11), "
-         "prompt [0, 1], 200 new tokens, n_ctx = 5",
-         (np.array([0, 1]), m["ms"], 2, 200), {"temperature": 2.0, "rng": _rng(11)}, "sampling",
-         True),
-        ("sampling_cold", "sampling at temperature 0.25 with rng = np.random.default_rng(12), "
-         "prompt [3], 150 new tokens, n_ctx = 5",
-         (np.array([3]), m["ms"], 1, 150), {"temperature": 0.25, "rng": _rng(12)}, "sampling",
-         True),
-        ("sampling_crop", "sampling at temperature 0.8 with rng = np.random.default_rng(13), "
-         "prompt of 3 tokens, 200 new tokens, n_ctx = 4, 2 blocks",
-         (np.array([1, 2, 3]), m["m4"], 2, 200), {"temperature": 0.8, "rng": _rng(13)},
-         "sampling", True),
-    ]
 
 
 # Known mistakes

@@ -35,26 +35,23 @@ return ___                               # [N, V]
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     p1 = _lm_params(251, V=7, d=4, n_ctx=8, n_blocks=1, ln_f=False)
     p2 = _lm_params(252, V=7, d=4, n_ctx=8, n_blocks=2, ln_f=True)
     p3 = _lm_params(253, V=6, d=6, n_ctx=6, n_blocks=3, ln_f=True)
     p4 = _lm_params(254, V=5, d=8, n_ctx=5, n_blocks=2, ln_f=False)
     return [
-        ("one_block", "V = 7, d = 4, n_ctx = 8, 1 block, n_heads = 2, no final layer norm",
-         (np.array([1, 4, 2, 6, 0]), p1, 2), {}, "basic", False),
-        ("two_blocks_ln_f", "ids as a list, 2 blocks, n_heads = 2, with a final layer norm",
-         ([3, 3, 5], p2, 2), {}, "blocks", False),
-        ("three_blocks", "V = 6, d = 6, 3 blocks, n_heads = 3, final layer norm, N = n_ctx",
-         (np.array([5, 0, 1, 1, 4, 2]), p3, 3), {}, "blocks", True),
-        ("h1", "2 blocks, n_heads = 1", (np.array([0, 2, 1, 6]), p2, 1), {}, "blocks", True),
-        ("h4_one_token", "d = 8, n_heads = 4, a single token", (np.array([3]), p4, 4), {},
-         "shapes", True),
-        ("h4", "d = 8, n_heads = 4, 2 blocks, no final layer norm",
-         (np.array([1, 1, 4, 0]), p4, 4), {}, "blocks", True),
+        case("one_block", "V = 7, d = 4, n_ctx = 8, 1 block, n_heads = 2, no final layer norm",
+             (np.array([1, 4, 2, 6, 0]), p1, 2)),
+        case("two_blocks_ln_f", "ids as a list, 2 blocks, n_heads = 2, with a final layer norm",
+             ([3, 3, 5], p2, 2), group="blocks"),
+        case("three_blocks", "V = 6, d = 6, 3 blocks, n_heads = 3, final layer norm, N = n_ctx",
+             (np.array([5, 0, 1, 1, 4, 2]), p3, 3), group="blocks", hidden=True),
+        case("h1", "2 blocks, n_heads = 1", (np.array([0, 2, 1, 6]), p2, 1), group="blocks",
+             hidden=True),
+        case("h4_one_token", "d = 8, n_heads = 4, a single token", (np.array([3]), p4, 4),
+             group="shapes", hidden=True),
+        case("h4", "d = 8, n_heads = 4, 2 blocks, no final layer norm",
+             (np.array([1, 1, 4, 0]), p4, 4), group="blocks", hidden=True),
     ]
 
 

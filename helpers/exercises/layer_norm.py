@@ -37,10 +37,6 @@ return ___                               # gamma and beta, each [d]
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     g4, b4 = np.array([1.0, 2.0, 0.5, 1.5]), np.array([0.0, 0.1, -0.2, 1.0])
     small = 5.0 + _normal(171, (3, 6), 1e-3)
     tiny = np.array([[1.0, 1.0 + 1e-4, 1.0 - 1e-4, 1.0], [0.0, 1e-3, 2e-3, -1e-3]])
@@ -50,28 +46,28 @@ def _case_list():
     g5, b5 = 1.0 + 0.3 * r.normal(size=5), 0.2 * r.normal(size=5)
     g8, b8 = 1.0 + 0.3 * r.normal(size=8), 0.2 * r.normal(size=8)
     return [
-        ("slides_cat", "the embeddings of 'The cat sat <end>', gamma = 1, beta = 0",
-         (ex.CAT_X, np.ones(4), np.zeros(4)), {}, "slides", False),
-        ("lists_gamma_beta", "lists, with gamma and beta that are not 1 and 0",
-         ([[1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 9.0]], g4.tolist(), b4.tolist()), {}, "basic",
-         False),
-        ("small_variance", "rows whose variance (~1e-6) is smaller than eps",
-         (small, g6, b6), {}, "eps", False),
-        ("explicit_eps", "eps = 0.01 given as an argument, rows of small variance",
-         (0.1 * _normal(176, (2, 5)), g5, b5), {"eps": 1e-2}, "eps", False),
-        ("tiny_variance", "rows with variance ~1e-8 and ~1e-6", (tiny, g4, b4), {}, "eps", True),
-        ("constant_row", "a constant row (variance 0) next to a normal one",
-         (np.array([[3.0, 3.0, 3.0, 3.0], [1.0, -1.0, 2.0, 0.5]]), g4, b4), {}, "eps", True),
-        ("eps_1e-3", "eps = 1e-3 given as an argument", (small[:2] * 10.0, g6, b6),
-         {"eps": 1e-3}, "eps", True),
-        ("eps_0.1", "eps = 0.1 given as an argument", (_normal(174, (2, 5)), g5, b5),
-         {"eps": 0.1}, "eps", True),
-        ("scales", "rows at very different scales (1e-3 to 1e3)", (scales, g5, b5), {},
-         "scales", True),
-        ("random", "5 random rows, d = 8, offset from 0",
-         (3.0 + _normal(175, (5, 8), 2.0), g8, b8), {}, "basic", True),
-        ("one_row", "a single row", (np.array([[0.5, -1.5, 2.0, 4.0]]), g4, b4), {}, "basic",
-         True),
+        case("slides_cat", "the embeddings of 'The cat sat <end>', gamma = 1, beta = 0",
+             (ex.CAT_X, np.ones(4), np.zeros(4)), group="slides"),
+        case("lists_gamma_beta", "lists, with gamma and beta that are not 1 and 0",
+             ([[1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 9.0]], g4.tolist(), b4.tolist())),
+        case("small_variance", "rows whose variance (~1e-6) is smaller than eps", (small, g6, b6),
+             group="eps"),
+        case("explicit_eps", "eps = 0.01 given as an argument, rows of small variance",
+             (0.1 * _normal(176, (2, 5)), g5, b5), {"eps": 1e-2}, group="eps"),
+        case("tiny_variance", "rows with variance ~1e-8 and ~1e-6", (tiny, g4, b4), group="eps",
+             hidden=True),
+        case("constant_row", "a constant row (variance 0) next to a normal one",
+             (np.array([[3.0, 3.0, 3.0, 3.0], [1.0, -1.0, 2.0, 0.5]]), g4, b4), group="eps",
+             hidden=True),
+        case("eps_1e-3", "eps = 1e-3 given as an argument", (small[:2] * 10.0, g6, b6),
+             {"eps": 1e-3}, group="eps", hidden=True),
+        case("eps_0.1", "eps = 0.1 given as an argument", (_normal(174, (2, 5)), g5, b5),
+             {"eps": 0.1}, group="eps", hidden=True),
+        case("scales", "rows at very different scales (1e-3 to 1e3)", (scales, g5, b5),
+             group="scales", hidden=True),
+        case("random", "5 random rows, d = 8, offset from 0",
+             (3.0 + _normal(175, (5, 8), 2.0), g8, b8), hidden=True),
+        case("one_row", "a single row", (np.array([[0.5, -1.5, 2.0, 4.0]]), g4, b4), hidden=True),
     ]
 
 

@@ -27,24 +27,19 @@ when $d = V$, silently computes something else.""",
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     r = _rng(241)
     return [
-        ("slides_aaba", "'A A B A': h is the one-hot embeddings, E the one-hot table",
-         (ex.AABA_E[ex.AABA_IDS], ex.AABA_E), {}, "slides", False),
-        ("small", "2 positions, d = 3, V = 5", (np.round(r.normal(size=(2, 3)), 1) + 0.0,
-                                               np.round(r.normal(size=(5, 3)), 1) + 0.0), {},
-         "basic", False),
-        ("square", "V = d = 4 (E is square, not symmetric)", (r.normal(size=(3, 4)),
-                                                              r.normal(size=(4, 4))), {},
-         "shapes", True),
-        ("lists", "plain lists, 2 positions, d = 2, V = 3",
-         ([[1.0, 2.0], [-1.0, 0.5]], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), {}, "basic", True),
-        ("tall", "6 positions, d = 5, V = 9", (r.normal(size=(6, 5)), r.normal(size=(9, 5))), {},
-         "shapes", True),
+        case("slides_aaba", "'A A B A': h is the one-hot embeddings, E the one-hot table",
+             (ex.AABA_E[ex.AABA_IDS], ex.AABA_E), group="slides"),
+        case("small", "2 positions, d = 3, V = 5", (np.round(r.normal(size=(2, 3)), 1) + 0.0,
+                                                   np.round(r.normal(size=(5, 3)), 1) + 0.0)),
+        case("square", "V = d = 4 (E is square, not symmetric)", (r.normal(size=(3, 4)),
+                                                                  r.normal(size=(4, 4))),
+             group="shapes", hidden=True),
+        case("lists", "plain lists, 2 positions, d = 2, V = 3",
+             ([[1.0, 2.0], [-1.0, 0.5]], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), hidden=True),
+        case("tall", "6 positions, d = 5, V = 9", (r.normal(size=(6, 5)), r.normal(size=(9, 5))),
+             group="shapes", hidden=True),
     ]
 
 

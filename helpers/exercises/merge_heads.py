@@ -35,19 +35,18 @@ return per_token.reshape(___)    # [N, n_heads * d_h]
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     return [
-        ("arange_2x4x3", "H = arange(24) as 2 heads x 4 tokens x 3",
-         (np.arange(24.0).reshape(2, 4, 3),), {}, "basic", False),
-        ("lists_2x3x2", "nested lists: 2 heads, 3 tokens, d_h = 2",
-         ([[[1, 2], [3, 4], [5, 6]], [[7, 8], [9, 10], [11, 12]]],), {}, "basic", False),
-        ("h3", "3 heads x 5 tokens x 2", (_normal(131, (3, 5, 2)),), {}, "heads", True),
-        ("h1", "1 head x 3 tokens x 4", (_normal(132, (1, 3, 4)),), {}, "heads", True),
-        ("h4", "4 heads x 2 tokens x 2", (_normal(133, (4, 2, 2)),), {}, "heads", True),
-        ("h2_square", "2 heads x 2 tokens x 3", (_normal(134, (2, 2, 3)),), {}, "basic", True),
+        case("arange_2x4x3", "H = arange(24) as 2 heads x 4 tokens x 3",
+             (np.arange(24.0).reshape(2, 4, 3),)),
+        case("lists_2x3x2", "nested lists: 2 heads, 3 tokens, d_h = 2",
+             ([[[1, 2], [3, 4], [5, 6]], [[7, 8], [9, 10], [11, 12]]],)),
+        case("h3", "3 heads x 5 tokens x 2", (_normal(131, (3, 5, 2)),), group="heads",
+             hidden=True),
+        case("h1", "1 head x 3 tokens x 4", (_normal(132, (1, 3, 4)),), group="heads",
+             hidden=True),
+        case("h4", "4 heads x 2 tokens x 2", (_normal(133, (4, 2, 2)),), group="heads",
+             hidden=True),
+        case("h2_square", "2 heads x 2 tokens x 3", (_normal(134, (2, 2, 3)),), hidden=True),
     ]
 
 

@@ -52,30 +52,26 @@ heads, _ = scaled_dot_product_attention(Qh, Kh, Vh, mask)   # [n_heads, N, d_h]
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     W_O = _normal(141, (4, 4), 0.5, decimals=1)
     return [
-        ("slides_cat", "X and W_Q, W_K, W_V of 'The cat sat <end>', a random W_O, "
-         "n_heads = 2, causal", (ex.CAT_X, ex.CAT_W_Q, ex.CAT_W_K, ex.CAT_W_V, W_O, 2), {},
-         "slides", False),
-        ("not_causal", "3 tokens, d_model = 4, n_heads = 2, causal=False",
-         (*_mha_args(142, 3, 4, decimals=1), 2), {"causal": False}, "causal", False),
-        ("h3_causal", "5 tokens, d_model = 6, n_heads = 3, causal",
-         (*_mha_args(147, 5, 6), 3), {}, "heads", True),
-        ("h2_not_causal", "4 tokens, d_model = 6, n_heads = 2, causal=False",
-         (*_mha_args(152, 4, 6), 2), {"causal": False}, "causal", True),
-        ("h4", "3 tokens, d_model = 8, n_heads = 4, causal=True passed explicitly",
-         (*_mha_args(157, 3, 8), 4), {"causal": True}, "heads", True),
-        ("h1", "4 tokens, d_model = 4, n_heads = 1", (*_mha_args(162, 4, 4), 1), {}, "heads",
-         True),
-        ("large", "large inputs (scores in the hundreds), n_heads = 2",
-         (*_mha_args(167, 4, 4, scale=15.0), 2), {}, "stability", True),
-        ("lists", "plain lists, 2 tokens, d_model = 2, n_heads = 2",
-         ([[1.0, 2.0], [0.5, -1.0]], [[1.0, 0.0], [0.5, 1.0]], [[0.5, 1.0], [1.0, 0.0]],
-          [[1.0, 1.0], [0.0, 2.0]], [[1.0, -1.0], [0.5, 0.5]], 2), {}, "basic", True),
+        case("slides_cat", "X and W_Q, W_K, W_V of 'The cat sat <end>', a random W_O, "
+             "n_heads = 2, causal", (ex.CAT_X, ex.CAT_W_Q, ex.CAT_W_K, ex.CAT_W_V, W_O, 2),
+             group="slides"),
+        case("not_causal", "3 tokens, d_model = 4, n_heads = 2, causal=False",
+             (*_mha_args(142, 3, 4, decimals=1), 2), {"causal": False}, group="causal"),
+        case("h3_causal", "5 tokens, d_model = 6, n_heads = 3, causal", (*_mha_args(147, 5, 6), 3),
+             group="heads", hidden=True),
+        case("h2_not_causal", "4 tokens, d_model = 6, n_heads = 2, causal=False",
+             (*_mha_args(152, 4, 6), 2), {"causal": False}, group="causal", hidden=True),
+        case("h4", "3 tokens, d_model = 8, n_heads = 4, causal=True passed explicitly",
+             (*_mha_args(157, 3, 8), 4), {"causal": True}, group="heads", hidden=True),
+        case("h1", "4 tokens, d_model = 4, n_heads = 1", (*_mha_args(162, 4, 4), 1), group="heads",
+             hidden=True),
+        case("large", "large inputs (scores in the hundreds), n_heads = 2",
+             (*_mha_args(167, 4, 4, scale=15.0), 2), group="stability", hidden=True),
+        case("lists", "plain lists, 2 tokens, d_model = 2, n_heads = 2",
+             ([[1.0, 2.0], [0.5, -1.0]], [[1.0, 0.0], [0.5, 1.0]], [[0.5, 1.0], [1.0, 0.0]],
+              [[1.0, 1.0], [0.0, 2.0]], [[1.0, -1.0], [0.5, 0.5]], 2), hidden=True),
     ]
 
 

@@ -35,20 +35,18 @@ return S
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     X_scales = _normal(13, (4, 3)) * np.array([[1e-2], [1.0], [1e2], [1e3]])
     return [
-        ("slides_cat", "the embeddings X of 'The cat sat <end>' (4 tokens, d = 4)",
-         (ex.CAT_X,), {}, "slides", False),
-        ("lists_3x2", "a list of 3 rows with d = 2 (N != d)", ([[1, 2], [3, -4], [5, 6]],), {},
-         "shapes", False),
-        ("random_5x3", "5 random rows, d = 3", (_normal(11, (5, 3)),), {}, "basic", True),
-        ("wide_2x6", "2 rows, d = 6", (_normal(12, (2, 6)),), {}, "shapes", True),
-        ("scales", "rows at very different scales (1e-2 to 1e3)", (X_scales,), {}, "scales", True),
-        ("one_row", "a single row", (np.array([[1.5, -2.0, 0.5]]),), {}, "shapes", True),
+        case("slides_cat", "the embeddings X of 'The cat sat <end>' (4 tokens, d = 4)",
+             (ex.CAT_X,), group="slides"),
+        case("lists_3x2", "a list of 3 rows with d = 2 (N != d)", ([[1, 2], [3, -4], [5, 6]],),
+             group="shapes"),
+        case("random_5x3", "5 random rows, d = 3", (_normal(11, (5, 3)),), hidden=True),
+        case("wide_2x6", "2 rows, d = 6", (_normal(12, (2, 6)),), group="shapes", hidden=True),
+        case("scales", "rows at very different scales (1e-2 to 1e3)", (X_scales,), group="scales",
+             hidden=True),
+        case("one_row", "a single row", (np.array([[1.5, -2.0, 0.5]]),), group="shapes",
+             hidden=True),
     ]
 
 

@@ -36,10 +36,6 @@ return ___, weights                      # output: [N_q, d_v]
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     Q, K, V = _cat_qkv()
     wash_K = np.vstack([ex.WASH_X1 @ ex.WASH_W_K, ex.WASH_K_REST])
     wash_q = (ex.WASH_X1 @ ex.WASH_W_Q)[None, :]
@@ -52,43 +48,50 @@ def _case_list():
     one_key[1, 1] = True
     n = _normal
     return [
-        ("slides_cat", "Q, K, V of 'The cat sat <end>' (from the slides' W_Q, W_K, W_V), no mask",
-         (Q, K, V), {}, "slides", False),
-        ("slides_wash", "'we wash our cats': the query of 'we' against 4 keys (N_q = 1, N_k = 4)",
-         (wash_q, wash_K, ex.WASH_V), {}, "slides", False),
-        ("dk_dv_nq_nk", "N_q = 2 queries, N_k = 4 keys, d_k = 3, d_v = 5",
-         (n(61, (2, 3), decimals=1), n(62, (4, 3), decimals=1), n(63, (4, 5), decimals=1)), {},
-         "shapes", False),
-        ("causal_mask", "3 tokens with a causal mask (a bool array), d_k = 2, d_v = 3",
-         (n(64, (3, 2), decimals=1), n(65, (3, 2), decimals=1), n(66, (3, 3), decimals=1)),
-         {"mask": causal3}, "mask", False),
-        ("large_scores_masked", "large queries and keys (scores in the thousands) with a causal "
-         "mask", (n(93, (3, 4), 100.0), n(94, (3, 4), 100.0), n(95, (3, 2))), {"mask": causal3},
-         "stability", False),
-        ("slides_aaba", "'A A B A': every query asks for B, keys are 10x the one-hot embeddings",
-         aaba, {}, "slides", True),
-        ("tall_keys", "N_q = 3, N_k = 6, d_k = 2, d_v = 4",
-         (n(67, (3, 2)), n(68, (6, 2)), n(69, (6, 4))), {}, "shapes", True),
-        ("many_queries", "N_q = 5, N_k = 2, d_k = 4, d_v = 1",
-         (n(70, (5, 4)), n(71, (2, 4)), n(72, (2, 1))), {}, "shapes", True),
-        ("random_mask", "a random bool mask, N_q = 3, N_k = 5, d_k = 4, d_v = 2",
-         (n(73, (3, 4)), n(74, (5, 4)), n(75, (5, 2))), {"mask": _valid_mask(76, 3, 5)}, "mask",
-         True),
-        ("causal_5", "a causal mask on 5 tokens, d_k = 4, d_v = 2",
-         (n(77, (5, 4)), n(78, (5, 4)), n(79, (5, 2))), {"mask": causal5}, "mask", True),
-        ("one_key_rows", "a mask that lets most queries see a single key",
-         (n(80, (4, 3)), n(81, (6, 3)), n(82, (6, 3))), {"mask": one_key}, "mask", True),
-        ("large_scores", "large queries and keys (scores in the thousands)",
-         (n(83, (3, 4), 30.0), n(84, (4, 4), 30.0), n(85, (4, 2))), {}, "stability", True),
-        ("rows_scales", "queries at very different scales (1e-2, 1, 30), N_k = 5, d_v = 3",
-         (n(89, (3, 4)) * np.array([[1e-2], [1.0], [30.0]]), n(90, (5, 4), 3.0),
-          n(91, (5, 3))), {"mask": _valid_mask(92, 3, 5)}, "stability", True),
-        ("large_masked", "large scores with a causal mask",
-         (n(86, (3, 4), 30.0), n(87, (3, 4), 30.0), n(88, (3, 3))), {"mask": causal3},
-         "stability", True),
-        ("lists", "plain lists, N_q = 2, N_k = 3, d_k = 2, d_v = 1",
-         ([[1.0, 0.5], [-1.0, 2.0]], [[0.5, 0.5], [1.0, -1.0], [2.0, 0.0]],
-          [[1.0], [2.0], [3.0]]), {}, "basic", True),
+        case("slides_cat",
+             "Q, K, V of 'The cat sat <end>' (from the slides' W_Q, W_K, W_V), no mask", (Q, K, V),
+             group="slides"),
+        case("slides_wash",
+             "'we wash our cats': the query of 'we' against 4 keys (N_q = 1, N_k = 4)",
+             (wash_q, wash_K, ex.WASH_V), group="slides"),
+        case("dk_dv_nq_nk", "N_q = 2 queries, N_k = 4 keys, d_k = 3, d_v = 5",
+             (n(61, (2, 3), decimals=1), n(62, (4, 3), decimals=1), n(63, (4, 5), decimals=1)),
+             group="shapes"),
+        case("causal_mask", "3 tokens with a causal mask (a bool array), d_k = 2, d_v = 3",
+             (n(64, (3, 2), decimals=1), n(65, (3, 2), decimals=1), n(66, (3, 3), decimals=1)),
+             {"mask": causal3}, group="mask"),
+        case("large_scores_masked",
+             "large queries and keys (scores in the thousands) with a causal mask",
+             (n(93, (3, 4), 100.0), n(94, (3, 4), 100.0), n(95, (3, 2))),
+             {"mask": causal3}, group="stability"),
+        case("slides_aaba",
+             "'A A B A': every query asks for B, keys are 10x the one-hot embeddings", aaba,
+             group="slides", hidden=True),
+        case("tall_keys", "N_q = 3, N_k = 6, d_k = 2, d_v = 4",
+             (n(67, (3, 2)), n(68, (6, 2)), n(69, (6, 4))), group="shapes", hidden=True),
+        case("many_queries", "N_q = 5, N_k = 2, d_k = 4, d_v = 1",
+             (n(70, (5, 4)), n(71, (2, 4)), n(72, (2, 1))), group="shapes", hidden=True),
+        case("random_mask", "a random bool mask, N_q = 3, N_k = 5, d_k = 4, d_v = 2",
+             (n(73, (3, 4)), n(74, (5, 4)), n(75, (5, 2))), {"mask": _valid_mask(76, 3, 5)},
+             group="mask", hidden=True),
+        case("causal_5", "a causal mask on 5 tokens, d_k = 4, d_v = 2",
+             (n(77, (5, 4)), n(78, (5, 4)), n(79, (5, 2))), {"mask": causal5}, group="mask",
+             hidden=True),
+        case("one_key_rows", "a mask that lets most queries see a single key",
+             (n(80, (4, 3)), n(81, (6, 3)), n(82, (6, 3))), {"mask": one_key}, group="mask",
+             hidden=True),
+        case("large_scores", "large queries and keys (scores in the thousands)",
+             (n(83, (3, 4), 30.0), n(84, (4, 4), 30.0), n(85, (4, 2))), group="stability",
+             hidden=True),
+        case("rows_scales", "queries at very different scales (1e-2, 1, 30), N_k = 5, d_v = 3",
+             (n(89, (3, 4)) * np.array([[1e-2], [1.0], [30.0]]), n(90, (5, 4), 3.0),
+              n(91, (5, 3))), {"mask": _valid_mask(92, 3, 5)}, group="stability", hidden=True),
+        case("large_masked", "large scores with a causal mask",
+             (n(86, (3, 4), 30.0), n(87, (3, 4), 30.0), n(88, (3, 3))), {"mask": causal3},
+             group="stability", hidden=True),
+        case("lists", "plain lists, N_q = 2, N_k = 3, d_k = 2, d_v = 1",
+             ([[1.0, 0.5], [-1.0, 2.0]], [[0.5, 0.5], [1.0, -1.0], [2.0, 0.0]],
+              [[1.0], [2.0], [3.0]]), hidden=True),
     ]
 
 

@@ -30,24 +30,20 @@ return ___           # [N, d]
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     return [
-        ("slides_cat", "the embeddings X of 'The cat sat <end>' (the slides' example)",
-         (ex.CAT_X,), {}, "slides", False),
-        ("lists_3x2", "a list of 3 rows with d = 2 (N != d)",
-         ([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],), {}, "shapes", False),
-        ("large_visible", "large embeddings: a row of 40s (scores in the thousands)",
-         ([[40.0, 0.0, 10.0], [0.0, 40.0, -10.0], [30.0, 30.0, 0.0]],), {}, "stability", False),
-        ("random_5x3", "5 random rows, d = 3", (_normal(31, (5, 3)),), {}, "basic", True),
-        ("wide_2x6", "2 rows, d = 6", (_normal(32, (2, 6)),), {}, "shapes", True),
-        ("large", "large embeddings (scores in the thousands)", (_normal(33, (4, 4), 25.0),), {},
-         "stability", True),
-        ("rows_scales", "rows at very different scales",
-         (_normal(34, (4, 3)) * np.array([[0.01], [1.0], [10.0], [30.0]]),), {}, "stability",
-         True),
+        case("slides_cat", "the embeddings X of 'The cat sat <end>' (the slides' example)",
+             (ex.CAT_X,), group="slides"),
+        case("lists_3x2", "a list of 3 rows with d = 2 (N != d)",
+             ([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],), group="shapes"),
+        case("large_visible", "large embeddings: a row of 40s (scores in the thousands)",
+             ([[40.0, 0.0, 10.0], [0.0, 40.0, -10.0], [30.0, 30.0, 0.0]],), group="stability"),
+        case("random_5x3", "5 random rows, d = 3", (_normal(31, (5, 3)),), hidden=True),
+        case("wide_2x6", "2 rows, d = 6", (_normal(32, (2, 6)),), group="shapes", hidden=True),
+        case("large", "large embeddings (scores in the thousands)", (_normal(33, (4, 4), 25.0),),
+             group="stability", hidden=True),
+        case("rows_scales", "rows at very different scales",
+             (_normal(34, (4, 3)) * np.array([[0.01], [1.0], [10.0], [30.0]]),), group="stability",
+             hidden=True),
     ]
 
 

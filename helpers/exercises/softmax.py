@@ -42,42 +42,38 @@ e = np.exp(z - z.max(axis=axis, keepdims=True))
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     cat_scores = ex.CAT_X[0] @ ex.CAT_X.T / 2.0
     z3 = np.array([[0.0, 1.0, 2.0], [-2000.0, -1999.0, -2001.0], [1e3, 1e3 + 1, 1e3 - 2]])
     return [
-        ("slides_the", "the scaled scores of 'The' in the slides' example: "
-         "[0.65, 0.54, 0.325, 0.135]", (cat_scores,), {}, "slides", False),
-        ("list", "a list of ints", ([1, 2, 3, 4],), {}, "basic", False),
-        ("matrix", "a 3x3 matrix, softmax over each row (default axis=-1)",
-         (np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [-1.0, 0.0, 4.0]]),), {}, "basic", False),
-        ("axis_0", "a 3x2 matrix with axis=0 (each column sums to 1)",
-         (np.array([[1.0, -1.0], [2.0, 0.5], [0.0, 3.0]]),), {"axis": 0}, "axis", False),
-        ("large", "large entries [1000, 1001, 1002]", ([1000.0, 1001.0, 1002.0],), {},
-         "stability", False),
-        ("extremes", "rows at very different scales: around 0, around -2000, and up to 1e300",
-         (np.array([[0.5, 1.0, -0.5], [-2000.0, -2001.0, -1999.5], [1e300, -1e300, 0.0]]),), {},
-         "stability", False),
-        ("rows_scales", "rows at very different scales (around 0, -2000 and 1000)", (z3,), {},
-         "stability", True),
-        ("huge", "entries up to 1e300 in size", (np.array([[1e300, 1e299, -1e300],
-                                                           [3e200, -3e200, 0.0]]),), {},
-         "stability", True),
-        ("very_negative", "very negative entries (-1000 and below)",
-         (np.array([-1000.0, -1001.0, -1003.0, -1000.5]),), {}, "stability", True),
-        ("random_4x6", "a random 4x6 matrix, default axis", (_normal(21, (4, 6), 3.0),), {},
-         "basic", True),
-        ("single", "a single entry", (np.array([5.0]),), {}, "basic", True),
-        ("uniform", "equal entries (uniform output)", (np.full((2, 4), 2.0),), {}, "basic", True),
-        ("3d_axis_1", "a 2x3x4 array with axis=1", (_normal(22, (2, 3, 4), 2.0),), {"axis": 1},
-         "axis", True),
-        ("3d_axis_-2", "a 2x4x3 array with axis=-2", (_normal(23, (2, 4, 3), 2.0),),
-         {"axis": -2}, "axis", True),
-        ("3d_axis_0_large", "a 3x2x2 array with axis=0 and entries near 800",
-         (800.0 + _normal(24, (3, 2, 2), 5.0),), {"axis": 0}, "axis", True),
+        case("slides_the", "the scaled scores of 'The' in the slides' example: "
+             "[0.65, 0.54, 0.325, 0.135]", (cat_scores,), group="slides"),
+        case("list", "a list of ints", ([1, 2, 3, 4],)),
+        case("matrix", "a 3x3 matrix, softmax over each row (default axis=-1)",
+             (np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [-1.0, 0.0, 4.0]]),)),
+        case("axis_0", "a 3x2 matrix with axis=0 (each column sums to 1)",
+             (np.array([[1.0, -1.0], [2.0, 0.5], [0.0, 3.0]]),), {"axis": 0}, group="axis"),
+        case("large", "large entries [1000, 1001, 1002]", ([1000.0, 1001.0, 1002.0],),
+             group="stability"),
+        case("extremes", "rows at very different scales: around 0, around -2000, and up to 1e300",
+             (np.array([[0.5, 1.0, -0.5], [-2000.0, -2001.0, -1999.5], [1e300, -1e300, 0.0]]),),
+             group="stability"),
+        case("rows_scales", "rows at very different scales (around 0, -2000 and 1000)", (z3,),
+             group="stability", hidden=True),
+        case("huge", "entries up to 1e300 in size", (np.array([[1e300, 1e299, -1e300],
+                                                               [3e200, -3e200, 0.0]]),),
+             group="stability", hidden=True),
+        case("very_negative", "very negative entries (-1000 and below)",
+             (np.array([-1000.0, -1001.0, -1003.0, -1000.5]),), group="stability", hidden=True),
+        case("random_4x6", "a random 4x6 matrix, default axis", (_normal(21, (4, 6), 3.0),),
+             hidden=True),
+        case("single", "a single entry", (np.array([5.0]),), hidden=True),
+        case("uniform", "equal entries (uniform output)", (np.full((2, 4), 2.0),), hidden=True),
+        case("3d_axis_1", "a 2x3x4 array with axis=1", (_normal(22, (2, 3, 4), 2.0),), {"axis": 1},
+             group="axis", hidden=True),
+        case("3d_axis_-2", "a 2x4x3 array with axis=-2", (_normal(23, (2, 4, 3), 2.0),),
+             {"axis": -2}, group="axis", hidden=True),
+        case("3d_axis_0_large", "a 3x2x2 array with axis=0 and entries near 800",
+             (800.0 + _normal(24, (3, 2, 2), 5.0),), {"axis": 0}, group="axis", hidden=True),
     ]
 
 

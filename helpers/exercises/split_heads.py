@@ -44,22 +44,19 @@ return np.stack(blocks, axis=___)                # [n_heads, N, d_h]
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     return [
-        ("arange_4x6_h2", "X = arange(24) as 4x6, n_heads = 2", (np.arange(24.0).reshape(4, 6), 2),
-         {}, "basic", False),
-        ("lists_3x4_h2", "a list of 3 rows, d = 4, n_heads = 2",
-         ([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]], 2), {}, "basic", False),
-        ("h3", "5x6, n_heads = 3", (_normal(121, (5, 6)), 3), {}, "heads", True),
-        ("h4", "3x8, n_heads = 4", (_normal(122, (3, 8)), 4), {}, "heads", True),
-        ("h1", "2x4, n_heads = 1 (one head holds everything)", (_normal(123, (2, 4)), 1), {},
-         "heads", True),
-        ("dh1", "3x4, n_heads = 4 (d_h = 1)", (_normal(124, (3, 4)), 4), {}, "heads", True),
-        ("h2_square", "2x4, n_heads = 2 (N equals n_heads)", (_normal(125, (2, 4)), 2), {},
-         "basic", True),
+        case("arange_4x6_h2", "X = arange(24) as 4x6, n_heads = 2",
+             (np.arange(24.0).reshape(4, 6), 2)),
+        case("lists_3x4_h2", "a list of 3 rows, d = 4, n_heads = 2",
+             ([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]], 2)),
+        case("h3", "5x6, n_heads = 3", (_normal(121, (5, 6)), 3), group="heads", hidden=True),
+        case("h4", "3x8, n_heads = 4", (_normal(122, (3, 8)), 4), group="heads", hidden=True),
+        case("h1", "2x4, n_heads = 1 (one head holds everything)", (_normal(123, (2, 4)), 1),
+             group="heads", hidden=True),
+        case("dh1", "3x4, n_heads = 4 (d_h = 1)", (_normal(124, (3, 4)), 4), group="heads",
+             hidden=True),
+        case("h2_square", "2x4, n_heads = 2 (N equals n_heads)", (_normal(125, (2, 4)), 2),
+             hidden=True),
     ]
 
 

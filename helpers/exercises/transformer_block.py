@@ -45,31 +45,29 @@ t3 = t2 + x
 
 @EXERCISE.cases
 def cases():
-    return [case(n, d, a, k, group=g, hidden=h) for n, d, a, k, g, h in _case_list()]
-
-
-def _case_list():
     n = _normal
     return [
-        ("basic", "3 tokens, d = 4, d_ff = 8, n_heads = 2, causal",
-         (n(211, (3, 4)), _block_params(212, 4, 8), 2), {}, "basic", False),
-        ("not_causal", "4 tokens, d = 4, d_ff = 8, n_heads = 2, causal=False",
-         (n(213, (4, 4)), _block_params(214, 4, 8), 2), {"causal": False}, "causal", False),
-        ("h3", "5 tokens, d = 6, d_ff = 12, n_heads = 3, causal",
-         (n(215, (5, 6)), _block_params(216, 6, 12), 3), {}, "heads", True),
-        ("h3_not_causal", "5 tokens, d = 6, n_heads = 3, causal=False",
-         (n(217, (5, 6)), _block_params(218, 6, 12), 3), {"causal": False}, "causal", True),
-        ("h4", "3 tokens, d = 8, d_ff = 16, n_heads = 4, causal=True passed explicitly",
-         (n(219, (3, 8)), _block_params(220, 8, 16), 4), {"causal": True}, "heads", True),
-        ("h1", "4 tokens, d = 4, n_heads = 1", (n(221, (4, 4)), _block_params(222, 4, 8), 1), {},
-         "heads", True),
-        ("scaled_input", "inputs around 10 in size", (n(223, (3, 4), 10.0),
-                                                      _block_params(224, 4, 8), 2), {},
-         "scales", True),
-        ("one_token", "a single token", (n(225, (1, 4)), _block_params(226, 4, 8), 2), {}, "basic",
-         True),
-        ("list_input", "x as a plain list, 2 tokens, d = 4, n_heads = 2",
-         (n(227, (2, 4), decimals=2).tolist(), _block_params(228, 4, 8), 2), {}, "basic", True),
+        case("basic", "3 tokens, d = 4, d_ff = 8, n_heads = 2, causal",
+             (n(211, (3, 4)), _block_params(212, 4, 8), 2)),
+        case("not_causal", "4 tokens, d = 4, d_ff = 8, n_heads = 2, causal=False",
+             (n(213, (4, 4)), _block_params(214, 4, 8), 2), {"causal": False}, group="causal"),
+        case("h3", "5 tokens, d = 6, d_ff = 12, n_heads = 3, causal",
+             (n(215, (5, 6)), _block_params(216, 6, 12), 3), group="heads", hidden=True),
+        case("h3_not_causal", "5 tokens, d = 6, n_heads = 3, causal=False",
+             (n(217, (5, 6)), _block_params(218, 6, 12), 3), {"causal": False}, group="causal",
+             hidden=True),
+        case("h4", "3 tokens, d = 8, d_ff = 16, n_heads = 4, causal=True passed explicitly",
+             (n(219, (3, 8)), _block_params(220, 8, 16), 4), {"causal": True}, group="heads",
+             hidden=True),
+        case("h1", "4 tokens, d = 4, n_heads = 1", (n(221, (4, 4)), _block_params(222, 4, 8), 1),
+             group="heads", hidden=True),
+        case("scaled_input", "inputs around 10 in size", (n(223, (3, 4), 10.0),
+                                                          _block_params(224, 4, 8), 2),
+             group="scales", hidden=True),
+        case("one_token", "a single token", (n(225, (1, 4)), _block_params(226, 4, 8), 2),
+             hidden=True),
+        case("list_input", "x as a plain list, 2 tokens, d = 4, n_heads = 2",
+             (n(227, (2, 4), decimals=2).tolist(), _block_params(228, 4, 8), 2), hidden=True),
     ]
 
 

@@ -1,0 +1,270 @@
+"""The judge: whether an output of an exercise's function is right, and why not, in words.
+
+One judge for the whole course, used in two places: :mod:`helpers.checks` (the
+notebook's instant ``check``, which runs the learner's function on the visible cases) and
+the grader (``autograder/engine/grading.py``), which runs the function on the visible and
+hidden cases in a sandbox and judges the returned values here, in its own process. The
+judge never runs learner code: it takes outputs (or the error raised) and the
+:class:`~helpers.exercises.Case` they answer.
+
+    cases(name, hidden=False, group=None)   the visible (or hidden) cases of an exercise
+    compare(name, case, got)                None when right; else the case, the problem and
+                                            the known mistake that gives exactly ``got``
+    error_text(name, case, error, exc)      the same words for a case that raised
+    diagnose(name, case, got)               the known mistakes whose output is ``got``
+
+Values are compared as float64 with ``rtol=1e-6, atol=1e-8`` unless an exercise states
+other tolerances; dtypes are not judged; NaN or inf where a number is expected fails.
+Each exercise is declared once, in ``helpers/exercises/<name>.py``.
+
+``python -m helpers.judge`` prints the cases of every exercise (name, group, words).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+import traceback
+import warnings
+
+import numpy as np
+
+from helpers import exercises
+from helpers.exercises import Case, Exercise, Mistake
+from helpers.exercises._compare import (_array_problem, _as_float_array, _close,
+                                        _fmt_value, _mask_problem)
+from helpers.exercises._scenarios import RAISES
+
+__all__ = ["cases", "groups", "compare", "diagnose", "error_text", "exercise_names", "quiet",
+           "RTOL", "ATOL"]
+
+RTOL = exercises.RTOL
+ATOL = exercises.ATOL
+
+
+def exercise_names() -> tuple[str, ...]:
+    """Every graded exercise, in course order."""
+    return exercises.names()
+
+
+def _exercise(name: str) -> Exercise:
+    try:
+        return exercises.get(name)
+    except ValueError:
+        raise ValueError(f"{name!r} is not an exercise function; choose one of: "
+                         f"{', '.join(exercises.names())}") from None
+
+
+def groups(name: str, hidden: bool | None = None) -> list[str]:
+    """The group names of ``name``'s cases (visible, hidden, or both when None)."""
+    out = []
+    for c in _exercise(name).all_cases():
+        if (hidden is None or c.hidden == hidden) and c.group not in out:
+            out.append(c.group)
+    return out
+
+
+def cases(name: str, hidden: bool = False, group: str | None = None) -> list[Case]:
+    """The visible (``hidden=False``) or hidden cases of exercise ``name``."""
+    selected = [c for c in _exercise(name).all_cases() if c.hidden == hidden]
+    if group is not None:
+        selected = [c for c in selected if c.group == group]
+        if not selected:
+            raise ValueError(
+                f"{name} has no {'hidden' if hidden else 'visible'} cases in group {group!r}; "
+                f"its groups are: {', '.join(groups(name, hidden))}")
+    return copy.deepcopy(selected)     # nothing a caller does to them leaks into the next call
+
+
+@contextlib.contextmanager
+def quiet():
+    """No warnings and no floating-point error messages from the code inside.
+
+    Under plain nbgrader any output on stderr scores a test cell 0, and a correct answer
+    may make NumPy warn (``0 * inf`` in a mask, say): the checks run inside it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            yield
+
+
+def _user_frames(exc: BaseException) -> list:
+    helpers_dir = __file__.rsplit("/", 1)[0] + "/"
+    return [f for f in traceback.extract_tb(exc.__traceback__)
+            if not f.filename.startswith(helpers_dir) and "/numpy/" not in f.filename]
+
+
+def _student_location(exc: BaseException) -> str:
+    """' (in softmax, line 3 `e = np.exp(z)`)' for the innermost frame outside NumPy and us."""
+    frames = _user_frames(exc)
+    if not frames:
+        return ""
+    f = frames[-1]
+    code = f" `{f.line.strip()}`" if f.line else ""
+    return f" (in {f.name}, line {f.lineno}{code})"
+
+
+# ---------------------------------------------------------------------------------------
+# Formatting
+# ---------------------------------------------------------------------------------------
+
+
+def _describe_input(case: Case) -> str:
+    ex = _exercise(case.function)
+    params = list(inspect.signature(ex.signature).parameters)
+    named = [(params[i] if i < len(params) else f"arg{i}", a) for i, a in enumerate(case.args)]
+    named += list(case.kwargs.items())
+    return "\n".join(f"    {k} = {_fmt_value(v, indent=len(k) + 7)}" for k, v in named)
+
+
+def _case_header(case: Case) -> str:
+    kind = "hidden" if case.hidden else "visible"
+    return (f"Case {case.name!r} ({kind}, group {case.group!r}): {case.description}.\n"
+            f"  Input:\n{_describe_input(case)}")
+
+
+# ---------------------------------------------------------------------------------------
+# Comparing
+# ---------------------------------------------------------------------------------------
+
+
+def _ids_problem(expected, got) -> str | None:
+    arr, problem = _as_float_array(got, "the output")
+    if problem:
+        return problem
+    exp = np.asarray(expected)
+    if arr.shape != exp.shape:
+        return f"the output has the wrong shape: expected {exp.shape}, got {arr.shape}"
+    if np.array_equal(arr, exp.astype(np.float64)):
+        return None
+    return f"wrong values: expected {exp.tolist()}, got {np.asarray(got).tolist()}"
+
+
+def _tuple_problem(ex: Exercise, expected, got) -> str | None:
+    parts = ex.parts
+    if isinstance(got, np.ndarray) or not isinstance(got, (tuple, list)):
+        return (f"expected a tuple ({', '.join(parts)}), got "
+                f"{'None: is a `return` missing?' if got is None else type(got).__name__}")
+    if len(got) != len(parts):
+        return f"expected a tuple of {len(parts)} ({', '.join(parts)}), got {len(got)} items"
+    for part, e, g in zip(parts, expected, got):
+        p = _array_problem(ex, e, g, what=part)
+        if p:
+            return p
+    return None
+
+
+def _problem(ex: Exercise, case: Case, expected, got) -> str | None:
+    """None when ``got`` is right for ``case``; else what is wrong (no case header)."""
+    if case is not None and case.scenario == RAISES:
+        return None if got == "ValueError" else f"{ex.name} must raise a ValueError here: {got}"
+    if ex.custom_compare is not None:
+        return ex.custom_compare(case, expected, got)
+    if ex.output == "mask":
+        return _mask_problem(expected, got)
+    if ex.output == "ids":
+        return _ids_problem(expected, got)
+    if ex.output == "tuple":
+        return _tuple_problem(ex, expected, got)
+    return _array_problem(ex, expected, got, "the result" if ex.output == "scalar" else "the output")
+
+
+def _same_output(ex: Exercise | None, a, b) -> bool:
+    """Whether two outputs agree (NaN where NaN), used to recognise a mistake."""
+    try:
+        if ex is not None and ex.custom_compare is not None:
+            with quiet():
+                return ex.custom_compare(None, a, b) is None
+        if ex is not None and ex.output == "tuple":
+            if not isinstance(a, (tuple, list)) or not isinstance(b, (tuple, list)) or \
+                    len(a) != len(b):
+                return False
+            return all(_same_output(None, x, y) for x, y in zip(a, b))
+        with quiet():
+            x = np.asarray(a, dtype=np.float64)
+            y = np.asarray(b, dtype=np.float64)
+        rtol, atol = (ex.rtol, ex.atol) if ex is not None else (RTOL, ATOL)
+        return x.shape == y.shape and bool(_close(x, y, True, rtol, atol).all())
+    except (TypeError, ValueError):
+        return False
+
+
+def diagnose(name: str, case: Case, got=None, error: BaseException | None = None) -> list[Mistake]:
+    """The known mistakes of ``name`` whose output on ``case`` is ``got``.
+
+    With ``error``, the mistakes that raise the same exception (type and text) instead.
+    """
+    ex = _exercise(name)
+    if ex.custom_diagnose is not None:
+        found = ex.custom_diagnose(case, got, error)
+        if found is not None:
+            return found
+    found = []
+    for mistake in ex.mistakes:
+        with quiet():
+            try:
+                out, err = case.run(mistake.fn), None
+            except Exception as exc:                   # a mistake may fail on some inputs
+                out, err = None, exc
+        if error is not None:
+            if err is not None and type(err) is type(error) and str(err) == str(error):
+                found.append(mistake)
+        elif err is None and _same_output(ex, out, got):
+            found.append(mistake)
+    return found
+
+
+def _diagnosis_text(found: list[Mistake]) -> str:
+    if not found:
+        return ""
+    if len(found) == 1:
+        return f"\n  Likely mistake: {found[0].message}."
+    return "\n  Likely mistake (one of these gives exactly this output):\n" + "\n".join(
+        f"    - {m.message}." for m in found)
+
+
+def compare(name: str, case: Case, got) -> str | None:
+    """None when ``got`` is a right answer to ``case``; otherwise what is wrong, in words.
+
+    The text names the case and its input, expected against got, and the known mistake
+    that produces exactly ``got`` when there is one.
+    """
+    ex = _exercise(name)
+    expected = None if case.is_sampling else case.expected()   # samples have no one answer
+    problem = _problem(ex, case, expected, got)
+    if problem is None:
+        return None
+    return f"{_case_header(case)}\n  Problem: {problem}{_diagnosis_text(diagnose(name, case, got))}"
+
+
+def _signature_text(ex: Exercise) -> str:
+    params = inspect.signature(ex.signature).parameters.values()
+    sig = ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}"
+                    for p in params)
+    return f"{ex.name}({sig})"
+
+
+def error_text(name: str, case: Case, error: str, exc: BaseException | None = None) -> str:
+    """Words for a case on which the learner's function raised ``error`` ("Type: text")."""
+    ex = _exercise(name)
+    found = diagnose(name, case, error=exc) if exc is not None else []
+    short = (error.strip().splitlines() or [""])[0][:300]
+    hint = ""
+    if short.startswith("TypeError") and "argument" in short:
+        hint = f"\n  The signature must be {_signature_text(ex)}"
+    where = _student_location(exc) if exc is not None else ""
+    return (f"{_case_header(case)}\n  Problem: your {name} raised {short}{where}{hint}"
+            f"{_diagnosis_text(found)}")
+
+
+def _main() -> None:
+    for name in exercises.names():
+        print(name)
+        for hidden in (False, True):
+            for c in cases(name, hidden):
+                print(f"  {'H' if hidden else 'V'} {c.group:10s} {c.name:22s} {c.description}")
+
+
+if __name__ == "__main__":
+    _main()
