@@ -78,10 +78,11 @@ def in_namespace(prefix: list[str], args: list[str], cwd: Path,
                             cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        for _ in range(600):        # unshare(2) done once the map is no longer its parent's
-            if Path(f"/proc/{proc.pid}/ns/user").resolve() != Path("/proc/self/ns/user").resolve():
-                break
-            time.sleep(0.1)
+        ours = os.readlink("/proc/self/ns/user")       # "user:[inode]"
+        end = time.monotonic() + 60                     # until unshare(2) is done
+        while os.readlink(f"/proc/{proc.pid}/ns/user") == ours:
+            assert time.monotonic() < end and proc.poll() is None, "unshare --user did not"
+            time.sleep(0.05)
         for name in ("uid_map", "gid_map"):
             Path(f"/proc/{proc.pid}/{name}").write_text(id_map)
         out, err = proc.communicate("go\n", timeout=DEADLINE_S)
