@@ -478,7 +478,7 @@ ROOT_FALLBACK_MESSAGE = (
 USERNS_MESSAGE = (
     "refusing to grade: the grader runs as root inside a user namespace (a container or "
     "pod with users of its own, e.g. Kubernetes hostUsers: false, or unshare --user) "
-    "whose {which} ({maps}) lacks {missing}, the users the sandbox runs student code as "
+    "whose {which} ({maps}) {lack} {missing}, the users the sandbox runs student code as "
     "when the grader is root: a uid of each child's own, {base:#x} + its pid, and "
     "'nobody' ({nobody}). Without them every notebook would crash, or student code would "
     "run as root. Do one of: run the grader as a non-root user there (e.g. "
@@ -522,7 +522,7 @@ def unmapped_child_ids() -> str | None:
     if not problems:
         return None
     return USERNS_MESSAGE.format(
-        which=" and ".join(which), maps=" | ".join(maps),
+        which=" and ".join(which), maps=" | ".join(maps), lack="lack" if maps[1:] else "lacks",
         missing=" and ".join(problems), base=CHILD_UID_BASE, nobody=NOBODY,
         env=ALLOW_ROOT_FALLBACK_ENV)
 
