@@ -107,7 +107,7 @@ def test_model_notebook_grades_fully_with_an_empty_weights_cache(tmp_path: Path,
         pytest.skip("notebook 10 is not in this course")
     cache = tmp_path / "empty-cache"
     monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(cache))
-    monkeypatch.setattr(engine, "_PREPARED", set())
+    monkeypatch.setattr(engine.resources, "_PREPARED", set())
     nb = _load(path)
     result = _grade(_write(nb, tmp_path, path.parent.name), path.parent.name)
     assert _points(result) == test_points(nb), [(c.grade_id, c.message) for c in result.cells]
