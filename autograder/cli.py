@@ -369,10 +369,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true",
                    help="continue a run that was stopped (SIGTERM, Ctrl-C): grade only the "
                         "notebooks OUT/results.partial.jsonl does not hold yet")
-    p.add_argument("--hidden-feedback", choices=("full", "brief"), default="full",
-                   help="what a student's feedback says of a failing hidden case: its inputs "
-                        "and expected values (full, the default) or only that a hidden case "
-                        "of a group failed, with the likely mistake (brief)")
+    p.add_argument("--hidden-feedback", choices=("full", "brief"), default="brief",
+                   help="what a student's feedback says of a failing hidden case: only that "
+                        "a hidden case of a group failed, with the likely mistake (brief, "
+                        "the default), or its inputs and expected values too (full)")
     p.add_argument("--student", nargs="+", action="extend", metavar="ID",
                    help="regrade only these students into an existing OUT (the other "
                         "students' grades there are kept)")
