@@ -144,7 +144,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     try:
         records = run(Path(args.submissions), Path(args.out), jobs=args.jobs, limits=limits,
-                      shard=shard, resume=args.resume, only=args.student)
+                      shard=shard, resume=args.resume, only=args.student,
+                      assignments=[a.strip() for a in args.assignments.split(",") if a.strip()]
+                      if args.assignments else None)
     except UnsafeToGrade as exc:
         print(f"grade: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
@@ -373,6 +375,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what a student's feedback says of a failing hidden case: only that "
                         "a hidden case of a group failed, with the likely mistake (brief, "
                         "the default), or its inputs and expected values too (full)")
+    p.add_argument("--assignments", metavar="A,B,...",
+                   help="the assignments of this homework: a student who handed in nothing "
+                        "for one is 'missing' there (default: every notebook some student "
+                        "handed in; a course notebook nobody handed in is not graded)")
     p.add_argument("--student", nargs="+", action="extend", metavar="ID",
                    help="regrade only these students into an existing OUT (the other "
                         "students' grades there are kept)")
