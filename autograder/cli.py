@@ -280,9 +280,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         policy = late.Policy.parse(args.late_policy)
         deadlines = late.parse_deadlines(args.deadline)
+        from autograder.results.export import parse_homework
+
         paths = export(Path(args.out), args.format, Path(args.dest) if args.dest else None,
                        roster, rename, assignments, weights, deadlines=deadlines,
-                       policy=policy)
+                       policy=policy, homeworks=parse_homework(args.homework))
     except ValueError as exc:
         print(f"export: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
@@ -434,6 +436,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="column name for an assignment (repeatable)")
     p.add_argument("--assignments", metavar="A,B,...",
                    help="export only these assignments, in this order (default: all graded)")
+    p.add_argument("--homework", action="append", default=[], metavar="NAME=A,B,...",
+                   help="one column (file) NAME for these assignments, their points summed "
+                        "and the late policy applied to the homework as a whole (as late as "
+                        "its latest notebook); repeatable; only the homeworks are exported")
     p.add_argument("--deadline", action="append", default=[], metavar="[ASSIGNMENT=]WHEN",
                    help="the deadline (ISO 8601, UTC unless a zone is given) of every "
                         "assignment, or of one (repeat the option)")
