@@ -11,6 +11,7 @@
   merge         join the outputs of several `grade --shard I/N` runs
   report        item analysis of a graded class (CSV and PNG)
   export        grades as a CSV an LMS gradebook imports (Canvas, Gradescope)
+  feedback-package  the feedback pages as the zip Moodle or Canvas takes back
   make-examples generate the example class (submissions and EXPECTED.json)
 
 Exit status: 0 when the command did its job (for grade: every submission was graded,
@@ -293,6 +294,30 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_feedback_package(args: argparse.Namespace) -> int:
+    from autograder.results import late
+    from autograder.results.export import parse_homework, read_roster
+    from autograder.results.package import package
+    from autograder.safe_text import terminal
+
+    try:
+        stored = None
+        if args.deadline or args.late_policy or args.homework:
+            stored = late.Stored(late.parse_deadlines(args.deadline),
+                                 late.Policy.parse(args.late_policy),
+                                 parse_homework(args.homework))
+        packed, skipped = package(Path(args.out), args.lms, Path(args.dest),
+                                  read_roster(Path(args.roster)) if args.roster else None, stored)
+    except ValueError as exc:
+        print(f"feedback-package: error: {exc}", file=sys.stderr)
+        return CANNOT_RUN
+    for line in skipped:
+        print(f"  left out: {terminal(line)}")
+    print(f"feedback-package: the feedback of {packed} student(s) in {args.dest} "
+          f"({args.lms}); {len(skipped)} left out")
+    return 0
+
+
 def cmd_make_examples(args: argparse.Namespace) -> int:
     from autograder.release.examples import make_examples
 
@@ -449,6 +474,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", metavar="A=W,...",
                    help="multiply an assignment's points and maximum by W (default 1)")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("feedback-package", help="the students' feedback pages as the zip an "
+                       "LMS takes back (Moodle's feedback files, Canvas's comment re-upload)")
+    p.add_argument("out", help="a grading output folder")
+    p.add_argument("--lms", choices=("canvas", "moodle"), required=True)
+    p.add_argument("--dest", required=True, help="the zip file to write")
+    p.add_argument("--roster", help="names for the files (collect writes _roster.csv)")
+    p.add_argument("--deadline", action="append", default=[], metavar="[ASSIGNMENT=]WHEN",
+                   help="as for export (default: the late policy export stored in OUT)")
+    p.add_argument("--late-policy", metavar="PERCENT[:CAP]", help="as for export")
+    p.add_argument("--homework", action="append", default=[], metavar="NAME=A,B,...",
+                   help="as for export: the late policy per homework")
+    p.set_defaults(func=cmd_feedback_package)
 
     p = sub.add_parser("make-examples", help="regenerate the example submissions")
     p.add_argument("--dest", default=str(EXAMPLES_DIR),

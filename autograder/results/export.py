@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 
 from autograder.results.records import points_text as _points
-from autograder.results.records import read_records, summary_rows, worst_status
+from autograder.results.records import read_records, sort_key, summary_rows, worst_status
 from autograder import safe_text
 from autograder.results import late
 
@@ -102,7 +102,8 @@ def homework_records(records: list[dict], homeworks: dict[str, list[str]],
         raise ValueError(f"--homework names {', '.join(unknown)}, not graded in this "
                          f"output; it has: {', '.join(known)}")
     home = {a: name for name, parts in homeworks.items() for a in parts}
-    deadlines, policy = deadlines or {}, policy or late.Policy.parse("none")
+    late_of = late.penalties(records, deadlines or {}, policy or late.Policy.parse("none"),
+                             homeworks)
     groups: dict[tuple[str, str], list[dict]] = {}
     for record in records:
         if record["assignment"] in home:
@@ -110,23 +111,18 @@ def homework_records(records: list[dict], homeworks: dict[str, list[str]],
     out, late_rows = [], []
     for (student_id, name), group in sorted(groups.items()):
         points = sum(float(r["points"]) for r in group)
-        worst = (0, None, None)                     # (days, record, deadline)
-        for r in group:
-            if r["status"] == "missing":
-                continue
-            deadline = deadlines.get(name, deadlines.get(r["assignment"], deadlines.get(None)))
-            days = late.days_late(r, deadline)
-            if days > worst[0]:
-                worst = (days, r, deadline)
-        days, latest, deadline = worst
-        off = policy.percent_off(days) if days else 0.0
-        after = round(points * (1 - off / 100), 6)
-        if days:
+        found = [late_of[k] for k in map(sort_key, group) if k in late_of]
+        after = round(sum(p["points_after"] for p in found)
+                      + sum(float(r["points"]) for r in group if sort_key(r) not in late_of), 6)
+        if found:
+            p = found[0]                      # every notebook of it: the same lateness
+            latest = p["latest"]
             late_rows.append({"student_id": student_id, "assignment": name,
                               "notebook": f"{latest['assignment']}/{latest['notebook']}",
                               "submitted_at": latest.get("submitted_at") or "",
-                              "deadline": deadline.isoformat(timespec="seconds") if deadline else "",
-                              "days_late": days, "percent_off": off,
+                              "deadline": p["deadline"].isoformat(timespec="seconds")
+                              if p["deadline"] else "",
+                              "days_late": p["days"], "percent_off": p["percent_off"],
                               "points_before": round(points, 6), "points_after": after})
         out.append({"student_id": student_id, "assignment": name,
                     "notebook": ",".join(sorted({r["notebook"] for r in group})),
@@ -251,4 +247,9 @@ def export(out: Path, fmt: str, dest: Path | None = None, roster: Path | None = 
         dest.mkdir(parents=True, exist_ok=True)
         late.write_late(rows, dest / "late.csv")
         paths.append(dest / "late.csv")
+        # the students' pages show the penalty the gradebook got (feedback-package too)
+        from autograder.results.outputs import write_feedback_pages
+
+        late.save_policy(out, deadlines or {}, policy or late.Policy.parse("none"), homeworks)
+        write_feedback_pages(read_records(out), out)
     return paths

@@ -508,7 +508,8 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         row = uploads.get(sort_key(record))
         if row is not None:
             record.update(submitted_at=row.get("submitted_at", ""),
-                          lms_late=row.get("lms_late", ""))
+                          lms_late=row.get("lms_late", ""),
+                          source=row.get("source", ""))   # the LMS's file name (feedback-package)
     write_outputs(records, out)
     journal.unlink(missing_ok=True)
     return records
