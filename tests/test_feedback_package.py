@@ -106,6 +106,7 @@ def test_index_pages_late_penalty_and_the_lms_packages(tmp_path, capsys):
     text = _text((out / "feedback" / "12345" / "index.html").read_text())
     assert "Total 7 / 7 6.3 / 7" in text
     assert "homework 'HW' was handed in 1 day after the deadline" in text
+    assert "10% off the homework's points: 7 becomes 6.3" in text
     page = _text((out / "feedback" / "12345" / "01_a" / "01_a.html").read_text())
     assert "Score: 4 / 4; after the late penalty: 3.6 / 4" in page      # 4 * 0.9
     page = _text((out / "feedback" / "12345" / "02_b" / "02_b.html").read_text())

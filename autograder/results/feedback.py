@@ -95,16 +95,25 @@ def _cell_html(row: dict) -> str:
     return "\n".join(parts)
 
 
-def late_text(penalty: dict) -> str:
-    """What a late penalty took off, in words (plain text: escape it for HTML)."""
+def late_text(penalty: dict, before: float | None = None, after: float | None = None,
+              whole: bool = False) -> str:
+    """What a late penalty took off, in words (plain text: escape it for HTML): on a
+    notebook's page its own points, with ``whole`` the points ``before`` and ``after``
+    of the whole homework (or notebook) it belongs to."""
     days = penalty["days"]
-    what = f"homework {penalty['homework']!r}" if penalty.get("homework") else "this notebook"
+    homework = penalty.get("homework")
     latest = penalty["latest"]
+    what = (f"homework {homework!r}" if homework else
+            f"{latest['assignment']}/{latest['notebook']}" if whole else "this notebook")
     which = (f" (its latest notebook, {latest['assignment']}/{latest['notebook']})"
-             if penalty.get("homework") else "")
+             if homework else "")
+    if not whole:
+        before, after = penalty["points_before"], penalty["points_after"]
+    scope = ("the homework's points" if homework and whole else
+             "every notebook of the homework; this one's points" if homework else "points")
     return (f"Late: {what} was handed in {days} day{'' if days == 1 else 's'} after the "
-            f"deadline{which}; {_points(penalty['percent_off'])}% off: "
-            f"{_points(penalty['points_before'])} becomes {_points(penalty['points_after'])}.")
+            f"deadline{which}; {_points(penalty['percent_off'])}% off {scope}: "
+            f"{_points(before)} becomes {_points(after)}.")
 
 
 def _body(record: dict, penalty: dict | None = None, level: int = 1) -> list[str]:
@@ -198,24 +207,21 @@ def _index_body(student_id: str, records: list[dict], penalties: dict,
     rows.append("</table>")
     body = [f"<h1>Feedback for <code>{_e(student_id)}</code></h1>", *rows]
     if late_any:
-        body.append("<ul>" + "".join(f"<li>{_e(late_text(p))}</li>" for p in _distinct(
-            penalties.get(sort_key(r)) for r in records)) + "</ul>")
+        units: dict = {}          # a homework, or a notebook alone: its penalty and sums
+        for record in records:
+            penalty = penalties.get(sort_key(record))
+            if penalty is None:
+                continue
+            unit = units.setdefault(penalty.get("homework") or sort_key(record),
+                                    [penalty, 0.0, 0.0])
+            unit[1] += float(penalty["points_before"])
+            unit[2] += float(penalty["points_after"])
+        body.append("<ul>" + "".join(f"<li>{_e(late_text(p, b, a, whole=True))}</li>"
+                                     for p, b, a in units.values()) + "</ul>")
     if written:
         body.append("<h2>Written answers, graded by hand</h2>")
         body.append("<ul>" + "".join(written) + "</ul>")
     return body
-
-
-def _distinct(penalties) -> list[dict]:
-    seen, out = set(), []
-    for p in penalties:
-        if p is None:
-            continue
-        key = p.get("homework") or id(p)
-        if key not in seen:
-            seen.add(key)
-            out.append(p)
-    return out
 
 
 def _anchor(record: dict) -> str:
