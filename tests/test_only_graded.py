@@ -73,3 +73,15 @@ def test_chart_legend_names_the_written_answer_and_covers_no_bar(tmp_path):
     assert len(bars) >= 4
     for bar in bars:
         assert not box.overlaps(bar.get_window_extent(renderer)), bar
+
+
+def test_a_written_answer_nobody_handed_in_is_still_labelled_manual(tmp_path):
+    solutions = make_course(tmp_path)
+    subs = make_class(tmp_path, {"ann": {"02_b": "good"}})          # 01_a: nobody
+    out = tmp_path / "out"
+    grade.run(subs, out, solutions=solutions, grade_fn=fake_engine, stream=io.StringIO(),
+              assignments=["01_a", "02_b"])
+    assert main(["report", str(out)]) == 0
+    rows = {r["grade_id"]: r for r in read_csv(out / "item_analysis.csv")}
+    assert (rows["why"]["kind"], rows["why"]["students"]) == ("manual", "0")
+    assert rows["test_f"]["kind"] == "test"
