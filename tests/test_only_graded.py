@@ -85,3 +85,20 @@ def test_a_written_answer_nobody_handed_in_is_still_labelled_manual(tmp_path):
     rows = {r["grade_id"]: r for r in read_csv(out / "item_analysis.csv")}
     assert (rows["why"]["kind"], rows["why"]["students"]) == ("manual", "0")
     assert rows["test_f"]["kind"] == "test"
+
+
+def test_the_legend_covers_no_bar_even_when_every_bar_is_full():
+    rows = [{"assignment": "04_q", "grade_id": f"test_{i}", "kind": "test", "students": 47,
+             "full_marks_share": 1.0, "mean_fraction": 1.0} for i in range(6)]
+    rows.append({"assignment": "04_q", "grade_id": "why", "kind": "manual", "students": 47,
+                 "full_marks_share": 1.0, "mean_fraction": 1.0})
+    fig = report.chart_figure(rows, 47)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    (ax,) = fig.axes
+    box = ax.get_legend().get_window_extent(renderer)
+    bars = [p for p in ax.patches if p.get_width() > 0]
+    assert len(bars) == 14
+    assert not any(box.overlaps(bar.get_window_extent(renderer)) for bar in bars)
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(texts) == 4 and sum("written answer" in t for t in texts) == 2
