@@ -17,6 +17,12 @@ applies the policy:
 * A notebook with no known upload time is never penalised, unless the LMS flagged it
   late: then it counts as one day late. The export's ``late.csv`` lists every late
   notebook with its days and the percentage taken off.
+* ``export --homework NAME=A,B,...``: a homework is as late as its latest notebook
+  (:func:`penalties`), and its percentage comes off every notebook of it, so once off
+  the homework's sum.
+
+An export with a policy stores it in ``OUT/late_policy.json`` (:func:`save_policy`), so
+that the feedback pages and ``feedback-package`` show the penalty the gradebook got.
 """
 
 from __future__ import annotations
