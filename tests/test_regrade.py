@@ -98,7 +98,7 @@ SOFTMAX_WRONG_ON_4x6 = '''def softmax(z, axis=-1):
 '''
 
 
-def test_hidden_feedback_brief_by_default_hides_a_hidden_case_inputs(tmp_path):
+def test_hidden_feedback_brief_hides_a_hidden_case_inputs(tmp_path):
     from helpers import checks
 
     nb_name = "02_softmax"
