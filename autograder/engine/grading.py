@@ -472,6 +472,11 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
         result.seconds = time.perf_counter() - t0
         return result
     result.status, result.message = run.status, run.message
+    if run.status != "ok":
+        # The exercises are judged apart (step 2), so points may stand: the flag says the
+        # notebook itself did not run to the end, for the instructor's review.
+        result.flags.append(f"the notebook run stopped ({run.status}): {run.message}; "
+                            f"the exercises were judged in their own runs")
 
     # 2. The authoritative verdicts, one isolated run per exercise tested.
     answer_functions = _answer_functions(source)
