@@ -809,15 +809,23 @@ def get_worker() -> Worker:
     return _WORKERS[pid]
 
 
+#: Characters of one line of a child's results: a value of ``wire.MAX_VALUE_BYTES`` in
+#: base64, and room for the rest of the line.
+LINE_CAP = wire.MAX_VALUE_BYTES * 4 // 3 + 64 * 1024
+#: Nesting of one line of a child's results (the runners' lines nest 2 levels deep).
+LINE_DEPTH = 16
+
+
 def parse_lines(output: str) -> list[dict]:
-    """The child's JSON lines; anything that does not parse is ignored."""
+    """The child's JSON lines; anything that does not parse is ignored. Each line is
+    checked for length (:data:`LINE_CAP`) and nesting (:data:`LINE_DEPTH`) before it is
+    parsed (``wire.loads``): a line nested 200,000 deep is dropped, never a
+    RecursionError in the grader."""
     lines = []
     for text in output.splitlines():
-        if len(text) > RESULT_CAP:
-            continue
         try:
-            obj = json.loads(text)
-        except ValueError:
+            obj = wire.loads(text, max_chars=LINE_CAP, max_depth=LINE_DEPTH)
+        except wire.DecodeError:
             continue
         if isinstance(obj, dict):
             lines.append(obj)
