@@ -216,3 +216,58 @@ def test_parse_lines_caps_length_and_keeps_good_lines():
     good = '{"case": 2, "value": "x"}'
     assert executor.parse_lines("\n".join([long, "not json", "[1]", good])) == [
         {"case": 2, "value": "x"}]
+
+
+def _decode_under_address_limit(values: list[bytes], headroom_mb: int = 300) -> list[str]:
+    """Decode each of ``values`` in a forked child whose address space may grow by only
+    ``headroom_mb``: what each gave (``DecodeError: why``, ``MemoryError``, ``decoded``)."""
+    import os
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # pragma: no cover - runs in the child
+        try:
+            os.close(r)
+            with open("/proc/self/statm") as f:
+                size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            limit = size + headroom_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            got = []
+            for data in values:
+                try:
+                    wire.decode(data)
+                    got.append("decoded")
+                except wire.DecodeError as exc:
+                    got.append(f"DecodeError: {exc}")
+                except MemoryError:
+                    got.append("MemoryError")
+            os.write(w, json.dumps(got).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = os.read(r, 65536)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def test_decoding_the_bombs_needs_no_more_than_a_little_memory():
+    """Under an address-space limit of 300 MB more than the process holds, every bomb
+    is refused by a rule, before it asks for the memory it claims (the decoder of
+    issue 23 refused the first two only after NumPy ran out of memory)."""
+    mt = {"bit_generator": "MT19937",
+          "state": {"key": {"__list__": [0], "dtype": "(15000,10000)f8"}, "pos": 0}}
+    bombs = [
+        _forged({"__rng__": "MT19937", "state": mt}),
+        _forged({"__nd__": "a0", "scalar": False},
+                {"a0": _npy("<f8", (15000, 10000), b"\0" * 8)}),
+        _forged({"__seq__": "list", "items": [{"__nd__": "a0", "scalar": False}] * 50_000},
+                {"a0": _npy("<f8", (1000,), b"\0" * 8000)}),
+        _forged(None, raw_structure=b"[" * 200_000 + b"]" * 200_000),
+    ]
+    got = _decode_under_address_limit(bombs)
+    assert [g.split(":")[0] for g in got] == ["DecodeError"] * len(bombs), got
+    assert not [g for g in got if "MemoryError" in g], got
+    for g, why in zip(got, ["bad MT19937 state", "does not match", "bad array reference",
+                            "nested deeper"]):
+        assert why in g, got

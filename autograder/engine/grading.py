@@ -176,7 +176,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
     conf = res.conf(function, source)
     res.arrays(function, store)
     reply = res.worker.run(job, conf, limits)
-    lines = executor.parse_lines(reply.get("output", ""))
+    lines, refused = executor.parse_reply(reply.get("output", ""))
     by_case: dict[int, dict] = {}
     for line in lines:
         k = line.get("case")
@@ -191,6 +191,9 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
     problems: list[str | None] = []
     inconclusive: list[bool] = []      # failed for lack of time/memory, not on the merits
     broken = ""                        # why a reply broke the wire's rules
+    if refused:
+        broken = (f"invalid: the isolated run of {function} sent a reply that breaks the "
+                  f"grader's rules ({_short(refused[0], 160)})")
     for k, case in enumerate(cases):
         line = by_case.get(k)
         inconclusive.append(line is None)

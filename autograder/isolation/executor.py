@@ -816,17 +816,32 @@ LINE_CAP = wire.MAX_VALUE_BYTES * 4 // 3 + 64 * 1024
 LINE_DEPTH = 16
 
 
-def parse_lines(output: str) -> list[dict]:
-    """The child's JSON lines; anything that does not parse is ignored. Each line is
-    checked for length (:data:`LINE_CAP`) and nesting (:data:`LINE_DEPTH`) before it is
-    parsed (``wire.loads``): a line nested 200,000 deep is dropped, never a
-    RecursionError in the grader."""
-    lines = []
-    for text in output.splitlines():
+def parse_reply(output: str) -> tuple[list[dict], list[str]]:
+    """The child's JSON lines (objects), and why each complete line that was refused
+    was refused. Each line is checked for length (:data:`LINE_CAP`) and nesting
+    (:data:`LINE_DEPTH`) before it is parsed (``wire.loads``): a line nested 200,000
+    deep is refused, never a RecursionError in the grader. A last line without its
+    newline (output cut at :data:`RESULT_CAP`, a child killed mid-write) is dropped
+    without being counted as refused."""
+    lines, refused = [], []
+    parts = output.split("\n")
+    for n, text in enumerate(parts):
+        if not text.strip():
+            continue
         try:
             obj = wire.loads(text, max_chars=LINE_CAP, max_depth=LINE_DEPTH)
-        except wire.DecodeError:
+        except wire.DecodeError as exc:
+            if n < len(parts) - 1:
+                refused.append(str(exc))
             continue
         if isinstance(obj, dict):
             lines.append(obj)
-    return lines
+        elif n < len(parts) - 1:
+            refused.append("a line that is not a JSON object")
+    return lines, refused
+
+
+def parse_lines(output: str) -> list[dict]:
+    """The child's JSON lines; anything that does not parse is ignored (see
+    :func:`parse_reply`)."""
+    return parse_reply(output)[0]
