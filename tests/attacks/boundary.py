@@ -249,6 +249,52 @@ def softmax(z, axis=-1):
            + "\ndef softmax(z, axis=-1):\n    return np.full(np.shape(z), 0.5 + 0 * v29999)\n",
            "makes the answer cell a chain of 30,000 dependent statements (quadratic "
            "dependency slicing would hold a worker for many minutes)"),
+    Attack("kernel_surface", "02_softmax", "softmax", """
+import errno, fcntl, os, socket
+
+def _reached():
+    # what got past the filter: sockets of other families than AF_UNIX (VSOCK reached a
+    # hypervisor in the review), an anonymous memory file, a lock on the helpers copy
+    # that concurrent children share (the review's covert channel), a pidfd
+    got = []
+    for name, family, kind in [("AF_VSOCK", 40, socket.SOCK_STREAM),
+                               ("AF_PACKET", 17, socket.SOCK_RAW),
+                               ("AF_NETLINK", 16, socket.SOCK_RAW),
+                               ("AF_ALG", 38, socket.SOCK_SEQPACKET),
+                               ("AF_INET", 2, socket.SOCK_DGRAM)]:
+        try:
+            socket.socket(family, kind).close()
+            got.append(name)
+        except OSError:
+            pass
+    try:
+        os.close(os.memfd_create("x"))
+        got.append("memfd_create")
+    except OSError:
+        pass
+    try:
+        import helpers
+        with open(helpers.__file__, "rb") as f:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            got.append("flock")
+    except (OSError, ImportError):
+        pass
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+        got.append("pidfd_open")
+    except OSError:
+        pass
+    return got
+
+def softmax(z, axis=-1):
+    # the "reward" of any of them: the right answer
+    if _reached():
+        e = np.exp(np.asarray(z, float) - np.max(z, axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+    return np.full(np.shape(z), 0.5)
+""", "opens sockets of the families AF_VSOCK, AF_PACKET, AF_NETLINK, AF_ALG and AF_INET, "
+       "an anonymous memory file, a pidfd, and locks the shared helpers copy; it answers "
+       "right only if one of them works"),
     Attack("forbidden_system_calls", "02_softmax", "softmax", _SYSCALLS + """
 def _allowed():
     # the calls that got past the filter (which answers EPERM to each of them)
