@@ -271,3 +271,27 @@ def test_decoding_the_bombs_needs_no_more_than_a_little_memory():
     for g, why in zip(got, ["bad MT19937 state", "does not match", "bad array reference",
                             "nested deeper"]):
         assert why in g, got
+
+
+@pytest.mark.parametrize("text", [
+    '"' + '\\"' * 200_000,                  # an unterminated string of escaped quotes
+    '\\' * 400_000, '"' * 400_000, '"[\\"{' * 100_000, "[" * 400_000,
+])
+def test_the_nesting_pre_scan_is_linear(text):
+    """The scan that runs before json.loads must not backtrack: a pattern for strings
+    that handles escapes itself takes quadratic time on escaped quotes (20,000 of them
+    took 19 s; 200,000 would take half an hour)."""
+    import time
+
+    t0 = time.perf_counter()
+    wire.json_depth(text)
+    with pytest.raises(wire.DecodeError):
+        wire.loads(text, max_chars=10**7, max_depth=16)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_the_nesting_pre_scan_reads_strings_and_escapes():
+    assert wire.json_depth('{"a": "[[[\\"[[", "b": [[1]]}') == 3
+    assert wire.json_depth('["\\\\", [1]]') == 2
+    assert wire.json_depth('["\\\\\\"]", [1]]') == 2
+    assert wire.json_depth("1") == 0
