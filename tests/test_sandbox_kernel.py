@@ -57,8 +57,20 @@ F_OFD_SETLK = 37
 seen["ofd lock helpers"] = outcome(lambda: fcntl.fcntl(f, F_OFD_SETLK, bytes(32)))
 FCNTL = {"x86_64": 72, "aarch64": 25}[platform.machine()]
 seen["fcntl lock high bits"] = raw(FCNTL, f.fileno(), (1 << 32) | 6, 0)
-import select
 seen["inotify"] = raw({"x86_64": 294, "aarch64": 26}[platform.machine()], 0)  # inotify_init1
+# the page cache of the shared file, read: RWF_NOWAIT reads and mincore
+seen["preadv2 nowait helpers"] = outcome(lambda: os.preadv(f.fileno(), [bytearray(8)], 0,
+                                                           os.RWF_NOWAIT))
+seen["preadv2 helpers"] = outcome(lambda: os.preadv(f.fileno(), [bytearray(8)], 0, 0))
+import mmap
+mapped = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)     # mapping a shared file works
+vec = ctypes.create_string_buffer(64)
+page = ctypes.create_string_buffer(8192)
+aligned = (ctypes.addressof(page) + 4095) & ~4095
+MINCORE = {"x86_64": 27, "aarch64": 232}[platform.machine()]
+ctypes.set_errno(0)
+seen["mincore"] = ("allowed" if libc.syscall(MINCORE, ctypes.c_void_p(aligned), 4096, vec) >= 0
+                   else errno.errorcode.get(ctypes.get_errno(), "?"))
 print(json.dumps(seen))
 """
 
@@ -80,7 +92,8 @@ DENIED = {"socket AF_INET": "EAFNOSUPPORT", "socket AF_INET6": "EAFNOSUPPORT",
           "socket AF_UNIX": "allowed", "socket AF_VSOCK high bits": "EAFNOSUPPORT",
           "memfd_create": "EPERM", "pidfd_open": "EPERM", "kcmp": "EPERM",
           "personality": "EPERM", "flock helpers": "EPERM", "fcntl lock helpers": "EPERM",
-          "ofd lock helpers": "EPERM", "fcntl lock high bits": "EPERM", "inotify": "EPERM"}
+          "ofd lock helpers": "EPERM", "fcntl lock high bits": "EPERM", "inotify": "EPERM",
+          "preadv2 nowait helpers": "EPERM", "preadv2 helpers": "allowed", "mincore": "EPERM"}
 
 
 def test_the_child_reaches_only_the_kernel_surface_it_needs(helper_copies):

@@ -11,7 +11,9 @@ handles to files by number, user-space page faults; anonymous memory files
 (``memfd_create``), handles on other processes (``pidfd_open``, ``pidfd_getfd``,
 ``kcmp``), ``modify_ldt``, ``personality``; file locks (``flock`` and fcntl's record
 locks, leases and notifications) and file watches (inotify, fanotify), which concurrent
-children could use as a channel through the files they share. Those answer ``EPERM``.
+children could use as a channel through the files they share, and the page-cache
+probes of the same channel (``mincore``, ``cachestat``, ``preadv2`` with
+``RWF_NOWAIT``). Those answer ``EPERM``.
 Sockets are AF_UNIX only: any other family (AF_INET, AF_VSOCK, AF_PACKET, AF_ALG,
 AF_NETLINK, ...) answers ``EAFNOSUPPORT``.
 
@@ -48,7 +50,11 @@ DENIED = (
     # locks and watches on files that concurrent children share (the hard-linked helpers
     # copies): a covert channel between children
     "flock", "inotify_init", "inotify_init1", "fanotify_init",
+    # whether a shared file's pages are in the page cache: the same channel, read
+    "mincore", "cachestat",
 )
+#: preadv2's flag that reports whether data is in the page cache (EAGAIN when not).
+RWF_NOWAIT = 0x8
 #: The one socket family a child may create (``socket``, ``socketpair``): AF_UNIX. Any
 #: other (AF_INET, AF_VSOCK, AF_PACKET, AF_ALG, AF_NETLINK, ...) answers EAFNOSUPPORT.
 SOCKET_FAMILIES = (1,)                                                 # AF_UNIX
@@ -164,6 +170,8 @@ def _build(lib) -> bytes:
         for name in ("socket", "socketpair"):
             rule(name, _errno_action(errno.EAFNOSUPPORT),
                  _ArgCmp(0, _SCMP_CMP_NE, SOCKET_FAMILIES[0], 0))
+        for name in ("preadv2", "pwritev2"):       # flags are the 6th argument
+            rule(name, eperm, _ArgCmp(5, _SCMP_CMP_MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT))
         for cmd in FCNTL_DENIED.values():       # the kernel reads cmd as 32 bits
             for name in ("fcntl", "fcntl64"):
                 rule(name, eperm, _ArgCmp(1, _SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, cmd))
