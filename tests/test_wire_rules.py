@@ -295,3 +295,26 @@ def test_the_nesting_pre_scan_reads_strings_and_escapes():
     assert wire.json_depth('["\\\\", [1]]') == 2
     assert wire.json_depth('["\\\\\\"]", [1]]') == 2
     assert wire.json_depth("1") == 0
+
+
+def test_reply_lines_are_capped_in_number_and_size_before_parsing():
+    many = '{"case": 0}\n' * (executor.MAX_LINES + 5)
+    lines, refused = executor.parse_reply(many)
+    assert len(lines) == executor.MAX_LINES and refused == [
+        f"more than {executor.MAX_LINES} lines"]
+    wide = "{" + ",".join(f'"k{i}": 0' for i in range(executor.LINE_ITEMS)) + "}\n"
+    lines, refused = executor.parse_reply(wide + '{"case": 1, "value": "x"}\n')
+    assert lines == [{"case": 1, "value": "x"}] and "too many items" in refused[0]
+    # a million empty lines cost no list of a million strings, and are not refused
+    assert executor.parse_reply("\n" * 1_000_000 + '{"done": true}\n') == ([{"done": True}], [])
+    # the last line, cut without its newline, is dropped without being refused
+    assert executor.parse_reply('{"case": 0}\n{"case": 1, "val') == ([{"case": 0}], [])
+
+
+def test_a_structure_of_many_small_objects_is_refused_before_parsing():
+    """Parsing would build a dict per object (over 200 bytes each): the separators are
+    counted first."""
+    cap = wire.item_cap(wire.MAX_VALUE_BYTES)
+    items = b",".join([b'{"__repr__": "x"}'] * (2 * cap + 10))
+    raw = b'{"__seq__": "list", "items": [' + items + b"]}"
+    _refused(_forged(None, raw_structure=raw), "separators")

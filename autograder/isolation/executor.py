@@ -44,6 +44,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -814,31 +815,44 @@ def get_worker() -> Worker:
 LINE_CAP = wire.MAX_VALUE_BYTES * 4 // 3 + 64 * 1024
 #: Nesting of one line of a child's results (the runners' lines nest 2 levels deep).
 LINE_DEPTH = 16
+#: Separators (``,`` ``:``) in one line (the runners' lines hold about 20).
+LINE_ITEMS = 1000
+#: Lines of one child's results read (a notebook has at most 2,000 code cells; an
+#: exercise's cases are far fewer): the rest are refused unread.
+MAX_LINES = 20_000
 
 
 def parse_reply(output: str) -> tuple[list[dict], list[str]]:
     """The child's JSON lines (objects), and why each complete line that was refused
     was refused. Each line is checked for length (:data:`LINE_CAP`) and nesting
-    (:data:`LINE_DEPTH`) before it is parsed (``wire.loads``): a line nested 200,000
-    deep is refused, never a RecursionError in the grader. A last line without its
+    (:data:`LINE_DEPTH`) and size (:data:`LINE_ITEMS`) before it is parsed
+    (``wire.loads``): a line nested 200,000 deep is refused, never a RecursionError in
+    the grader; at most :data:`MAX_LINES` lines are read. A last line without its
     newline (output cut at :data:`RESULT_CAP`, a child killed mid-write) is dropped
     without being counted as refused."""
     lines, refused = [], []
-    parts = output.split("\n")
-    for n, text in enumerate(parts):
+    for n, match in enumerate(_LINE.finditer(output)):    # no list of all the lines
+        if n >= MAX_LINES:
+            refused.append(f"more than {MAX_LINES} lines")
+            break
+        text, complete = match.group(), match.group().endswith("\n")
         if not text.strip():
             continue
         try:
-            obj = wire.loads(text, max_chars=LINE_CAP, max_depth=LINE_DEPTH)
+            obj = wire.loads(text, max_chars=LINE_CAP, max_depth=LINE_DEPTH,
+                             max_items=LINE_ITEMS)
         except wire.DecodeError as exc:
-            if n < len(parts) - 1:
+            if complete:
                 refused.append(str(exc))
             continue
         if isinstance(obj, dict):
             lines.append(obj)
-        elif n < len(parts) - 1:
+        elif complete:
             refused.append("a line that is not a JSON object")
     return lines, refused
+
+
+_LINE = re.compile(r"[^\n]+\n?")
 
 
 def parse_lines(output: str) -> list[dict]:

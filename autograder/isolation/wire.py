@@ -210,8 +210,10 @@ MAX_DEPTH = 40
 #: Nesting of JSON brackets in a structure or a reply line, checked before parsing.
 MAX_JSON_DEPTH = 128
 #: Values (numbers, strings, arrays, containers, dict entries) in one decoded value, at
-#: least (a larger ``max_bytes`` allows one per 32 bytes).
-MAX_ITEMS = 1_000_000
+#: least (a larger ``max_bytes`` allows one per 160 bytes). With its separators capped at
+#: 4 per value before parsing, the parsed structure of a forged reply stays under about
+#: 100 MB.
+MAX_ITEMS = 200_000
 #: Arrays (members of the ``.npz``) in one value.
 MAX_ARRAYS = 10_000
 #: Dimensions of one array.
@@ -241,29 +243,41 @@ _DTYPES = _dtype_table()
 _MEMBER = re.compile(r"a[0-9]{1,6}")
 _JSON_ESCAPE = re.compile(r"\\.", re.S)
 _JSON_STRING = re.compile(r'"[^"]*+"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_NOT_STRUCTURE = re.compile(r"[^\[\]{},:]+")
 _INT_TEXT = re.compile(r"-?[0-9]{1,%d}" % MAX_INT_DIGITS)
 
 
-def json_depth(text: str) -> int:
-    """The deepest nesting of brackets in the JSON ``text`` (brackets inside strings do
-    not count), computed without parsing it, in time and memory linear in its length:
-    escapes are removed first (so that no pattern backtracks over them), then strings,
-    then all but brackets, whose running depth is summed in chunks."""
+def json_shape(text: str) -> tuple[int, int]:
+    """The deepest nesting of brackets in the JSON ``text`` and the number of its
+    separators (``,`` and ``:``), both outside strings: a bound on how deep and how big
+    parsing it would make it, computed without parsing it, in time and memory linear in
+    its length (escapes are removed first, so that no pattern backtracks over them, then
+    strings, then all but brackets and separators; the running depth is summed in
+    chunks)."""
     text = _JSON_ESCAPE.sub("", text)
-    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    skeleton = _NOT_STRUCTURE.sub("", _JSON_STRING.sub("", text))
+    separators = skeleton.count(",") + skeleton.count(":")
+    brackets = skeleton.replace(",", "").replace(":", "")
     deepest, depth, chunk = 0, 0, 1 << 20
     for start in range(0, len(brackets), chunk):
         steps = np.frombuffer(brackets[start:start + chunk].encode("ascii"), dtype=np.uint8)
         run = np.cumsum(np.where((steps == ord("[")) | (steps == ord("{")), 1, -1)
                         .astype(np.int32)) + depth
         deepest, depth = max(deepest, int(run.max())), int(run[-1])
-    return deepest
+    return deepest, separators
 
 
-def loads(text, max_chars: int, max_depth: int = MAX_JSON_DEPTH):
-    """``json.loads`` for untrusted text: its length and its nesting are checked before
-    it is parsed, and any failure (a RecursionError included) is a :class:`DecodeError`."""
+def json_depth(text: str) -> int:
+    """The deepest nesting of brackets in the JSON ``text`` (see :func:`json_shape`)."""
+    return json_shape(text)[0]
+
+
+def loads(text, max_chars: int, max_depth: int = MAX_JSON_DEPTH,
+          max_items: int | None = None):
+    """``json.loads`` for untrusted text: its length, its nesting and (with
+    ``max_items``) its number of separators are checked before it is parsed, so that
+    parsing allocates at most in proportion to them; any failure (a RecursionError
+    included) is a :class:`DecodeError`."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
@@ -273,8 +287,11 @@ def loads(text, max_chars: int, max_depth: int = MAX_JSON_DEPTH):
         raise DecodeError("not text")
     if len(text) > max_chars:
         raise DecodeError(f"a line of {len(text)} characters exceeds the cap of {max_chars}")
-    if json_depth(text) > max_depth:
+    depth, separators = json_shape(text)
+    if depth > max_depth:
         raise DecodeError(f"nested deeper than {max_depth} levels")
+    if max_items is not None and separators > max_items:
+        raise DecodeError(f"too many items ({separators} separators, at most {max_items})")
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -410,7 +427,7 @@ def _rng_state(name: str, x, schema: dict) -> dict:
 
 def item_cap(max_bytes: int) -> int:
     """The most values a decoded value of at most ``max_bytes`` may hold."""
-    return max(MAX_ITEMS, max_bytes // 32)
+    return max(MAX_ITEMS, max_bytes // 160)
 
 
 class _Budget:
@@ -455,7 +472,9 @@ def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES, arrays: str | None = N
     text = _npy(structure_npy, "structure")
     if text.dtype != np.uint8 or text.ndim != 1:
         raise DecodeError("bad structure")
-    structure = loads(text.tobytes(), max_chars=max_bytes)
+    # a value of encode's takes at most 4 separators ({"__nd__": k, "scalar": b} and the
+    # comma after it)
+    structure = loads(text.tobytes(), max_chars=max_bytes, max_items=4 * item_cap(max_bytes))
     budget = _Budget(item_cap(max_bytes))
     used: set[str] = set()
 
