@@ -1,5 +1,5 @@
 """The kernel surface a learner's child reaches (issue 23, item 2;
-autograder/isolation/seccomp.py): sockets of AF_UNIX only, no anonymous memory files,
+autograder/isolation/seccomp.py): AF_UNIX socket pairs only, no anonymous memory files,
 no handles on other processes, no locks or watches on the files concurrent children
 share (the hard-linked helpers copies), and what notebooks need still works.
 
@@ -33,6 +33,8 @@ for name, family, kind in [("AF_INET", 2, socket.SOCK_STREAM), ("AF_INET6", 10, 
                            ("AF_ALG", 38, socket.SOCK_SEQPACKET), ("AF_VSOCK", 40, socket.SOCK_STREAM),
                            ("AF_UNIX", 1, socket.SOCK_STREAM)]:
     seen["socket " + name] = outcome(lambda: socket.socket(family, kind).close())
+seen["socketpair AF_UNIX"] = outcome(lambda: [s.close() for s in socket.socketpair()])
+seen["socketpair AF_INET"] = outcome(lambda: socket.socketpair(socket.AF_INET))
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 def raw(nr, *args):
@@ -89,7 +91,8 @@ print(json.dumps({"matmul": float(np.ones(200) @ np.ones(200)), "callback": cb(1
 DENIED = {"socket AF_INET": "EAFNOSUPPORT", "socket AF_INET6": "EAFNOSUPPORT",
           "socket AF_NETLINK": "EAFNOSUPPORT", "socket AF_PACKET": "EAFNOSUPPORT",
           "socket AF_ALG": "EAFNOSUPPORT", "socket AF_VSOCK": "EAFNOSUPPORT",
-          "socket AF_UNIX": "allowed", "socket AF_VSOCK high bits": "EAFNOSUPPORT",
+          "socket AF_UNIX": "EAFNOSUPPORT", "socket AF_VSOCK high bits": "EAFNOSUPPORT",
+          "socketpair AF_UNIX": "allowed", "socketpair AF_INET": "EAFNOSUPPORT",
           "memfd_create": "EPERM", "pidfd_open": "EPERM", "kcmp": "EPERM",
           "personality": "EPERM", "flock helpers": "EPERM", "fcntl lock helpers": "EPERM",
           "ofd lock helpers": "EPERM", "fcntl lock high bits": "EPERM", "inotify": "EPERM",
@@ -134,7 +137,7 @@ def test_the_filter_alone_denies_and_keeps_python_working(tmp_path):
             os.close(r)
             assert seccomp.install()
             seen = {}
-            for fam in (2, 16, 17, 38, 40):
+            for fam in (1, 2, 16, 17, 38, 40):
                 try:
                     socket.socket(fam, socket.SOCK_DGRAM).close()
                     seen[fam] = "allowed"
@@ -159,7 +162,7 @@ def test_the_filter_alone_denies_and_keeps_python_working(tmp_path):
     data = os.read(r, 65536)
     os.close(r)
     assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
-    assert json.loads(data) == {"2": "EAFNOSUPPORT", "16": "EAFNOSUPPORT",
+    assert json.loads(data) == {"1": "EAFNOSUPPORT", "2": "EAFNOSUPPORT", "16": "EAFNOSUPPORT",
                                 "17": "EAFNOSUPPORT", "38": "EAFNOSUPPORT",
                                 "40": "EAFNOSUPPORT", "flock": "EPERM", "lockf": "EPERM",
                                 "memfd": "EPERM", "true": 0, "numpy": 14.0}

@@ -14,8 +14,8 @@ locks, leases and notifications) and file watches (inotify, fanotify), which con
 children could use as a channel through the files they share, and the page-cache
 probes of the same channel (``mincore``, ``cachestat``, ``preadv2`` with
 ``RWF_NOWAIT``). Those answer ``EPERM``.
-Sockets are AF_UNIX only: any other family (AF_INET, AF_VSOCK, AF_PACKET, AF_ALG,
-AF_NETLINK, ...) answers ``EAFNOSUPPORT``.
+Sockets are AF_UNIX pairs only (``socketpair``): ``socket`` answers ``EAFNOSUPPORT``
+for every family (AF_INET, AF_VSOCK, AF_PACKET, AF_ALG, AF_NETLINK, ..., AF_UNIX).
 
 libseccomp is used through ``ctypes`` (no compiled module). When it cannot be loaded,
 :func:`install` returns False and :func:`available` says why; the grader reports that in
@@ -55,8 +55,11 @@ DENIED = (
 )
 #: preadv2's flag that reports whether data is in the page cache (EAGAIN when not).
 RWF_NOWAIT = 0x8
-#: The one socket family a child may create (``socket``, ``socketpair``): AF_UNIX. Any
-#: other (AF_INET, AF_VSOCK, AF_PACKET, AF_ALG, AF_NETLINK, ...) answers EAFNOSUPPORT.
+#: The one socket family a child may use: AF_UNIX, and only as a connected pair
+#: (``socketpair``: what multiprocessing and subprocess pipes need). ``socket`` answers
+#: EAFNOSUPPORT for every family: AF_INET, AF_VSOCK, AF_PACKET, AF_ALG, AF_NETLINK ...,
+#: and AF_UNIX itself, whose named and abstract sockets would reach the host's services
+#: and concurrent children in fallback mode (no network namespace there).
 SOCKET_FAMILIES = (1,)                                                 # AF_UNIX
 #: fcntl() commands that answer EPERM: record locks (classic and open-file-description),
 #: leases, directory notifications.
@@ -164,12 +167,12 @@ def _build(lib) -> bytes:
         for flag in CLONE_NAMESPACE_FLAGS:
             rule("clone", eperm, _ArgCmp(0, _SCMP_CMP_MASKED_EQ, flag, flag))
         rule("clone3", _errno_action(errno.ENOSYS))
-        # one family allowed: any other value of the 64-bit argument (an allowed family
-        # with high bits set included) is refused
+        # no socket; a pair of one family: any other value of the 64-bit argument (the
+        # family with high bits set included) is refused
         assert SOCKET_FAMILIES == (1,)
-        for name in ("socket", "socketpair"):
-            rule(name, _errno_action(errno.EAFNOSUPPORT),
-                 _ArgCmp(0, _SCMP_CMP_NE, SOCKET_FAMILIES[0], 0))
+        rule("socket", _errno_action(errno.EAFNOSUPPORT))
+        rule("socketpair", _errno_action(errno.EAFNOSUPPORT),
+             _ArgCmp(0, _SCMP_CMP_NE, SOCKET_FAMILIES[0], 0))
         for name in ("preadv2", "pwritev2"):       # flags are the 6th argument
             rule(name, eperm, _ArgCmp(5, _SCMP_CMP_MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT))
         for cmd in FCNTL_DENIED.values():       # the kernel reads cmd as 32 bits
