@@ -166,3 +166,37 @@ def test_the_filter_alone_denies_and_keeps_python_working(tmp_path):
                                 "17": "EAFNOSUPPORT", "38": "EAFNOSUPPORT",
                                 "40": "EAFNOSUPPORT", "flock": "EPERM", "lockf": "EPERM",
                                 "memfd": "EPERM", "true": 0, "numpy": 14.0}
+
+
+FLOOD = r"""
+import os, stat
+for fd in range(3, 64):
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            os.write(fd, b"\x01" * (4 << 20) + b"\xff\xfe\n")
+    except OSError:
+        pass
+print("after the flood")
+"""
+
+
+def test_a_flood_of_control_bytes_reaches_the_grader_at_four_thirds_its_size(helper_copies):
+    """The worker hands a child's output on in base64: 4 MB of control bytes make a
+    reply of about 5.3 MB, not the 24 MB of JSON escapes; the cells' lines still parse."""
+    from autograder.isolation import executor
+
+    sizes = []
+    real = executor.Worker._output
+
+    def spy(text):
+        sizes.append(len(text))
+        return real(text)
+
+    executor.Worker._output = staticmethod(spy)
+    try:
+        reply, lines = _run([FLOOD], helper_copies)
+    finally:
+        executor.Worker._output = staticmethod(real)
+    assert sizes and max(sizes) < 6 << 20, sizes
+    assert reply["output"].count("\x01") == 4 << 20
+    assert _stdout(lines) == ["after the flood\n"]
