@@ -157,7 +157,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
     runs to define it) and, from the other cells before its first test, only the
     statements the function needs (:mod:`autograder.notebook.slicing`): slow top-level work in
     other answer cells is not run again."""
-    from helpers import judge
+    from helpers import exercises, judge
 
     cases, hidden, payloads, scenarios, uses, store = _load_cases(function)
     groups = [str(getattr(c, "group", "") or "") for c in cases]
@@ -221,6 +221,8 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
             problems.append(broken)
             continue
         try:
+            if case.scenario:     # raw observations: what they mean is decided here only
+                got = exercises.decide(case.scenario, got)
             problems.append(judge.compare(function, case, got))
         except Exception as exc:   # compare() on a strange value: a failed case
             problems.append(f"{function} returned a value that cannot be compared "

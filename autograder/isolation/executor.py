@@ -28,7 +28,9 @@ Two kinds of job:
     discarded, bind the earlier course functions it may call (``uses``) to the course's
     own, then call the function on each case (arguments arrive as ``wire.encode``
     bytes; a case with a ``scenario`` runs ``scenario(fn, *args)``, e.g. two calls
-    sharing a cache) and send back each return value, encoded, one line per case.
+    sharing a cache, bound and frozen before the cells ran) and send back each return
+    value, encoded, one line per case: a scenario's value is raw observations, which the
+    grader judges (no verdict is decided in the child).
 
 Every request to the worker carries an id that its reply repeats; a reply with another
 id (left over from a request whose reader gave up) is dropped.
@@ -308,11 +310,44 @@ def _resolve(spec: str):
 ARRAYS_FOLDER = "arrays"
 
 
+def _frozen(fn):
+    """A copy of scenario function ``fn`` that the learner's cells cannot rebind: its own
+    globals (a copy of its module's, taken now) and builtins (a copy of ``builtins``), its
+    own defaults; reachable from no module (docs/threat_model.md, "No verdict decided in a
+    child")."""
+    import builtins
+    import types
+
+    glob = dict(fn.__globals__)
+    glob["__builtins__"] = dict(vars(builtins))
+    out = types.FunctionType(fn.__code__, glob, fn.__name__, fn.__defaults__, fn.__closure__)
+    out.__kwdefaults__ = dict(fn.__kwdefaults__) if fn.__kwdefaults__ else None
+    return out
+
+
+def _observers(specs: list) -> list:
+    """Each case's scenario (``None``: a plain call), bound and frozen before any learner
+    code runs; a scenario that cannot be imported is the error text to report."""
+    out: list = []
+    for spec in specs:
+        try:
+            out.append(_frozen(_resolve(spec)) if spec else None)
+        except Exception as exc:
+            out.append(f"the grader's scenario {spec} could not be loaded: "
+                       f"{type(exc).__name__}")
+    return out
+
+
 def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
     import warnings
 
     import numpy as np
 
+    # Bound before the learner's cells run, looked up by no name afterwards: the scenario
+    # drivers (frozen copies), the wire and the pipe (docs/threat_model.md).
+    observers = _observers(job.get("scenarios") or [None] * len(job["cases"]))
+    encode, decode, b64, unb64, send = wire.encode, wire.decode, wire.b64, wire.unb64, _send
+    _callable, _str, _isinstance = callable, str, isinstance
     runner = _Runner(job["cells"], {})
     for c in job["cells"]:
         res = runner.run(c["index"], c["source"], job["cell_timeout"], 1000)
@@ -329,33 +364,36 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
                 ns[dep] = _resolve(spec)
             except Exception:              # not importable in this copy: leave the name
                 pass
-    scenarios = job.get("scenarios") or [None] * len(job["cases"])
     stopped = None
     for k, payload in enumerate(job["cases"]):
         line: dict = {"case": k}
         if stopped:
             line["error"] = stopped
-            _send(fd, line)
+            send(fd, line)
             continue
-        if not callable(fn):
+        if _isinstance(observers[k], _str):
+            line["error"] = observers[k]
+            send(fd, line)
+            continue
+        if not _callable(fn):
             line["error"] = f"{name} is not defined" if fn is None else f"{name} is not a function"
-            _send(fd, line)
+            send(fd, line)
             continue
         sink = _Capped(1000)
         sys.stdout, sys.stderr = sink, sink
         try:
-            args, kwargs = wire.decode(wire.unb64(payload), arrays=arrays)
+            args, kwargs = decode(unb64(payload), arrays=arrays)
             runner.timer.start(job["case_timeout"])
             try:
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
                     warnings.simplefilter("ignore")
-                    if scenarios[k]:
-                        value = _resolve(scenarios[k])(fn, *args, **kwargs)
+                    if observers[k] is not None:       # raw observations, judged outside
+                        value = observers[k](fn, *args, **kwargs)
                     else:
                         value = fn(*args, **kwargs)
             finally:
                 runner.timer.stop()
-            line["value"] = wire.b64(wire.encode(value))
+            line["value"] = b64(encode(value))
         except CellTimeout:
             line["error"] = f"timeout: the call took longer than {job['case_timeout']:g} s"
             stopped = "timeout: not run after an earlier case timed out"
@@ -369,8 +407,8 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
                 line["error"] = "the function raised an unprintable exception"
         finally:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        _send(fd, line)
-    _send(fd, {"done": True, "cpu": _cpu_seconds()})
+        send(fd, line)
+    send(fd, {"done": True, "cpu": _cpu_seconds()})
 
 
 def _innermost_learner_function(exc: BaseException) -> str:

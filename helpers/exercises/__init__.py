@@ -35,7 +35,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 __all__ = ["Case", "Mistake", "Exercise", "NOTEBOOKS", "PREPARE", "get", "names",
-           "of_notebook", "notebook_of", "case", "answer_functions", "module_file"]
+           "of_notebook", "notebook_of", "case", "answer_functions", "module_file", "decide"]
 
 #: Graded exercises per notebook (assignment), in course order.
 NOTEBOOKS: dict[str, tuple[str, ...]] = {
@@ -72,9 +72,10 @@ class Case:
     """One input of an exercise. Plain values only (they cross the sandbox's wire).
 
     ``function(*args, **kwargs)`` is what gets called, unless ``scenario`` names a
-    function ``"module:function"`` of ``helpers``: then ``scenario(fn, *args, **kwargs)``
-    runs where the learner's code runs and its return value is judged (a cache filled by
-    two calls, a seeded generator used three times). ``answer``, when given, is the
+    function ``"module:scenario_<what>"`` of ``helpers``: then ``scenario(fn, *args,
+    **kwargs)`` runs where the learner's code runs and returns raw observations (a cache
+    filled by two calls, a seeded generator used three times), and :func:`decide` turns
+    them, in the trusted process, into the value that is judged. ``answer``, when given, is the
     right output written out independently of the reference (a worked example); else the
     reference computes it (:meth:`expected`).
     """
@@ -109,7 +110,7 @@ class Case:
         """What ``fn`` gives on this case (through the scenario, if any), on fresh inputs."""
         args, kwargs = self.fresh_args()
         if self.scenario:
-            return resolve(self.scenario)(fn, *args, **kwargs)
+            return decide(self.scenario, resolve(self.scenario)(fn, *args, **kwargs))
         return fn(*args, **kwargs)
 
 
@@ -263,3 +264,13 @@ def resolve(spec: str):
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def decide(spec: str, observed):
+    """What scenario ``spec``'s observations mean: ``"module:scenario_<what>_decide"``
+    applied to them (the observations themselves when the module has no such function).
+    Runs in the trusted process only: the grader's sandbox sends observations back, never
+    a judgement (docs/threat_model.md, "No verdict decided in a child")."""
+    module, _, attr = spec.partition(":")
+    decider = getattr(importlib.import_module(module), attr + "_decide", None)
+    return observed if decider is None else decider(observed)

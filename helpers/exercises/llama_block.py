@@ -71,13 +71,26 @@ return ___                    # SwiGLU of t4 with W_gate, W_up, W_down, plus the
     ))
 
 
-def scenario_cache(llama_block, x, block, config, n):
+def scenario_cache(llama_block, x, block, config, n, *, _KVCache=KVCache):
     """The block on the first ``n`` rows of ``x`` with an empty cache, then on the last
-    row with ``start = n``: ``(positions cached after the prompt, the new row's output)``."""
-    cache = KVCache(1)
+    row with ``start = n``: observations only, ``{"keys": the cache's keys of layer 0
+    after the prompt, "row": the new row's output}`` (:func:`scenario_cache_decide`
+    judges them in the trusted process)."""
+    cache = _KVCache(1)
     llama_block(x[:n], block, config, start=0, cache=cache, layer=0)
-    cached = len(cache)
-    return cached, llama_block(x[n:], block, config, start=n, cache=cache, layer=0)
+    keys = cache.keys[0]
+    return {"keys": keys, "row": llama_block(x[n:], block, config, start=n, cache=cache,
+                                             layer=0)}
+
+
+def scenario_cache_decide(observed):
+    """``(positions cached after the prompt, the new row's output)`` from the
+    observations of :func:`scenario_cache` (what the cache cases compare)."""
+    if not isinstance(observed, dict):
+        return observed
+    keys = observed.get("keys")
+    cached = 0 if keys is None else (int(np.shape(keys)[-2]) if np.ndim(keys) >= 2 else -1)
+    return cached, observed.get("row")
 
 
 def _cache_case(seed: int, n: int, hidden: bool):
