@@ -274,6 +274,40 @@ def _read_only_sources() -> list[str]:
     return out
 
 
+def _host_links() -> list[tuple[str, str]]:
+    """The symbolic links on the way to what the interpreter uses (``sys.prefix``,
+    ``sys.base_prefix``, ``sys.executable``, ``sys.path``; a course's ``.venv`` may be
+    one), each with the real path it leads to, shortest first. The private root binds
+    the real paths (:func:`_read_only_sources`) and recreates these links, so that the
+    paths the interpreter already holds (its modules' ``__path__`` included) still lead
+    somewhere: without them every import of a module not yet loaded failed and every
+    answer was "not defined" (issue 23)."""
+    out: dict[str, str] = {}
+    for path in [sys.prefix, sys.base_prefix, sys.executable, *sys.path]:
+        if not path or not os.path.isabs(path):
+            continue
+        parts = Path(path).parts
+        for n in range(2, len(parts) + 1):
+            q = str(Path(*parts[:n]))
+            if q not in out and os.path.islink(q):
+                out[q] = os.path.realpath(q)
+    return sorted(out.items(), key=lambda item: (item[0].count("/"), item[0]))
+
+
+def _recreate_links(root: str, links: list[tuple[str, str]]) -> None:
+    """Recreate ``links`` (see :func:`_host_links`) in the private ``root``, where no
+    file of that name exists yet; each points at the real path, absolute."""
+    for link, target in links:
+        dest = root + link
+        try:
+            if os.path.lexists(dest):
+                continue
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            os.symlink(target, dest)
+        except OSError:          # inside a read-only bind: the link is there already
+            pass
+
+
 def confine_inner(conf: Confinement, ident: ChildIdentity | None = None) -> str:
     """Confine the calling process; return its working folder. Run before student code.
     ``ident``: what its process A arranged (see :class:`ChildIdentity`)."""
@@ -293,6 +327,7 @@ def confine_inner(conf: Confinement, ident: ChildIdentity | None = None) -> str:
         for link in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             if os.path.islink(link):
                 os.symlink(os.readlink(link), root + link)
+        _recreate_links(root, _host_links())     # a symlinked .venv, say
         os.makedirs(root + "/dev", exist_ok=True)
         for dev in ("null", "zero", "random", "urandom"):
             _bind(f"/dev/{dev}", root, writable=True)
