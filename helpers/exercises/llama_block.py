@@ -86,8 +86,8 @@ def scenario_cache(llama_block, x, block, config, n, *, _KVCache=KVCache):
 def scenario_cache_decide(observed):
     """``(positions cached after the prompt, the new row's output)`` from the
     observations of :func:`scenario_cache` (what the cache cases compare)."""
-    if not isinstance(observed, dict):
-        return observed
+    if not isinstance(observed, dict) or set(observed) != {"keys", "row"}:
+        return "not the cache scenario's observations"      # fails the comparison
     keys = observed.get("keys")
     cached = 0 if keys is None else (int(np.shape(keys)[-2]) if np.ndim(keys) >= 2 else -1)
     return cached, observed.get("row")

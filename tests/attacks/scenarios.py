@@ -24,12 +24,10 @@ def llama_block(x, block, config, start=0, cache=None, layer=0):
     return swiglu(t4, block["W_gate"], block["W_up"], block["W_down"]) + t3
 '''
 
-#: The right row computed without a cache (a full pass), and a cache of the right size.
+#: The right row computed without a cache (a full pass), and the cache's size claimed.
 _FAKE_CACHE_SCENARIO = '''
 def scenario_cache(llama_block, x, block, config, n, **kw):
-    full = llama_block(x, block, config)[-1:]
-    return {"keys": np.zeros((config.n_kv_heads, n, config.d_model // config.n_heads)),
-            "row": full}
+    return n, llama_block(x, block, config)[-1:]
 '''
 
 #: A softmax_with_temperature that never checks T.
@@ -48,11 +46,8 @@ def scenario_raises_value_error_decide(observed):
 ATTACKS = [
     Attack("scenario_redefined_no_kv_cache", "10_modern_llm", "llama_block",
            _NO_CACHE + _FAKE_CACHE_SCENARIO + '''
-import sys
-for _m in list(sys.modules.values()):
-    if getattr(_m, "__name__", "").startswith("helpers.exercises"):
-        if hasattr(_m, "scenario_cache"):
-            _m.scenario_cache = scenario_cache
+import helpers.exercises.llama_block as _m
+_m.scenario_cache = scenario_cache
 ''', "llama_block without a KV cache; the answer cell redefines scenario_cache (and the "
            "module's) to compute the new row by a full pass", expect="honest",
            answers="solutions", lose=("test_llama_block",)),
@@ -81,12 +76,13 @@ sys.modules["helpers.exercises.llama_block"] = _fake
 _ex.llama_block = _fake
 try:
     import autograder.isolation.executor as _exe
-    _exe._resolve = lambda spec: scenario_cache
     _exe._frozen = lambda fn: scenario_cache
+    _exe._observers = lambda specs: [scenario_cache if s else None for s in specs]
 except Exception:
     pass
 ''', "llama_block without a KV cache; the answer cell monkeypatches "
-           "helpers.exercises.llama_block, helpers.exercises and the executor's resolver",
+           "helpers.exercises.llama_block (in sys.modules too), helpers.exercises and the "
+           "executor's scenario binding",
            expect="honest", answers="solutions", lose=("test_llama_block",)),
     Attack("scenario_builtins_replaced", "02_softmax", "softmax_with_temperature", '''
 import builtins, os
