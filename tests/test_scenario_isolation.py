@@ -155,3 +155,29 @@ def test_redefined_scenario_through_the_real_command(tmp_path):
     with open(out / "grades.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert rows and all(r.get("student", r.get("student_id", "mallory")) for r in rows)
+
+
+def test_frozen_same_seed_scenario_keeps_its_generator(monkeypatch):
+    """Patching ``np.random.default_rng`` (or the module's ``np``) after the scenario was
+    bound does not change the generators it hands to ``generate``."""
+    from autograder.isolation import executor
+
+    case = next(c for c in exercises.get("generate").all_cases() if c.scenario)
+    frozen = executor._observers([case.scenario])[0]
+    import helpers.exercises.generate as gen_module
+
+    monkeypatch.setattr(np.random, "default_rng", lambda seed=None: np.random.Generator(
+        np.random.PCG64(0)))
+    monkeypatch.setattr(gen_module, "np", None)
+    seen = []
+
+    def generate(ids, params, n_heads, n_new, temperature=0.0, rng=None):
+        seen.append(int(rng.integers(1 << 30)))
+        return list(ids)
+
+    args, kwargs = case.fresh_args()
+    frozen(generate, *args, **kwargs)
+    monkeypatch.undo()
+    first = kwargs["seed"]
+    assert seen[0] == seen[1] == int(np.random.default_rng(first).integers(1 << 30))
+    assert seen[2] != seen[0]
