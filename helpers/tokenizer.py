@@ -31,10 +31,10 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["byte_alphabet", "byte_symbols", "count_pairs", "merge_pair", "train_bpe",
+__all__ = ["byte_symbols", "count_pairs", "merge_pair", "train_bpe",
            "encode_word", "pretokenize", "encode", "decode", "GPT2_PATTERN",
            "CONTROL_TOKENS", "smollm2_vocab_and_merges", "encode_smollm2",
-           "decode_smollm2", "words_of"]
+           "decode_smollm2", "words_of", "hamlet_excerpt"]
 
 #: SmolLM2's control tokens (token type 3 in the GGUF file): ids 0 to 16, never split.
 CONTROL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<repo_name>",
@@ -49,7 +49,7 @@ CONTROL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<repo_name>",
 
 
 @lru_cache(maxsize=None)
-def byte_alphabet() -> dict[int, str]:
+def _byte_table() -> dict[int, str]:
     """GPT-2's table ``{byte: printable character}`` (256 entries, all different).
 
     The 188 bytes that already print as themselves in Latin-1 (``!`` to ``~``, ``¡`` to
@@ -72,13 +72,13 @@ def byte_alphabet() -> dict[int, str]:
 @lru_cache(maxsize=None)
 def _symbol_bytes() -> dict[str, int]:
     """The inverse table ``{character: byte}``."""
-    return {c: b for b, c in byte_alphabet().items()}
+    return {c: b for b, c in _byte_table().items()}
 
 
 def byte_symbols(text: str) -> str:
     """``text`` as byte-level characters: its UTF-8 bytes, each one character of
-    :func:`byte_alphabet` (``" café"`` -> ``"ĠcafÃ©"``: ``é`` is two bytes)."""
-    table = byte_alphabet()
+    :func:`_byte_table` (``" café"`` -> ``"ĠcafÃ©"``: ``é`` is two bytes)."""
+    table = _byte_table()
     return "".join(table[b] for b in text.encode("utf-8"))
 
 
@@ -216,10 +216,19 @@ def pretokenize(text: str) -> list[str]:
     return pieces
 
 
+def hamlet_excerpt() -> str:
+    """The training text of notebook 11: *Hamlet*, act I, scenes 1-3 (about 25 KB, public
+    domain; source in helpers/data/README.md)."""
+    from pathlib import Path
+
+    return (Path(__file__).parent / "data" / "shakespeare_hamlet_act1.txt").read_text(
+        encoding="utf-8")
+
+
 def words_of(text: str) -> list[str]:
     """The pre-tokenised words of ``text`` in byte-level characters (training input:
     the GPT-2 split, SmolLM2's digits one by one; control tokens are not looked for)."""
-    table = byte_alphabet()
+    table = _byte_table()
     return ["".join(table[b] for b in w.encode("utf-8"))
             for chunk in _DIGIT.split(text) if chunk for w in GPT2_PATTERN.findall(chunk)]
 
@@ -259,7 +268,7 @@ class _FastBPE:
     def __init__(self, vocab: dict[str, int], merges):
         self.vocab = vocab
         self.rank = {tuple(p): r for r, p in enumerate(merges)}   # (a, b) -> rank
-        self.table = [byte_alphabet()[b] for b in range(256)]      # byte -> character
+        self.table = [_byte_table()[b] for b in range(256)]      # byte -> character
         self.cache: dict[str, list[int]] = {c: [vocab[c]] for c in CONTROL_TOKENS
                                              if c in vocab}
 
@@ -287,7 +296,8 @@ class _FastBPE:
                         merged.append(tokens[i])
                         i += 1
                 tokens = merged
-            ids = [self.vocab[t] for t in tokens]
+            ids = [self.vocab[t] for t in tokens if t in self.vocab]   # as tokenizers: a byte
+            # that is not in the vocabulary (SmolLM2 lacks 21, e.g. 0x04, 0xFF) is left out
             if len(self.cache) < 500_000:
                 self.cache[piece] = ids
         return ids
