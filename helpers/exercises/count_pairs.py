@@ -29,8 +29,9 @@ def _compare(case, expected, got):
     got = [list(r) for r in got] if isinstance(got, (list, tuple)) else got
     if got == expected:
         return None
-    want = {tuple(r[:-1]): r[-1] for r in expected}
-    have = {tuple(r[:-1]): r[-1] for r in got}
+    key = lambda r: tuple(r[:-1]) if len(r) == 3 else r[0]      # noqa: E731
+    want = {key(r): r[-1] for r in expected}
+    have = {key(r): r[-1] for r in got}
     missing = [k for k in want if k not in have]
     extra = [k for k in have if k not in want]
     wrong = [k for k in want if k in have and have[k] != want[k]]
@@ -41,7 +42,9 @@ def _compare(case, expected, got):
         parts.append(f"missing pairs: {missing[:4]}")
     if extra:
         parts.append(f"pairs that should not be there: {extra[:4]}")
-    return "; ".join(parts) or f"expected {expected}, got {got}"
+    shown = f"expected {want}, got {have}"
+    shown = shown if len(shown) <= 400 else shown[:400] + "..."
+    return "; ".join(parts + [shown])
 
 
 EXERCISE = Exercise(
