@@ -302,7 +302,7 @@ class _FastBPE:
                 self.cache[piece] = ids
         return ids
 
-    def encode(self, text: str) -> list[int]:
+    def ids_of(self, text: str) -> list[int]:
         out: list[int] = []
         for part in _CONTROL.split(text):
             if part in CONTROL_TOKENS:
@@ -323,7 +323,7 @@ def _smollm2_bpe() -> _FastBPE:
 def encode_smollm2(text: str) -> list[int]:
     """SmolLM2's token ids of ``text``, the same as its ``tokenizers`` tokenizer gives
     (control tokens such as ``<|im_start|>`` written in the text are one id each)."""
-    return _smollm2_bpe().encode(text)
+    return _smollm2_bpe().ids_of(text)
 
 
 def decode_smollm2(ids) -> str:

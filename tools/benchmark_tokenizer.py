@@ -57,7 +57,7 @@ def main() -> None:
     theirs = theirs_tok.encode(text).ids
     t_theirs = time.perf_counter() - t0
     t0 = time.perf_counter()
-    ours = ours_bpe.encode(text)
+    ours = ours_bpe.ids_of(text)
     t_ours = time.perf_counter() - t0
 
     mb = len(text.encode("utf-8")) / 1e6
