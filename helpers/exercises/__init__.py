@@ -63,6 +63,7 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
 #: caches the sandboxed runs then read, read-only).
 PREPARE: dict[str, tuple[str, ...]] = {
     "10_modern_llm": ("helpers.llama.weights:prepare_cache",),
+    "11_tokenizer": ("helpers.llama.weights:prepare_cache",),   # its last demo runs SmolLM2
 }
 
 RTOL = 1e-6
