@@ -27,6 +27,7 @@ the SmolLM2 tokenizer (Hugging Face, 2024).
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from functools import lru_cache
@@ -253,13 +254,45 @@ def encode(text: str, merges, vocab: dict[str, int]) -> list[int]:
 @lru_cache(maxsize=None)
 def smollm2_vocab_and_merges(path=None) -> tuple[dict[str, int], list[tuple[str, str]]]:
     """SmolLM2's ``({token: id}, [merge pairs in rank order])`` read from its GGUF file
-    (49,152 tokens, 48,900 merges), through the reader of :mod:`helpers.llama.weights`."""
-    from helpers.llama.weights import _field, _reader, smollm2_path
+    (49,152 tokens, 48,900 merges), through the reader of :mod:`helpers.llama.weights`.
 
-    reader = _reader(smollm2_path() if path is None else path)
-    tokens = _field(reader, "tokenizer.ggml.tokens")               # id -> token
-    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges")]
-    return {tok: i for i, tok in enumerate(tokens)}, merges
+    Opening the GGUF file takes seconds, so the two lists are also saved beside the
+    model's other caches (``<cache>/...-bpe.json``) and read from there next time."""
+    import json
+    from pathlib import Path
+
+    from helpers.llama.weights import _cache_file, _field, _reader, smollm2_path
+
+    path = Path(smollm2_path() if path is None else path)
+    saved = _cache_file(path, "bpe.json")
+    data = None
+    if saved.is_file():                                            # an earlier session's
+        try:
+            data = json.loads(saved.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+    if not data or len(data.get("tokens", ())) == 0:
+        reader = _reader(path)
+        data = {"tokens": list(_field(reader, "tokenizer.ggml.tokens")),   # id -> token
+                "merges": list(_field(reader, "tokenizer.ggml.merges"))}   # "a b", by rank
+        try:
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            tmp = saved.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+            os.replace(tmp, saved)
+        except OSError:                                            # read-only: only speed
+            pass
+    merges = [tuple(m.split(" ", 1)) for m in data["merges"]]
+    return {tok: i for i, tok in enumerate(data["tokens"])}, merges
+
+
+def prepare_cache() -> None:
+    """Save SmolLM2's vocabulary and merges for notebook 11 when the model is installed
+    (the grader calls it, trusted, before any learner code; nothing otherwise)."""
+    from helpers.llama.weights import missing_requirements
+
+    if not missing_requirements():
+        smollm2_vocab_and_merges()
 
 
 class _FastBPE:

@@ -156,3 +156,15 @@ def test_live_against_tokenizers(stored):
     assert T.encode_smollm2(odd) == tok.encode(odd).ids
     partial = T.encode_smollm2("é😀")[:-1]                           # a character cut in two
     assert T.decode_smollm2(partial) == tok.decode(partial)
+
+
+def test_vocab_and_merges_cached_on_disk_equal_the_gguf_file(tmp_path, monkeypatch):
+    require_model()
+    monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(tmp_path))
+    read = T.smollm2_vocab_and_merges.__wrapped__                 # past the session's memo
+    first = read()                                                # from the GGUF file
+    saved = list(tmp_path.glob("*-bpe.json"))
+    assert len(saved) == 1
+    assert read() == first                                        # from the saved file
+    saved[0].write_text("not json")                               # a broken cache: reread
+    assert read() == first and len(first[0]) == 49152 and first[1][0] == ("Ġ", "t")
