@@ -31,8 +31,9 @@ Rules every check follows:
   ``refuse``\\ s are replaced by a poison wherever the function could reach them (as
   attributes of ``helpers`` modules, and as globals, closure cells or default arguments
   of the function): calling one fails the check. Other ``helpers`` functions stay usable;
-* inputs are fresh copies for every call: an answer that modifies its input in place
-  cannot spoil later cases;
+* inputs are fresh copies for every call, compared with the case's afterwards: an answer
+  that modifies its input in place cannot spoil later cases, and fails ("modified its
+  input `x` in place": the learner's own later functions would get a spoilt input);
 * cases are built from fixed seeds: the same cases on every run, plain values.
 
 ``generate`` with ``temperature == 0`` (greedy) is compared exactly; sampling cases are
@@ -214,14 +215,20 @@ def _poisoned_references(name: str, references: dict[str, Callable], fn):
 
 
 def _run(ex: Exercise, fn, case: Case):
-    """(output, error, called_reference) of the learner's ``fn`` on ``case``."""
-    got, error = None, None
+    """(output, error, called_reference, changed inputs) of the learner's ``fn`` on
+    ``case``: it is called on fresh copies of the case's inputs, compared afterwards."""
+    got, error, changed = None, None, []
     with _quiet(), _poisoned_references(ex.name, _refused(ex), fn) as state:
         try:
-            got = case.run(fn)
+            args, kwargs = case.fresh_args()
+            if case.scenario:
+                got = exercises.resolve(case.scenario)(fn, *args, **kwargs)
+            else:
+                got = fn(*args, **kwargs)
+            changed = judge.changed_inputs(case, args, kwargs)
         except Exception as exc:                      # the learner's code may raise anything
             error = exc
-    return got, error, state["called"]
+    return got, error, state["called"], changed
 
 
 #: Part of the message of a course function a student bundle leaves out (autograder/release/bundle.py).
@@ -255,7 +262,7 @@ def _failures(ex: Exercise, fn, selected: list[Case]) -> list[tuple[Case, str, b
     """[(case, text, raised NotImplementedError)] of the cases ``fn`` fails."""
     out = []
     for case in selected:
-        got, error, called = _run(ex, fn, case)
+        got, error, called, changed = _run(ex, fn, case)
         if called or isinstance(error, CheckFailed):
             label = next(iter(_refused(ex)))
             raise CheckFailed(str(error) if isinstance(error, CheckFailed)
@@ -267,7 +274,7 @@ def _failures(ex: Exercise, fn, selected: list[Case]) -> list[tuple[Case, str, b
             out.append((case, judge.error_text(ex.name, case, f"{type(error).__name__}: {error}",
                                          error), False))
             continue
-        problem = judge.compare(ex.name, case, got)
+        problem = judge.compare(ex.name, case, got, changed)
         if problem is not None:
             out.append((case, problem, False))
     return out

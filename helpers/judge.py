@@ -12,6 +12,11 @@ judge never runs learner code: it takes outputs (or the error raised) and the
                                             the known mistake that gives exactly ``got``
     error_text(name, case, error, exc)      the same words for a case that raised
     diagnose(name, case, got)               the known mistakes whose output is ``got``
+    changed_inputs(case, args, kwargs)      which inputs a call modified (positions, names)
+
+A function must leave its inputs as they were: ``compare(..., changed=...)`` (what
+:func:`changed_inputs` observed, or what the grader's child reported) fails an otherwise
+right output with the named mistake "modified its input `x` in place".
 
 Values are compared as float64 with ``rtol=1e-6, atol=1e-8`` unless an exercise states
 other tolerances; dtypes are not judged; NaN or inf where a number is expected fails.
@@ -37,7 +42,7 @@ from helpers.exercises._compare import (_array_problem, _as_float_array, _close,
 from helpers.exercises._scenarios import RAISES
 
 __all__ = ["cases", "groups", "compare", "diagnose", "error_text", "exercise_names", "quiet",
-           "RTOL", "ATOL"]
+           "changed_inputs", "RTOL", "ATOL"]
 
 RTOL = exercises.RTOL
 ATOL = exercises.ATOL
@@ -224,18 +229,91 @@ def _diagnosis_text(found: list[Mistake]) -> str:
         f"    - {m.message}." for m in found)
 
 
-def compare(name: str, case: Case, got) -> str | None:
+def _differs(before, after) -> bool:
+    """Whether ``after`` (an input after a call) is no longer ``before`` (a fresh copy):
+    values, shapes and dtypes of arrays, recursively in lists, tuples and dicts. A NumPy
+    Generator is expected to advance: never a change. (The grader's child observes the
+    same way: ``autograder/isolation/executor.py``, ``_differs``.)"""
+    if isinstance(before, np.random.Generator):
+        return False
+    if isinstance(before, np.ndarray):
+        if not isinstance(after, np.ndarray) or before.shape != after.shape or \
+                before.dtype != after.dtype:
+            return True
+        try:
+            return not np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")
+        except Exception:
+            return True
+    if isinstance(before, dict):
+        return (not isinstance(after, dict) or list(before) != list(after)
+                or any(_differs(before[k], after[k]) for k in before))
+    if isinstance(before, (list, tuple)):
+        return (type(before) is not type(after) or len(before) != len(after)
+                or any(_differs(x, y) for x, y in zip(before, after)))
+    try:
+        return bool(before != after) and not (before != before and after != after)  # NaN
+    except Exception:
+        return False
+
+
+def changed_inputs(case: Case, args: tuple, kwargs: dict) -> list:
+    """The inputs of ``case`` that a call changed, given the ``args`` and ``kwargs`` it
+    was called with: positions (int) of ``args``, names (str) of ``kwargs``."""
+    out: list = [i for i, (a, b) in enumerate(zip(case.args, args)) if _differs(a, b)]
+    out += [str(k) for k in case.kwargs if _differs(case.kwargs[k], kwargs.get(k))]
+    return out
+
+
+def _input_names(case: Case, changed) -> list[str]:
+    """The parameter names of the changed inputs (positions or names), as the learner
+    wrote them in the signature (a scenario's inputs by position)."""
+    params = [] if case.scenario else list(inspect.signature(_exercise(case.function)
+                                                              .signature).parameters)
+    out = []
+    for k in changed:
+        if isinstance(k, bool):
+            continue
+        if isinstance(k, int):
+            out.append(params[k] if 0 <= k < len(params) else f"argument {k + 1}")
+        elif isinstance(k, str) and k.isidentifier():
+            out.append(k)
+    return out
+
+
+def in_place_text(name: str, changed) -> str:
+    """The named mistake of a function that modified its inputs: "modified its input
+    `x` in place", with what to do instead."""
+    names = [f"`{n}`" for n in changed] or ["an input"]
+    what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    noun = "input" if len(names) == 1 else "inputs"
+    return (f"your {name} modified its {noun} {what} in place (e.g. `x -= mean`, "
+            f"`z[...] = ...`, `out=` on an input): the caller's array changed. Compute into a "
+            f"new array (`x = x - mean`) or start from a copy (`x = np.array(x, dtype=float)`)")
+
+
+def compare(name: str, case: Case, got, changed=()) -> str | None:
     """None when ``got`` is a right answer to ``case``; otherwise what is wrong, in words.
 
     The text names the case and its input, expected against got, and the known mistake
-    that produces exactly ``got`` when there is one.
+    that produces exactly ``got`` when there is one. ``changed``: the inputs the call
+    modified (:func:`changed_inputs`); a right output with a changed input fails, with
+    the mistake "modified its input `x` in place".
     """
     ex = _exercise(name)
     expected = None if case.is_sampling else case.expected()   # samples have no one answer
     problem = _problem(ex, case, expected, got)
+    names = _input_names(case, changed or ())
+    in_place = f"\n  Likely mistake: {in_place_text(name, names)}." if changed else ""
     if problem is None:
-        return None
-    return f"{_case_header(case)}\n  Problem: {problem}{_diagnosis_text(diagnose(name, case, got))}"
+        if not changed:
+            return None
+        what = (f"its input{'s' if len(names) > 1 else ''} "
+                + ", ".join(f"`{n}`" for n in names)) if names else "an input"
+        return (f"{_case_header(case)}\n  Problem: the output is right, but {name} modified "
+                f"{what} in place{in_place}")
+    found = _diagnosis_text(diagnose(name, case, got))
+    also = f"\n  Also: {in_place_text(name, names)}." if changed else ""
+    return f"{_case_header(case)}\n  Problem: {problem}{found}{also}"
 
 
 def _signature_text(ex: Exercise) -> str:

@@ -211,7 +211,10 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
             continue
         try:
             got = wire.decode(wire.unb64(line.get("value")))
-            problems.append(judge.compare(function, case, got))
+            changed = line.get("changed")        # the child's observation; judged here
+            changed = [c for c in changed if isinstance(c, (int, str)) and not isinstance(
+                c, bool)][:20] if isinstance(changed, list) else []
+            problems.append(judge.compare(function, case, got, changed))
         except wire.DecodeError as exc:
             problems.append(f"{function} returned something that cannot be checked ({exc})")
         except Exception as exc:   # compare() on a strange value: a failed case

@@ -1,6 +1,12 @@
 """Answers to ``softmax(z, axis=-1)`` (notebook 02)."""
 
 WRONG = {
+    "in_place": ("""def softmax(z, axis=-1):
+    z -= z.max(axis=axis, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=axis, keepdims=True)
+    return z
+""", "in place"),
     "mean_shift": ("""def softmax(z, axis=-1):
     z = np.asarray(z, dtype=float)
     e = np.exp(z - z.mean(axis=axis, keepdims=True))

@@ -1,0 +1,111 @@
+"""Grading truth III (issue 22): each finding through the learner's instant check and
+through ``python -m autograder grade`` on a one-student class built from the solution
+notebook with one answer replaced (as ``tests/test_engine.py`` builds its submissions).
+
+* inputs unchanged: a function that modifies its input in place is a named mistake;
+* dependencies from the code: every earlier course function a solution calls is in its
+  exercise's ``uses`` (so a wrong one costs points once);
+* tolerances from the exercise: a loss within float64 noise of an exact 0 passes, and a
+  failure states the tolerances it was judged with;
+* headlines: float32 overflow is named as such; an earlier function is blamed only when
+  it is wrong on the inputs it was called with.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import SOLUTIONS_DIR
+from autograder.notebook import cells as nbcells
+from helpers import exercises
+from helpers.checks import CheckFailed, check
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+_nbg = nbcells.nbgrader
+
+
+def _source(cell: dict) -> str:
+    s = cell["source"]
+    return "".join(s) if isinstance(s, list) else s
+
+
+def _with_answer(assignment: str, answers: dict[str, str]) -> dict:
+    nb = json.loads((SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text("utf-8"))
+    for cell in nb["cells"]:
+        gid = _nbg(cell).get("grade_id")
+        if gid in answers:
+            cell["source"] = answers[gid]
+    return nb
+
+
+def grade_one(tmp_path: Path, assignment: str, answers: dict[str, str], *extra: str
+              ) -> tuple[dict[str, dict], dict]:
+    """``python -m autograder grade`` on a one-student class: (grades.csv rows by
+    grade_id, the student's record of results.jsonl)."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    path = subs / "student" / assignment / f"{assignment}.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(_with_answer(assignment, answers)), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out",
+                           str(out), "--jobs", "1", *extra], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=1200,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+        rows = {r["grade_id"]: r for r in csv.DictReader(f) if r["assignment"] == assignment}
+    record = next(r for r in map(json.loads, (out / "results.jsonl").read_text("utf-8")
+                                 .splitlines()) if r["assignment"] == assignment)
+    return rows, record
+
+
+def _feedback(record: dict, grade_id: str) -> str:
+    cell = next(c for c in record["cells"] if c["grade_id"] == grade_id)
+    return f"{cell['message']}\n{cell['feedback']}"
+
+
+def _define(source: str, name: str):
+    import numpy as np
+
+    ns = {"np": np}
+    exec(source, ns)
+    return ns[name]
+
+
+def _check_text(name: str, fn) -> str:
+    with pytest.raises(CheckFailed) as info:
+        check(name, fn)
+    return str(info.value)
+
+
+# ---------------------------------------------------------------------------------------
+# 3. Inputs unchanged.
+# ---------------------------------------------------------------------------------------
+
+IN_PLACE_LAYER_NORM = """def layer_norm(x, gamma, beta, eps=1e-5):
+    x -= x.mean(axis=-1, keepdims=True)
+    return gamma * x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) + beta
+"""
+
+
+def test_in_place_layer_norm_fails_its_instant_check():
+    text = _check_text("layer_norm", _define(IN_PLACE_LAYER_NORM, "layer_norm"))
+    assert "modified its input `x` in place" in text, text
+
+
+@pytest.mark.slow
+def test_in_place_layer_norm_loses_its_points_once_in_the_grader(tmp_path):
+    rows, record = grade_one(tmp_path, "07_transformer_block",
+                             {"layer_norm": IN_PLACE_LAYER_NORM})
+    assert float(rows["test_layer_norm"]["points"]) == 0, rows["test_layer_norm"]
+    assert "modified its input `x` in place" in _feedback(record, "test_layer_norm")
+    others = {g: r for g, r in rows.items() if g.startswith("test_") and g != "test_layer_norm"}
+    assert all(float(r["points"]) == float(r["max_points"]) for r in others.values()), others
+
