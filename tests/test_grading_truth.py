@@ -109,3 +109,54 @@ def test_in_place_layer_norm_loses_its_points_once_in_the_grader(tmp_path):
     others = {g: r for g, r in rows.items() if g.startswith("test_") and g != "test_layer_norm"}
     assert all(float(r["points"]) == float(r["max_points"]) for r in others.values()), others
 
+
+# ---------------------------------------------------------------------------------------
+# 4. Dependencies from the code.
+# ---------------------------------------------------------------------------------------
+
+
+def _solution_dependencies() -> dict[str, set[str]]:
+    """Exercise -> the exercises (of an earlier or the same notebook) its solution answer
+    cell calls or names, read with ``ast`` from ``solutions/*/*.ipynb``."""
+    order = list(exercises.NOTEBOOKS)
+    found: dict[str, set[str]] = {}
+    for path in sorted(SOLUTIONS_DIR.glob("*/*.ipynb")):
+        notebook = path.parent.name
+        if notebook not in exercises.NOTEBOOKS or ".ipynb_checkpoints" in path.parts:
+            continue
+        known = {n for nb in order[:order.index(notebook) + 1] for n in exercises.NOTEBOOKS[nb]}
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            gid = _nbg(cell).get("grade_id")
+            if not nbcells.is_answer(cell) or gid not in exercises.names():
+                continue
+            tree = ast.parse(_source(cell))
+            names = {n.id for n in ast.walk(tree)
+                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            found[gid] = (names & known) - {gid}
+    return found
+
+
+def test_uses_lists_every_earlier_function_a_solution_calls():
+    deps = _solution_dependencies()
+    assert "simple_self_attention" in deps            # the reader sees the notebooks
+    missing = {name: sorted(d - set(exercises.get(name).uses))
+               for name, d in deps.items() if d - set(exercises.get(name).uses)}
+    assert not missing, f"add these to the exercises' `uses`: {missing}"
+
+
+SQRT_N_WEIGHTS = """def simple_attention_weights(X):
+    X = np.asarray(X, dtype=np.float64)
+    scores = X @ X.T / np.sqrt(X.shape[0])
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_wrong_simple_attention_weights_costs_points_once(tmp_path):
+    rows, record = grade_one(tmp_path, "03_simple_self_attention",
+                             {"simple_attention_weights": SQRT_N_WEIGHTS})
+    assert float(rows["test_simple_attention_weights"]["points"]) == 0
+    full = rows["test_simple_self_attention"]
+    assert float(full["points"]) == float(full["max_points"]) > 0, full
+
