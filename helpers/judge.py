@@ -154,7 +154,7 @@ def _tuple_problem(ex: Exercise, expected, got) -> str | None:
     if len(got) != len(parts):
         return f"expected a tuple of {len(parts)} ({', '.join(parts)}), got {len(got)} items"
     for part, e, g in zip(parts, expected, got):
-        p = _array_problem(ex, e, g, what=part)
+        p = _array_problem(ex, e, g, what=part, part=part)
         if p:
             return p
     return None
@@ -175,7 +175,8 @@ def _problem(ex: Exercise, case: Case, expected, got) -> str | None:
     return _array_problem(ex, expected, got, "the result" if ex.output == "scalar" else "the output")
 
 
-def _same_output(ex: Exercise | None, a, b) -> bool:
+def _same_output(ex: Exercise | None, a, b, tolerance: tuple[float, float] | None = None
+                 ) -> bool:
     """Whether two outputs agree (NaN where NaN), used to recognise a mistake."""
     try:
         if ex is not None and ex.custom_compare is not None:
@@ -185,11 +186,12 @@ def _same_output(ex: Exercise | None, a, b) -> bool:
             if not isinstance(a, (tuple, list)) or not isinstance(b, (tuple, list)) or \
                     len(a) != len(b):
                 return False
-            return all(_same_output(None, x, y) for x, y in zip(a, b))
+            return all(_same_output(None, x, y, ex.tolerance(part)) for part, x, y in
+                       zip(ex.parts or [None] * len(a), a, b))
         with quiet():
             x = np.asarray(a, dtype=np.float64)
             y = np.asarray(b, dtype=np.float64)
-        rtol, atol = (ex.rtol, ex.atol) if ex is not None else (RTOL, ATOL)
+        rtol, atol = tolerance or ((ex.rtol, ex.atol) if ex is not None else (RTOL, ATOL))
         return x.shape == y.shape and bool(_close(x, y, True, rtol, atol).all())
     except (TypeError, ValueError):
         return False
@@ -291,6 +293,54 @@ def in_place_text(name: str, changed) -> str:
             f"new array (`x = x - mean`) or start from a copy (`x = np.array(x, dtype=float)`)")
 
 
+def _low_dtype(got):
+    """float16 or float32 when ``got`` (or its first item) is an array of that dtype."""
+    dtype = getattr(got, "dtype", None)
+    if dtype is None and isinstance(got, (tuple, list)) and got:
+        dtype = getattr(got[0], "dtype", None)
+    return dtype if dtype in (np.float16, np.float32) else None
+
+
+def _largest_input(value, depth: int = 0) -> float:
+    """The largest finite magnitude among the numbers of a case's inputs."""
+    if depth > 6 or isinstance(value, (str, bytes, np.random.Generator)):
+        return 0.0
+    if isinstance(value, dict):
+        return max((_largest_input(v, depth + 1) for v in value.values()), default=0.0)
+    try:
+        with quiet():
+            arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        if isinstance(value, (list, tuple)):
+            return max((_largest_input(v, depth + 1) for v in value), default=0.0)
+        return 0.0
+    finite = np.abs(arr[np.isfinite(arr)])
+    return float(finite.max()) if finite.size else 0.0
+
+
+def _overflow_text(case: Case, got) -> str | None:
+    """The headline for a low-precision result that is not finite because an input is
+    beyond its range (1e300 in float32): the dtype is the mistake, not the formula."""
+    dtype = _low_dtype(got)
+    if dtype is None:
+        return None
+    try:
+        with quiet():
+            arr = np.asarray(got[0] if isinstance(got, (tuple, list)) else got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    if np.isfinite(arr).all():
+        return None
+    limit = float(np.finfo(dtype).max)
+    big = max(_largest_input(case.args), _largest_input(case.kwargs))
+    if big <= limit:
+        return None
+    name = np.dtype(dtype).name
+    return (f"your result is {name}: {big:.3g} overflows it ({name} holds numbers up to "
+            f"{limit:.3g}); compute in float64 (e.g. np.asarray(z, dtype=np.float64))"
+            ).replace("e+", "e")
+
+
 def compare(name: str, case: Case, got, changed=()) -> str | None:
     """None when ``got`` is a right answer to ``case``; otherwise what is wrong, in words.
 
@@ -311,7 +361,12 @@ def compare(name: str, case: Case, got, changed=()) -> str | None:
                 + ", ".join(f"`{n}`" for n in names)) if names else "an input"
         return (f"{_case_header(case)}\n  Problem: the output is right, but {name} modified "
                 f"{what} in place{in_place}")
-    found = _diagnosis_text(diagnose(name, case, got))
+    overflow = _overflow_text(case, got)
+    if overflow:            # the dtype, not a formula: no mistake of the exercise is blamed
+        problem, found = (f"{overflow}\n    (the output holds inf or NaN where numbers "
+                          f"were expected)"), ""
+    else:
+        found = _diagnosis_text(diagnose(name, case, got))
     also = f"\n  Also: {in_place_text(name, names)}." if changed else ""
     return f"{_case_header(case)}\n  Problem: {problem}{found}{also}"
 

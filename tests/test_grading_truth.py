@@ -160,3 +160,95 @@ def test_a_wrong_simple_attention_weights_costs_points_once(tmp_path):
     full = rows["test_simple_self_attention"]
     assert float(full["points"]) == float(full["max_points"]) > 0, full
 
+
+# ---------------------------------------------------------------------------------------
+# 5. Tolerances from the exercise.
+# ---------------------------------------------------------------------------------------
+
+EPS_CROSS_ENTROPY = """def cross_entropy(logits, targets):
+    z = np.asarray(logits, dtype=float)
+    m = z.max(axis=-1, keepdims=True)
+    log_sum_exp = m[:, 0] + np.log(np.exp(z - m).sum(axis=-1) + 1e-7)   # a small eps
+    t = np.asarray(targets, dtype=int)
+    return float((log_sum_exp - z[np.arange(len(t)), t]).mean())
+"""
+
+
+def test_a_loss_within_float64_noise_of_zero_passes_the_instant_check(capsys):
+    fn = _define(EPS_CROSS_ENTROPY, "cross_entropy")
+    check("cross_entropy", fn)
+    check("cross_entropy", fn, hidden=True)       # confident_right: a loss of 0
+
+
+def test_a_failure_states_the_tolerances_it_was_judged_with():
+    text = _check_text("cross_entropy", lambda logits, targets: 1.5)
+    assert "rtol=1e-06, atol=1e-06" in text, text
+    import numpy as np
+
+    text = _check_text("softmax", lambda z, axis=-1: np.zeros(np.shape(z)))
+    assert "rtol=1e-06, atol=1e-08" in text, text
+
+
+@pytest.mark.slow
+def test_a_loss_within_float64_noise_of_zero_earns_the_points(tmp_path):
+    rows, _ = grade_one(tmp_path, "08_language_model", {"cross_entropy": EPS_CROSS_ENTROPY})
+    row = rows["test_cross_entropy"]
+    assert float(row["points"]) == float(row["max_points"]) > 0, row
+
+
+# ---------------------------------------------------------------------------------------
+# 7. Headlines that blame the right thing.
+# ---------------------------------------------------------------------------------------
+
+FLOAT32_SOFTMAX = """def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=np.float32)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+"""
+
+
+def test_a_float32_softmax_is_told_about_float32_not_the_maximum():
+    text = _check_text("softmax", _define(FLOAT32_SOFTMAX, "softmax"))
+    assert "your result is float32: 1e300 overflows it" in text, text
+    assert "float64" in text and "maximum" not in text, text
+
+
+@pytest.mark.slow
+def test_a_float32_softmax_is_told_about_float32_by_the_grader(tmp_path):
+    rows, record = grade_one(tmp_path, "02_softmax", {"softmax": FLOAT32_SOFTMAX})
+    assert float(rows["test_softmax"]["points"]) == 0
+    assert "float32: 1e300 overflows it" in rows["test_softmax"]["message"], rows["test_softmax"]
+
+
+# a softmax that fails its own check (a list input, axis=0) but is right on the scores
+# multi_head_attention gives it; the mistake is multi_head_attention's: causal ignored
+OWN_SOFTMAX = """
+def softmax(z, axis=-1):
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+"""
+
+MHA_ALWAYS_CAUSAL = """
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    X = np.asarray(X, dtype=float)
+    N, d = X.shape[-2], X.shape[-1]
+    d_h = d // n_heads
+    heads = []
+    for c in range(n_heads):
+        cols = slice(c * d_h, (c + 1) * d_h)
+        Q, K, V = X @ W_Q[:, cols], X @ W_K[:, cols], X @ W_V[:, cols]
+        s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_h)
+        s = np.where(np.triu(np.ones((N, N), bool), 1), -np.inf, s)    # causal=False ignored
+        heads.append(softmax(s) @ V)
+    return np.concatenate(heads, axis=-1) @ W_O
+"""
+
+
+def test_an_own_softmax_right_on_its_inputs_is_not_blamed():
+    fn = _define(OWN_SOFTMAX + MHA_ALWAYS_CAUSAL, "multi_head_attention")
+    with pytest.raises(CheckFailed):
+        check("softmax", fn.__globals__["softmax"])            # it fails its own check
+    text = _check_text("multi_head_attention", fn)
+    assert "fails its own check" not in text, text
+    assert "causal" in text, text
+
