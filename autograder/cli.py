@@ -138,7 +138,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     shard = parse_shard(args.shard) if args.shard else None
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.timeout,
-                    memory_mb=args.memory_mb, hidden_feedback=args.hidden_feedback)
+                    memory_mb=args.memory_mb, hidden_feedback=args.hidden_feedback,
+                    credit=args.credit)
     from autograder.engine import UnsafeToGrade
     from autograder.run.pool import Interrupted
 
@@ -373,6 +374,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what a student's feedback says of a failing hidden case: its inputs "
                         "and expected values (full, the default) or only that a hidden case "
                         "of a group failed, with the likely mistake (brief)")
+    p.add_argument("--credit", choices=("all", "cases"), default="all",
+                   help="points of a test cell: all or nothing (all, the default), or the "
+                        "fraction of its case groups passed (cases); tampering or a missing "
+                        "answer still scores 0")
     p.add_argument("--student", nargs="+", action="extend", metavar="ID",
                    help="regrade only these students into an existing OUT (the other "
                         "students' grades there are kept)")

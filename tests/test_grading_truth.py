@@ -252,3 +252,42 @@ def test_an_own_softmax_right_on_its_inputs_is_not_blamed():
     assert "fails its own check" not in text, text
     assert "causal" in text, text
 
+
+# ---------------------------------------------------------------------------------------
+# 8. Partial credit as an option.
+# ---------------------------------------------------------------------------------------
+
+UNSTABLE_SOFTMAX = """def softmax(z, axis=-1):
+    e = np.exp(np.asarray(z, dtype=float))
+    return e / e.sum(axis=axis, keepdims=True)
+"""
+
+
+@pytest.mark.slow
+def test_credit_cases_scores_the_fraction_of_case_groups_passed(tmp_path):
+    from helpers import judge
+
+    groups = judge.groups("softmax")                 # visible and hidden
+    rows, record = grade_one(tmp_path / "all", "02_softmax", {"softmax": UNSTABLE_SOFTMAX})
+    assert float(rows["test_softmax"]["points"]) == 0                  # the default: all
+    rows, record = grade_one(tmp_path / "cases", "02_softmax", {"softmax": UNSTABLE_SOFTMAX},
+                             "--credit", "cases")
+    row = rows["test_softmax"]
+    points, most = float(row["points"]), float(row["max_points"])
+    assert 0 < points < most, row
+    fn = _define(UNSTABLE_SOFTMAX, "softmax")
+    failing = set()
+    for hidden in (False, True):
+        for c in judge.cases("softmax", hidden=hidden):
+            with judge.quiet():
+                if judge.compare("softmax", c, c.run(fn)) is not None:
+                    failing.add(c.group)
+    assert failing and failing != set(groups)
+    assert points == pytest.approx(round(most * (len(groups) - len(failing)) / len(groups), 4))
+    assert "partial credit" in _feedback(record, "test_softmax")
+    summary = {r["assignment"]: r for r in csv.DictReader(
+        open(tmp_path / "cases" / "out" / "summary.csv", encoding="utf-8"))}
+    assert float(summary["02_softmax"]["points"]) == pytest.approx(
+        sum(float(r["points"]) for r in rows.values()))
+    pages = list((tmp_path / "cases" / "out").rglob("*.html"))
+    assert any("partial credit" in p.read_text("utf-8") for p in pages), pages
