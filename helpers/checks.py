@@ -291,9 +291,10 @@ def _learner_version(fn, dep: str):
     return None
 
 
-def _calls_of(ex: Exercise, fn, dep: str, own, case: Case) -> list[tuple[tuple, dict, object]]:
+def _calls_of(ex: Exercise, fn, dep: str, own, case: Case) -> list[tuple]:
     """The calls of the learner's ``own`` version of ``dep`` while ``fn`` runs on
-    ``case``: (copies of the arguments it was given, their keywords, what it returned)."""
+    ``case``: (copies of the arguments it was given, their keywords, what it returned,
+    whether it modified them)."""
     calls: list = []
 
     def recorder(*args, **kwargs):
@@ -303,7 +304,9 @@ def _calls_of(ex: Exercise, fn, dep: str, own, case: Case) -> list[tuple[tuple, 
             given = None
         out = own(*args, **kwargs)
         if given is not None and len(calls) < 50:
-            calls.append((given[0], given[1], out))
+            changed = any(judge._differs(g, a) for g, a in zip(given[0], args)) or any(
+                judge._differs(given[1][k], kwargs.get(k)) for k in given[1])
+            calls.append((given[0], given[1], out, changed))
         return out
 
     undo = []
@@ -321,10 +324,12 @@ def _calls_of(ex: Exercise, fn, dep: str, own, case: Case) -> list[tuple[tuple, 
 
 
 def _wrong_call(dep: str, calls) -> tuple[tuple, dict] | None:
-    """The inputs of the first recorded call whose output the course's ``dep`` does not
-    give on the same inputs (None when every call was right)."""
+    """The inputs of the first recorded call that modified its inputs or whose output the
+    course's ``dep`` does not give on the same inputs (None when every call was right)."""
     dep_ex = judge._exercise(dep)
-    for args, kwargs, out in calls:
+    for args, kwargs, out, changed in calls:
+        if changed:                # it modified its input in place: wrong, whatever it returns
+            return args, kwargs
         try:
             with _quiet():
                 a, k = copy.deepcopy((args, kwargs))

@@ -291,3 +291,32 @@ def test_credit_cases_scores_the_fraction_of_case_groups_passed(tmp_path):
         sum(float(r["points"]) for r in rows.values()))
     pages = list((tmp_path / "cases" / "out").rglob("*.html"))
     assert any("partial credit" in p.read_text("utf-8") for p in pages), pages
+    # item analysis: the partial points count in the mean, not among full marks
+    out = tmp_path / "cases" / "out"
+    subprocess.run([sys.executable, "-m", "autograder", "report", str(out)], cwd=REPO_ROOT,
+                   check=True, capture_output=True, timeout=600)
+    items = {(r["assignment"], r["grade_id"]): r for r in csv.DictReader(
+        open(out / "item_analysis.csv", encoding="utf-8"))}
+    item = items[("02_softmax", "test_softmax")]
+    assert float(item["mean_points"]) == pytest.approx(points, abs=1e-3), item
+    assert float(item["full_marks_share"]) == 0, item
+
+
+TRANSFORMER_BLOCK = """
+def transformer_block(x, params, n_heads, causal=True):
+    p = params
+    t1 = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])
+    t3 = x + multi_head_attention(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads, causal)
+    t4 = layer_norm(t3, p["ln2_gamma"], p["ln2_beta"])
+    return t3 + feed_forward(t4, p["W1"], p["b1"], p["W2"], p["b2"])
+"""
+
+
+def test_an_in_place_layer_norm_is_blamed_by_transformer_blocks_check():
+    from helpers import reference
+
+    ns = _define(IN_PLACE_LAYER_NORM + TRANSFORMER_BLOCK, "transformer_block").__globals__
+    ns.update(multi_head_attention=reference.multi_head_attention,
+              feed_forward=reference.feed_forward)
+    text = _check_text("transformer_block", ns["transformer_block"])
+    assert "your layer_norm fails its own check: fix it first" in text, text
