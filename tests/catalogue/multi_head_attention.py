@@ -23,6 +23,23 @@ def _mha(scale="np.sqrt(d_h)", masked="causal", output="np.concatenate(heads, ax
 
 
 WRONG = {
+    "split_reshape_without_transpose": ("""def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    X = np.asarray(X, dtype=float)
+    N, d_model = X.shape
+    d_h = d_model // n_heads
+    Q, K, V = project_qkv(X, W_Q, W_K, W_V)
+    Qh = Q.reshape(n_heads, N, d_h)
+    Kh = K.reshape(n_heads, N, d_h)
+    Vh = V.reshape(n_heads, N, d_h)
+    mask = causal_mask(N) if causal else None
+    heads, _ = scaled_dot_product_attention(Qh, Kh, Vh, mask)
+    return merge_heads(heads) @ np.asarray(W_O)
+""", "reshaping [N, d_model] straight to [n_heads, N, d_h]"),
+    "missing_W_O": (_mha(output="np.concatenate(heads, axis=1)"), "W_O is missing"),
+    "scale_sqrt_d_model": (_mha(scale="np.sqrt(d_model)"), "divided by sqrt(d_model)"),
+    "no_scale": (_mha(scale="1.0"), "not divided by sqrt(d_h)"),
+    "not_causal": (_mha(masked="False"), "no causal mask"),
+    "always_causal": (_mha(masked="True"), "although causal=False"),
     # its own softmax fails softmax's check (lists, axis) but is right on these scores:
     # the mistake named is multi_head_attention's own (issue 22)
     "own_softmax_always_causal": ("""def softmax(z, axis=-1):
@@ -42,23 +59,6 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
         heads.append(softmax(s) @ V)
     return np.concatenate(heads, axis=-1) @ W_O
 """, "causal=False"),
-    "split_reshape_without_transpose": ("""def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
-    X = np.asarray(X, dtype=float)
-    N, d_model = X.shape
-    d_h = d_model // n_heads
-    Q, K, V = project_qkv(X, W_Q, W_K, W_V)
-    Qh = Q.reshape(n_heads, N, d_h)
-    Kh = K.reshape(n_heads, N, d_h)
-    Vh = V.reshape(n_heads, N, d_h)
-    mask = causal_mask(N) if causal else None
-    heads, _ = scaled_dot_product_attention(Qh, Kh, Vh, mask)
-    return merge_heads(heads) @ np.asarray(W_O)
-""", "reshaping [N, d_model] straight to [n_heads, N, d_h]"),
-    "missing_W_O": (_mha(output="np.concatenate(heads, axis=1)"), "W_O is missing"),
-    "scale_sqrt_d_model": (_mha(scale="np.sqrt(d_model)"), "divided by sqrt(d_model)"),
-    "no_scale": (_mha(scale="1.0"), "not divided by sqrt(d_h)"),
-    "not_causal": (_mha(masked="False"), "no causal mask"),
-    "always_causal": (_mha(masked="True"), "although causal=False"),
 }
 
 CORRECT = {

@@ -1,17 +1,6 @@
 """Answers to ``softmax(z, axis=-1)`` (notebook 02)."""
 
 WRONG = {
-    "float32": ("""def softmax(z, axis=-1):
-    z = np.asarray(z, dtype=np.float32)
-    e = np.exp(z - z.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-""", "float32: 1e300 overflows"),
-    "in_place": ("""def softmax(z, axis=-1):
-    z -= z.max(axis=axis, keepdims=True)
-    np.exp(z, out=z)
-    z /= z.sum(axis=axis, keepdims=True)
-    return z
-""", "in place"),
     "mean_shift": ("""def softmax(z, axis=-1):
     z = np.asarray(z, dtype=float)
     e = np.exp(z - z.mean(axis=axis, keepdims=True))
@@ -55,6 +44,17 @@ WRONG = {
     e = np.exp(z - z.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 """, "first difference"),
+    "float32": ("""def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=np.float32)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+""", "float32: 1e300 overflows"),
+    "in_place": ("""def softmax(z, axis=-1):
+    z -= z.max(axis=axis, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=axis, keepdims=True)
+    return z
+""", "in place"),
 }
 
 CORRECT = {
