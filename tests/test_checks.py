@@ -169,7 +169,8 @@ def softmax_moveaxis_loop(z, axis=-1):
 
 def softmax_in_place(z, axis=-1):
     z = np.asarray(z, dtype=float)
-    z -= z.max(axis=axis, keepdims=True)           # modifies a float array input in place
+    z -= z.max(axis=axis, keepdims=True)           # modifies a float array input in place:
+    # a named mistake (issue 22): the learner's later functions would get a spoilt input
     np.exp(z, out=z)
     z /= z.sum(axis=axis, keepdims=True)
     return z
@@ -447,7 +448,7 @@ ALTERNATIVES = {
     "dot": [dot_loop, dot_einsum],
     "cosine_similarity": [cos_manual, cos_linalg],
     "pairwise_scores": [pairwise_loops, pairwise_einsum],
-    "softmax": [softmax_logsumexp, softmax_moveaxis_loop, softmax_in_place],
+    "softmax": [softmax_logsumexp, softmax_moveaxis_loop],
     "simple_self_attention": [simple_loops, simple_with_helpers_softmax],
     "project_qkv": [qkv_einsum, qkv_list],
     "scaled_dot_product_attention": [sdpa_neg_inf, sdpa_large_negative, sdpa_loops,
@@ -1181,6 +1182,11 @@ def test_a_capstone_explains_stubs_errors_and_missing_returns():
         checks.check("gelu", lambda x: {"x": x})
 
 
+def test_an_in_place_softmax_is_a_named_mistake():
+    with pytest.raises(CheckFailed, match="modified its input `z` in place"):
+        checks.check("softmax", softmax_in_place)
+
+
 def test_a_capstone_check_silences_warnings_and_gives_fresh_inputs(capfd):
     def in_place(x):
         x = np.asarray(x, dtype=float)
@@ -1191,9 +1197,20 @@ def test_a_capstone_check_silences_warnings_and_gives_fresh_inputs(capfd):
         x *= 0.0                                                  # overwrites its input
         return y
 
+    def warns(x):
+        x = np.asarray(x, dtype=float)
+        with np.errstate(all="warn"):
+            np.log(np.zeros(1))                                   # a RuntimeWarning
+        warnings.warn("a learner's warning")
+        return _erf_gelu(x)
+
     before = [c.args[0] for c in cases("gelu")]
-    checks.check("gelu", in_place)
+    checks.check("gelu", warns)
     out, err = capfd.readouterr()
     assert out == "gelu: 3/3 checks passed\n" and err == ""
+    with pytest.raises(CheckFailed, match="modified its input `x` in place"):
+        checks.check("gelu", in_place)                            # a named mistake
+    out, err = capfd.readouterr()
+    assert err == ""
     for b, c in zip(before, cases("gelu")):
         np.testing.assert_array_equal(np.asarray(b), np.asarray(c.args[0]))

@@ -14,7 +14,8 @@ that declares one :class:`Exercise`, ``EXERCISE``:
 * ``refuse``: the references (``"module:function"``) a learner must not call for it,
   besides ``reference`` itself;
 * how its output is compared (``output``: ``array``, ``scalar``, ``tuple``, ``mask``,
-  ``ids``, or a custom ``compare``).
+  ``ids``, or a custom ``compare``) and how close a right one is: ``rtol``, ``atol``
+  (default ``1e-6``, ``1e-8``) and, per part of a tuple output, ``tolerances``.
 
 :mod:`helpers.judge` judges every exercise the same way, in the notebook (through
 :mod:`helpers.checks`: ``check("softmax", softmax)``) and in the grader (``autograder``),
@@ -146,7 +147,8 @@ class Exercise:
                  refuse: tuple[str, ...] = (), output: str = "array",
                  parts: tuple[str, ...] = (), compare: Callable | None = None,
                  nan_hint: str = "", near_miss: str = "", rtol: float = RTOL,
-                 atol: float = ATOL, signature: Callable | None = None,
+                 atol: float = ATOL, tolerances: dict[str, tuple[float, float]] | None = None,
+                 signature: Callable | None = None,
                  diagnose: Callable | None = None, difficulty: int = 0,
                  importance: int = 0, minutes: int = 0, hints: tuple[str, ...] = ()):
         self.name = name
@@ -165,7 +167,9 @@ class Exercise:
         self.custom_diagnose = diagnose  # (case, got) -> [Mistake] | None (None: the usual)
         self.nan_hint = nan_hint
         self.near_miss = near_miss
-        self.rtol, self.atol = rtol, atol
+        self.rtol, self.atol = rtol, atol   # how close a right output is (np.isclose)
+        # per part of a tuple output: {part: (rtol, atol)}; the others use rtol, atol
+        self.tolerances = dict(tolerances or {})
         self.signature = signature or reference   # whose parameters name the inputs
         self.mistakes: list[Mistake] = []
         self._build: Callable[[], list[dict]] | None = None
@@ -191,6 +195,12 @@ class Exercise:
         return register
 
     # -- reading ------------------------------------------------------------------------
+
+    def tolerance(self, part: str | None = None) -> tuple[float, float]:
+        """``(rtol, atol)`` an output (or the part ``part`` of a tuple output) is judged
+        with: ``|got - expected| <= atol + rtol * |expected|`` entry by entry."""
+        return self.tolerances.get(part, (self.rtol, self.atol)) if part else (self.rtol,
+                                                                                 self.atol)
 
     def all_cases(self) -> tuple[Case, ...]:
         """Every case, visible then hidden in declaration order (built once)."""

@@ -95,8 +95,15 @@ def _close(a: np.ndarray, b: np.ndarray, equal_nan: bool = False, rtol: float = 
         return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
-def _array_problem(ex: Exercise | None, expected, got, what: str = "the output") -> str | None:
-    rtol, atol = (ex.rtol, ex.atol) if ex is not None else (RTOL, ATOL)
+def _tolerance_note(rtol: float, atol: float) -> str:
+    """The tolerances a failed comparison used, in words (issue 22)."""
+    return (f"\n    (judged with rtol={rtol:g}, atol={atol:g}: each entry must be within "
+            f"atol + rtol * |expected| of the expected one)")
+
+
+def _array_problem(ex: Exercise | None, expected, got, what: str = "the output",
+                   part: str | None = None) -> str | None:
+    rtol, atol = ex.tolerance(part) if ex is not None else (RTOL, ATOL)
     exp = np.asarray(expected, dtype=np.float64)
     if isinstance(got, tuple):
         msg = f"{what} should be one array, got a tuple of {len(got)} items"
@@ -125,7 +132,8 @@ def _array_problem(ex: Exercise | None, expected, got, what: str = "the output")
     where = f" at index {idx}" if idx else ""
     e, g = exp[idx], arr[idx]
     if exp.shape == () and np.isfinite(g):
-        return f"{what}: expected {_num(e)}, got {_num(g)}"
+        return (f"{what}: expected {_num(e)}, got {_num(g)}{_precision_hint(got, exp, arr)}"
+                f"{_tolerance_note(rtol, atol)}")
     if not np.isfinite(g) and np.isfinite(e):
         hint = (ex.nan_hint if ex is not None else "") or _ATTENTION_HINT
         n_bad = int((~np.isfinite(arr) & np.isfinite(exp)).sum())
@@ -143,7 +151,7 @@ def _array_problem(ex: Exercise | None, expected, got, what: str = "the output")
         with _quiet():
             if np.allclose(arr, exp, rtol=1e-3, atol=1e-5):
                 msg += f"\n    (nearly right: {ex.near_miss})"
-    return msg
+    return msg + _tolerance_note(rtol, atol)
 
 
 def _precision_hint(got, exp: np.ndarray, arr: np.ndarray) -> str:

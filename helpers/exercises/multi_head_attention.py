@@ -16,7 +16,7 @@ from helpers.exercises.split_heads import _split_reshape
 
 
 EXERCISE = Exercise(
-    'multi_head_attention', reference.multi_head_attention, uses=('split_heads', 'merge_heads', 'scaled_dot_product_attention', 'causal_mask', 'softmax'),
+    'multi_head_attention', reference.multi_head_attention, uses=('project_qkv', 'split_heads', 'merge_heads', 'scaled_dot_product_attention', 'causal_mask', 'softmax'),
     difficulty=2, importance=3, minutes=20,
     hints=(
         r"""Four steps, as in the equation: project once with the full matrices

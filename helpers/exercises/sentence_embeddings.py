@@ -11,7 +11,7 @@ from helpers.exercises import Exercise, case
 from helpers.exercises._bert_inputs import cut_model, tiny_bert
 
 EXERCISE = Exercise(
-    "sentence_embeddings", bert.sentence_embeddings, uses=("bert_layer", "mean_pool", "gelu"),
+    "sentence_embeddings", bert.sentence_embeddings, uses=("bert_layer", "mean_pool", "gelu", "layer_norm"),
     refuse=("helpers.bert:encode", "helpers.bert:bert_forward", "helpers.bert:token_vectors"),
     near_miss="does EVERY layer norm (the embeddings' too) use eps=1e-12, and is GELU the "
               "exact (erf) one?",

@@ -11,7 +11,7 @@ from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f, _naive_softmax, _simple
 
 
-EXERCISE = Exercise('simple_self_attention', reference.simple_self_attention, uses=('pairwise_scores', 'softmax'),
+EXERCISE = Exercise('simple_self_attention', reference.simple_self_attention, uses=('pairwise_scores', 'softmax', 'simple_attention_weights'),
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""Row $i$ of the output is a weighted sum of the rows of $X$, $\sum_j \alpha_{ij}\mathbf{x}_j$,

@@ -33,6 +33,10 @@ WRONG = {
     mu = x.mean(axis=-1, keepdims=True)
     return gamma * (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5) + beta
 """, "eps argument was ignored"),
+    "in_place": ("""def layer_norm(x, gamma, beta, eps=1e-5):
+    x -= x.mean(axis=-1, keepdims=True)
+    return gamma * x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) + beta
+""", "modified its input `x` in place"),
     "unknown_gamma_squared": ("""def layer_norm(x, gamma, beta, eps=1e-5):
     x = np.asarray(x, dtype=float)
     mu = x.mean(axis=-1, keepdims=True)
