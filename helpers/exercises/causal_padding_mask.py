@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._compare import _mask_problem
 
 
@@ -24,7 +24,12 @@ def _compare(case, expected, got):
     return _mask_problem(expected, got)
 
 
-EXERCISE = Exercise("causal_padding_mask", causal_padding_mask, compare=_compare,
+CONTRACT = Contract(args={"n": Arg("n"), "n_real": Arg("n_real")},
+                    returns=Arg("[n, n]", dtype="bool"), where=("n_real <= n",),
+                    sizes={"n": (1, 2, 3, 4, 5, 6), "n_real": (1, 2, 3, 4, 5)},
+                    dtype_judged=True)
+
+EXERCISE = Exercise("causal_padding_mask", causal_padding_mask, contract=CONTRACT, compare=_compare,
                     uses=("causal_mask",),
     difficulty=2, importance=1, minutes=10,
     hints=(

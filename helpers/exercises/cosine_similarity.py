@@ -6,12 +6,16 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _cos_with, _f
 
 
-EXERCISE = Exercise('cosine_similarity', reference.cosine_similarity, uses=('dot',), output='scalar', nan_hint='did a length come out as 0 or inf?',
+CONTRACT = Contract(
+    args={"a": Arg("[n]", lists=True), "b": Arg("[n]", lists=True)},
+    returns=Arg(float, low=-1.0, high=1.0))
+
+EXERCISE = Exercise('cosine_similarity', reference.cosine_similarity, contract=CONTRACT, uses=('dot',), output='scalar', nan_hint='did a length come out as 0 or inf?',
     difficulty=1, importance=2, minutes=5,
     hints=(
         r"""Divide the dot product by both lengths. The length of a vector is the square root of

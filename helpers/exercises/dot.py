@@ -6,12 +6,16 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f
 
 
-EXERCISE = Exercise('dot', reference.dot, output='scalar', nan_hint='did a product overflow?',
+CONTRACT = Contract(
+    args={"a": Arg("[n]", lists=True), "b": Arg("[n]", lists=True)},
+    returns=Arg(float))
+
+EXERCISE = Exercise('dot', reference.dot, contract=CONTRACT, output='scalar', nan_hint='did a product overflow?',
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""Walk through the two vectors together: multiply the $k$-th entries, $a_k b_k$, and add

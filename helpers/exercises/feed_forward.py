@@ -5,13 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _ffn_args
 from helpers.exercises._variants import _ffn
 
 
+CONTRACT = Contract(
+    args={"x": Arg("[..., N, d]", lists=True), "W1": Arg("[d, d_ff]", lists=True),
+          "b1": Arg("[d_ff]", lists=True), "W2": Arg("[d_ff, d]", lists=True),
+          "b2": Arg("[d]", lists=True)},
+    returns=Arg("[..., N, d]"))
+
 EXERCISE = Exercise(
-    'feed_forward', reference.feed_forward,
+    'feed_forward', reference.feed_forward, contract=CONTRACT,
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""Two affine maps with a ReLU between them: widen from $d$ to $d_{ff}$, set the

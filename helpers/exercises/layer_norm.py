@@ -6,13 +6,21 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal, _rng
 from helpers.exercises._variants import _ln
 
 
+CONTRACT = Contract(
+    args={"x": Arg("[..., d]", lists=True), "gamma": Arg("[d]", lists=True),
+          "beta": Arg("[d]", lists=True),
+          "eps": Arg(float, optional=True, low=0.0, high=1.0,
+                     values=lambda rng, shape: float(rng.choice([1e-3, 1e-2, 0.1])))},
+    returns=Arg("[..., d]"), batch=(0, 1, 2), sizes={"d": (2, 3, 4, 5, 6)},
+    invariants=("each vector of the last axis is normalised on its own",))
+
 EXERCISE = Exercise(
-    'layer_norm', reference.layer_norm, nan_hint='is eps inside the square root, (x - mean) / sqrt(var + eps)?',
+    'layer_norm', reference.layer_norm, contract=CONTRACT, nan_hint='is eps inside the square root, (x - mean) / sqrt(var + eps)?',
     difficulty=2, importance=3, minutes=10,
     hints=(
         r"""Each vector on its own: subtract its mean $\mu$ and divide by its standard

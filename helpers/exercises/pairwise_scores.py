@@ -6,12 +6,14 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f
 
 
-EXERCISE = Exercise('pairwise_scores', reference.pairwise_scores, uses=('dot',),
+CONTRACT = Contract(args={"X": Arg("[N, d]", lists=True)}, returns=Arg("[N, N]"))
+
+EXERCISE = Exercise('pairwise_scores', reference.pairwise_scores, contract=CONTRACT, uses=('dot',),
     difficulty=2, importance=3, minutes=10,
     hints=(
         r"""Entry $(i, j)$ pairs row $i$ of $X$ with row $j$ of $X$. A matrix product `A @ B`

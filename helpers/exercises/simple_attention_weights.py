@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
 
 def simple_attention_weights(X):
@@ -16,7 +16,9 @@ def simple_attention_weights(X):
     return reference.softmax(scores, axis=-1)                    # rows sum to 1
 
 
-EXERCISE = Exercise("simple_attention_weights", simple_attention_weights,
+CONTRACT = Contract(args={"X": Arg("[N, d]", lists=True)}, returns=Arg("[N, N]"))
+
+EXERCISE = Exercise("simple_attention_weights", simple_attention_weights, contract=CONTRACT,
                     uses=("pairwise_scores", "softmax"),
                     refuse=("helpers.plots:simple_attention_weights",
                             "helpers.reference:simple_self_attention"),

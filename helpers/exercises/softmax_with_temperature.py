@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._scenarios import RAISES
 
 
@@ -17,7 +17,12 @@ def softmax_with_temperature(z, temperature):
     return reference.softmax(np.asarray(z, dtype=np.float64) / temperature, axis=-1)
 
 
-EXERCISE = Exercise("softmax_with_temperature", softmax_with_temperature, uses=("softmax",),
+CONTRACT = Contract(
+    args={"z": Arg("[..., n]", lists=True), "temperature": Arg(float, low=1e-9, values=lambda rng, shape:
+                                                   float(rng.choice([0.1, 0.5, 2.0, 10.0])))},
+    returns=Arg("[..., n]"), batch=(0, 1))
+
+EXERCISE = Exercise("softmax_with_temperature", softmax_with_temperature, contract=CONTRACT, uses=("softmax",),
                     nan_hint="is the softmax stable? Subtract the maximum of each row of "
                              "z / T before exp",
                     difficulty=1, importance=2, minutes=5,

@@ -1,0 +1,188 @@
+"""Issue 22: each exercise's contract as data, and cases drawn from it.
+
+* Every exercise declares ``contract=Contract(...)`` (helpers/exercises/__init__.py,
+  docs/authoring.md), and every case, written or drawn, lies inside it.
+* Drawn cases: visible ones from a fixed seed (the instant check runs them), hidden ones
+  from a seed the grader may choose.
+* Hidden cases are twins of visible ones: no hidden case has a trait (kind of input,
+  rank, dtype, special values, keywords, scenario) that no visible case has.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from helpers import checks, exercises, judge
+from helpers.checks import CheckFailed
+
+#: Exercises that do not declare a contract YET. This list only shrinks: a new exercise
+#: (notebooks 11, 12, ...) declares ``contract=Contract(...)`` in its module from the start.
+NO_CONTRACT_YET = {
+    "stack_tokens", "most_similar", "find_slips", "wash_we", "transformer_block",
+    "count_block_parameters", "embed", "lm_head", "language_model_forward", "cross_entropy",
+    "generate", "top_k_distribution", "gelu", "bert_layer", "mean_pool",
+    "sentence_embeddings", "swiglu", "llama_block",
+}
+
+#: Exercises whose hidden cases still have traits no visible case has (finding 5), with
+#: what is missing. This list only shrinks: fix an exercise by adding a visible twin.
+TWINS_TODO = {
+    "stack_tokens": "float vectors (the visible ones are ints)",
+    "dot": "entries >= 100", "cosine_similarity": "entries >= 100",
+    "pairwise_scores": "entries >= 100", "softmax_with_temperature": "temperature >= 100",
+    "layer_norm": "entries >= 100", "feed_forward": "entries >= 100",
+    "transformer_block": "x as a list", "count_block_parameters": "d, d_ff >= 100",
+    "embed": "token_ids as a list", "lm_head": "h and E as lists",
+    "cross_entropy": "logits >= 1e100", "top_k_distribution": "logits as an array",
+    "gelu": "x of rank 3", "mean_pool": "h >= 100",
+}
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_every_exercise_declares_its_contract(name):
+    ex = exercises.get(name)
+    if name in NO_CONTRACT_YET:
+        assert ex.contract is None, f"{name} now has a contract: remove it from NO_CONTRACT_YET"
+        return
+    assert ex.contract is not None, (
+        f"helpers/exercises/{name}.py declares no contract: give its Exercise "
+        f"contract=Contract(args={{...one Arg per parameter...}}, returns=Arg(...)) "
+        f"(docs/authoring.md, 'The contract')")
+    params = list(inspect.signature(ex.signature).parameters)
+    assert list(ex.contract.args) == params, (
+        f"{name}: the contract's args must name the parameters {params} in order")
+
+
+@pytest.mark.parametrize("name", [n for n in exercises.names() if n not in NO_CONTRACT_YET])
+def test_every_case_lies_inside_its_contract(name):
+    ex = exercises.get(name)
+    outside = {c.name: exercises.contract_problems(ex, c) for c in ex.all_cases()}
+    outside = {k: v for k, v in outside.items() if v}
+    assert not outside, f"{name}: cases outside the contract: {outside}"
+    kinds = {c.name for c in ex.all_cases() if c.group == "contract" and not c.hidden}
+    assert "contract_size1" in kinds, kinds
+
+
+def test_the_contract_catches_gqa_values_wider_than_the_keys():
+    """Finding 1: a hidden case fed V with d_v != d_h, outside the stated contract."""
+    ex = exercises.get("grouped_query_attention")
+    rng = np.random.default_rng(0)
+    bad = exercises.Case("grouped_query_attention", "wide_v", "", (
+        rng.normal(size=(6, 3, 4)), rng.normal(size=(1, 7, 4)), rng.normal(size=(1, 7, 5))))
+    [problem] = exercises.contract_problems(ex, bad)
+    assert "V has shape (1, 7, 5): its d_h = 5, but d_h = 4" in problem
+
+
+def test_drawn_hidden_cases_follow_the_seed():
+    ex = exercises.get("layer_norm")
+    a, b = ex.all_cases(), ex.all_cases(hidden_seed=7)
+    assert [c.name for c in a] == [c.name for c in b]
+    va = [c for c in a if c.group == "contract" and not c.hidden]
+    vb = [c for c in b if c.group == "contract" and not c.hidden]
+    assert all(np.array_equal(x.args[0], y.args[0]) for x, y in zip(va, vb))  # visible fixed
+    ha = [c for c in a if c.group == "contract" and c.hidden]
+    hb = [c for c in b if c.group == "contract" and c.hidden]
+    assert any(np.shape(x.args[0]) != np.shape(y.args[0]) or
+               not np.array_equal(x.args[0], y.args[0]) for x, y in zip(ha, hb))
+    assert ex.all_cases(hidden_seed=7) is b                                  # built once
+    kinds = [c.name for c in va]
+    assert kinds[:3] == ["contract_rank1", "contract_rank2", "contract_rank3"]
+    assert "contract_lists" in kinds and "contract_keywords" in kinds
+
+
+def _ns(source):
+    ns = {"np": np}
+    exec(source, ns)
+    return ns
+
+
+LAYER_NORM_ALL_TRAILING = """
+def layer_norm(x, gamma, beta, eps=1e-5):
+    x = np.asarray(x, dtype=float)
+    axes = tuple(range(1, x.ndim))
+    mu = x.mean(axis=axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True)
+    return gamma * (x - mu) / np.sqrt(var + eps) + beta
+"""
+
+
+def test_a_layer_norm_over_every_trailing_axis_fails_the_instant_check():
+    """Finding 2: right on every 2-D input, wrong on [B, N, d] and on a single vector."""
+    with pytest.raises(CheckFailed) as info:
+        checks.check("layer_norm", _ns(LAYER_NORM_ALL_TRAILING)["layer_norm"])
+    assert "contract_rank1" in str(info.value) and "contract_rank3" in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------
+# Hidden cases are twins of visible ones (finding 5)
+# ---------------------------------------------------------------------------------------
+
+
+def _value_traits(name: str, value) -> set:
+    if value is None:
+        return {(name, "None")}
+    if isinstance(value, (bool, np.bool_)):
+        return {(name, "bool")}
+    if isinstance(value, (list, tuple, np.ndarray, int, float, np.number)):
+        kind = ("list" if isinstance(value, (list, tuple)) else
+                "scalar" if np.ndim(value) == 0 else "array")
+        try:
+            arr = np.asarray(value)
+        except ValueError:
+            return {(name, kind)}
+        if arr.dtype == object:
+            return {(name, kind)}
+        out = {(name, kind), (name, f"rank{arr.ndim}"), (name, f"dtype:{arr.dtype.kind}")}
+        if arr.dtype.kind == "f" and arr.dtype != np.float64:
+            out.add((name, f"dtype:{arr.dtype}"))
+        if arr.dtype.kind in "iuf" and arr.size:
+            arr = arr.astype(np.float64)
+            with np.errstate(all="ignore"):
+                big = np.abs(arr[np.isfinite(arr)]).max() if np.isfinite(arr).any() else 0
+            if not np.isfinite(arr).all():
+                out.add((name, "inf/nan"))
+            if big >= 1e100:
+                out.add((name, ">=1e100"))
+            elif big >= 100:
+                out.add((name, ">=100"))
+        return out
+    return {(name, type(value).__name__)}
+
+
+def traits(case) -> set:
+    """What kind of input ``case`` is: per argument its kind (list, array, scalar, ...),
+    rank, dtype and special values (>= 100, >= 1e100, inf/nan); the keywords passed; the
+    scenario."""
+    ex = exercises.get(case.function)
+    params = list(inspect.signature(ex.signature).parameters)
+    out = {("keyword", k) for k in case.kwargs}
+    if case.scenario:
+        out.add(("scenario", case.scenario))
+    named = [(params[i] if i < len(params) else f"arg{i}", a) for i, a in enumerate(case.args)]
+    for name, value in named + list(case.kwargs.items()):
+        out |= _value_traits(name, value)
+    return out
+
+
+def missing_twins(name: str) -> dict[str, set]:
+    """Hidden case -> its traits that no visible case has."""
+    visible = set().union(*(traits(c) for c in judge.cases(name)))
+    out = {}
+    for c in judge.cases(name, hidden=True):
+        lack = traits(c) - visible
+        if lack:
+            out[c.name] = lack
+    return out
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_every_hidden_case_has_a_visible_twin(name):
+    lack = missing_twins(name)
+    if name in TWINS_TODO:
+        assert lack, f"{name} has its twins now: remove it from TWINS_TODO"
+        return
+    assert not lack, (f"{name}: these hidden cases have traits no visible case has (add a "
+                      f"visible case with them, so check() tries them too): {lack}")
