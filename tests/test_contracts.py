@@ -186,3 +186,84 @@ def test_every_hidden_case_has_a_visible_twin(name):
         return
     assert not lack, (f"{name}: these hidden cases have traits no visible case has (add a "
                       f"visible case with them, so check() tries them too): {lack}")
+
+
+# ---------------------------------------------------------------------------------------
+# Dtypes: one statement (finding 6), and the findings through the real grader
+# ---------------------------------------------------------------------------------------
+
+CAUSAL_MASK_INT = "def causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=int))\n"
+RMS_NORM_FLOAT64 = """
+def rms_norm(x, weight, eps=1e-5):
+    x = np.array(x, dtype=np.float64)
+    return x / np.sqrt((x ** 2).mean(axis=-1, keepdims=True) + eps) * np.asarray(weight)
+"""
+
+
+def test_the_dtype_is_judged_where_the_contract_says_so_and_nowhere_else():
+    judged = {n for n in exercises.names()
+              if exercises.get(n).contract is not None and exercises.get(n).contract.dtype_judged}
+    assert judged == {"causal_mask", "causal_padding_mask"}
+    with pytest.raises(CheckFailed) as info:
+        checks.check("causal_mask", _ns(CAUSAL_MASK_INT)["causal_mask"])
+    assert "the mask must be boolean (dtype bool), got dtype int64" in str(info.value)
+    # rms_norm: float64 for a float32 x is right, and a visible case gives it float32
+    assert any(np.asarray(c.args[0]).dtype == np.float32 for c in judge.cases("rms_norm"))
+    checks.check("rms_norm", _ns(RMS_NORM_FLOAT64)["rms_norm"])
+    checks.check("rms_norm", _ns(RMS_NORM_FLOAT64)["rms_norm"], hidden=True)
+    from autograder import REPO_ROOT
+    doc = (REPO_ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
+    assert "dtypes are not judged, except" in doc
+    for nb in ("solutions", "notebooks"):
+        text = (REPO_ROOT / nb / "10_modern_llm" / "10_modern_llm.ipynb").read_text()
+        assert "in the dtype of `x`.\\n" not in text and "same shape and dtype as" not in text
+
+
+@pytest.mark.slow
+def test_the_findings_graded_by_the_real_command_for_a_one_student_class(tmp_path):
+    """``python -m autograder grade`` on one student who hands in notebooks 05, 07 and
+    10 with the answers of findings 1, 2 and 6 (tests/catalogue/)."""
+    import csv
+    import importlib
+    import json
+    import subprocess
+    import sys
+
+    from autograder import REPO_ROOT
+    from catalogue import student_notebook
+
+    def source(function, kind, key):
+        module = importlib.import_module(f"catalogue.{function}")
+        return module.CORRECT[key] if kind == "correct" else module.WRONG[key][0]
+
+    hand_in = {
+        "05_masking_cross_attention": {"causal_mask": source("causal_mask", "wrong",
+                                                             "int_zero_one")},
+        "07_transformer_block": {"layer_norm": source("layer_norm", "wrong",
+                                                      "all_trailing_axes")},
+        "10_modern_llm": {"grouped_query_attention": source("grouped_query_attention",
+                                                            "correct", "empty_like_q"),
+                          "rms_norm": source("rms_norm", "correct", "float64_for_float32")},
+    }
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    for assignment, answers in hand_in.items():
+        path = subs / "s1" / assignment / f"{assignment}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(student_notebook(assignment, answers)), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out",
+                           str(out), "--jobs", "1"], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=900)
+    assert (out / "grades.csv").is_file(), proc.stderr[-3000:]
+    with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+        rows = {r["grade_id"]: r for r in csv.DictReader(f)}
+    lost = {g: r["message"][:300] for g, r in rows.items()
+            if float(r["points"]) < float(r["max_points"])}
+    assert set(lost) == {"test_causal_mask", "test_layer_norm"}, lost
+    assert "must be boolean" in rows["test_causal_mask"]["message"] + \
+        (out / "feedback/s1/05_masking_cross_attention/05_masking_cross_attention.html"
+         ).read_text(encoding="utf-8")
+    assert "contract_rank" in rows["test_layer_norm"]["message"] + \
+        (out / "feedback/s1/07_transformer_block/07_transformer_block.html"
+         ).read_text(encoding="utf-8")
+    for gid in ("test_grouped_query_attention", "test_rms_norm"):
+        assert rows[gid]["status"] == "ok", rows[gid]["message"]

@@ -10,8 +10,9 @@ from helpers.exercises._llama_variants import gqa_variant
 from helpers.llama import model
 
 CONTRACT = Contract(
-    args={"Q": Arg("[n_heads, N_q, d_h]"), "K": Arg("[n_kv_heads, N_k, d_h]"),
-          "V": Arg("[n_kv_heads, N_k, d_h]")},
+    args={"Q": Arg("[n_heads, N_q, d_h]", lists=True),
+          "K": Arg("[n_kv_heads, N_k, d_h]", lists=True),
+          "V": Arg("[n_kv_heads, N_k, d_h]", lists=True)},
     returns=Arg("[n_heads, N_q, d_h]"),
     where=("n_heads % n_kv_heads == 0", "N_q <= N_k"),
     sizes={"n_heads": (1, 2, 4, 6), "n_kv_heads": (1, 2, 3)},
