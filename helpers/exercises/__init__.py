@@ -5,6 +5,9 @@ that declares one :class:`Exercise`, ``EXERCISE``:
 
 * its **reference** (the right answer: a function of ``helpers.reference``, of a model
   module such as ``helpers.llama.model``, or defined in the exercise module itself);
+* its **contract** (``contract=Contract(args={...: Arg(...)}, returns=Arg(...))``): its
+  arguments and result as data, which validates every case and draws more cases (visible
+  ones from a fixed seed, hidden ones from a seed the grader may choose);
 * its **cases** (``@EXERCISE.cases``: visible ones, which the notebook's instant check
   runs, and hidden ones, which only the grader runs), built from fixed seeds;
 * its **named mistakes** (``@EXERCISE.mistake(key, message)``: a function with the
