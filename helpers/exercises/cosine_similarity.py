@@ -48,6 +48,8 @@ def cases():
              (np.array([1.0, 2.0, -1.0, 0.5]), np.array([-2.0, 0.5, 1.5, 0.0])), hidden=True),
         case("random", "two random vectors of length 6", (_normal(5, 6), _normal(6, 6) * 3.0),
              hidden=True),
+        case("long_short", "a long vector (entries ~1e2) and a short one (entries ~1e-3)",
+             (_normal(11, 3) * 1e2, _normal(12, 3) * 1e-3), group="scales"),
         case("scales", "a long vector (entries ~1e3) and a short one (entries ~1e-2)",
              (_normal(7, 5) * 1e3, _normal(8, 5) * 1e-2), group="scales", hidden=True),
         case("big_and_small", "entries ~1e40 and ~1e-40",

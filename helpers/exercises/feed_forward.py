@@ -47,6 +47,8 @@ def cases():
              hidden=True),
         case("one_token", "1 token, d = 2, d_ff = 8", _ffn_args(196, 1, 2, 8), group="shapes",
              hidden=True),
+        case("large_visible", "inputs ~100, 2 tokens, d = 3, d_ff = 4",
+             _ffn_args(206, 2, 3, 4, scale=100.0)),
         case("large", "large inputs", _ffn_args(201, 3, 3, 5, scale=100.0), hidden=True),
     ]
 

@@ -71,6 +71,8 @@ def cases():
              {"eps": 1e-3}, group="eps", hidden=True),
         case("eps_0.1", "eps = 0.1 given as an argument", (_normal(174, (2, 5)), g5, b5),
              {"eps": 0.1}, group="eps", hidden=True),
+        case("row_scales", "rows at scales 1e-2, 1 and 1e3",
+             (_normal(177, (3, 4)) * np.array([[1e-2], [1.0], [1e3]]), g4, b4), group="scales"),
         case("scales", "rows at very different scales (1e-3 to 1e3)", (scales, g5, b5),
              group="scales", hidden=True),
         case("random", "5 random rows, d = 8, offset from 0",

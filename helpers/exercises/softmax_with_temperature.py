@@ -58,6 +58,7 @@ def cases():
              expected="ValueError", group="errors"),
         case("negative", "temperature -1.0 must raise a ValueError", (z, -1.0), scenario=RAISES,
              expected="ValueError", group="errors"),
+        case("hot", "scores in the hundreds, T = 200", (np.array([[300.0, 100.0, -200.0]]), 200.0)),
         case("large_rows_hot", "rows, large scores, T = 100", (large * 1.5, 100.0),
              group="stability", hidden=True),
         case("cold", "[1, 3, 2] at T = 0.01 (almost all weight on the largest)",
