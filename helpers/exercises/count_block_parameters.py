@@ -59,6 +59,7 @@ def cases():
         case("d16", "d = 16, d_ff = 64 (d_ff = 4 d)", (16, 64),
              expected=4 * 256 + (1024 + 64 + 1024 + 16) + 64),
         case("d6", "d = 6, d_ff = 10", (6, 10)),
+        case("d128", "d = 128, d_ff = 512", (128, 512)),
         case("gpt2", "GPT-2 small's sizes, d = 768, d_ff = 3072 (no attention biases here)",
              (768, 3072), hidden=True,
              expected=7_084_800),

@@ -50,6 +50,8 @@ def cases():
         case("large", "large logits (around 1000)",
              (np.array([[1000.0, 0.0, -1000.0], [0.0, 1000.0, 2.0]]), np.array([1, 2])),
              group="stability"),
+        case("huge_1e200", "logits up to 1e200", (np.array([[1e200, 0.0, -1e200]]),
+                                                      np.array([1]))),
         case("huge", "logits up to 1e300", (np.array([[1e300, 0.0, -1e300], [1e3, 1e10, 1e100]]),
                                             np.array([1, 0])), group="stability", hidden=True),
         case("rows_scales", "rows at very different scales (1e-3 to 1e3)",

@@ -42,6 +42,7 @@ def cases():
              (ex.AABA_IDS, ex.AABA_E, P_aaba), group="slides"),
         case("repeats", "ids [3, 1, 4, 1] (a repeated id), V = 5, d = 3, n_ctx = 6",
              (np.array([3, 1, 4, 1]), E5, P6)),
+        case("list_ids_3", "ids as a list [1, 3, 0], V = 5, n_ctx = 6", ([1, 3, 0], E5, P6)),
         case("list_ids", "ids as a list [2, 0], V = 5, n_ctx = 6", ([2, 0], E5, P6), hidden=True),
         case("full_context", "N = n_ctx = 6", (np.array([4, 4, 0, 2, 3, 1]), E5, P6),
              group="shapes", hidden=True),

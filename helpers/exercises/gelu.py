@@ -32,6 +32,7 @@ def cases():
     rng = np.random.default_rng(909)
     visible = [
         case("linspace", "x = linspace(-5, 5, 21)", (np.linspace(-5, 5, 21),)),
+        case("batch", "a [2, 2, 3] array", (np.random.default_rng(908).normal(size=(2, 2, 3)),)),
         case("matrix", "a [3, 4] array", (rng.normal(size=(3, 4)) * 2,)),
         case("worked_example", "x = [-1, 0, 1]: GELU(1) = Phi(1) = 0.841345, "
              "GELU(-1) = -(1 - Phi(1))", ([-1.0, 0.0, 1.0],), group="slides",

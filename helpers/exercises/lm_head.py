@@ -36,6 +36,8 @@ def cases():
         case("square", "V = d = 4 (E is square, not symmetric)", (r.normal(size=(3, 4)),
                                                                   r.normal(size=(4, 4))),
              group="shapes", hidden=True),
+        case("lists_3", "plain lists, 1 position, d = 3, V = 2",
+             ([[0.5, -1.0, 2.0]], [[1.0, 0.0, -1.0], [0.5, 0.5, 0.5]])),
         case("lists", "plain lists, 2 positions, d = 2, V = 3",
              ([[1.0, 2.0], [-1.0, 0.5]], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), hidden=True),
         case("tall", "6 positions, d = 5, V = 9", (r.normal(size=(6, 5)), r.normal(size=(9, 5))),

@@ -43,6 +43,9 @@ def cases():
              group="mask"),
         case("int_mask", "a batch h [2, 3, 2] with key_mask given as 0/1 integers",
              (rng.normal(size=(2, 3, 2)), np.array([[1, 1, 0], [1, 0, 0]])), group="mask"),
+        case("large_padding_2", "a batch h [2, 3, 2] with padding values ~1e5, key_mask as 0/1",
+             (np.where(np.array([[1, 1, 0], [1, 0, 0]])[..., None] > 0, 1.0, 1e5)
+              * rng.normal(size=(2, 3, 2)), np.array([[1, 1, 0], [1, 0, 0]])), group="mask"),
     ]
     rng = np.random.default_rng(910)
     mask = np.array([[1, 1, 1, 1, 0], [1, 0, 0, 0, 0], [1, 1, 1, 0, 0]])

@@ -62,6 +62,8 @@ def cases():
     return [
         case("two_tokens", "two tokens of 3 integers each, [[1, 2, 3], [4, 5, 6]]",
              ([[1, 2, 3], [4, 5, 6]],), expected=np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])),
+        case("floats", "two tokens of 2 floats each, [[0.5, -1.0], [2.25, 3.0]]",
+             ([[0.5, -1.0], [2.25, 3.0]],)),
         case("ragged", "vectors of lengths 3 and 2: must raise a ValueError",
              ([[1, 2, 3], [4, 5]],), scenario=RAISES, expected="ValueError"),
         case("arrays", "five 1-D arrays of 4 integers", (rows,), hidden=True),

@@ -48,6 +48,7 @@ def cases():
     return [
         case("top2", "top 2 of [2, 1, 0, -1]", ([2.0, 1.0, 0.0, -1.0], 2),
              expected=np.array([e / (e + 1), 1 / (e + 1), 0.0, 0.0])),
+        case("array", "top 2 of an array of 5 logits", (np.array([0.5, -1.0, 2.0, 1.5, 0.0]), 2)),
         case("greedy", "top 1 of [0, 3, 1] (greedy)", ([0.0, 3.0, 1.0], 1),
              expected=np.array([0.0, 1.0, 0.0])),
         case("k_is_v", "k = V at temperature 2 (plain softmax of logits / 2)",

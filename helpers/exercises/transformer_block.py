@@ -66,6 +66,8 @@ def cases():
              group="scales", hidden=True),
         case("one_token", "a single token", (n(225, (1, 4)), _block_params(226, 4, 8), 2),
              hidden=True),
+        case("list_input_3", "x as a plain list, 3 tokens, d = 4, n_heads = 1",
+             (n(229, (3, 4), decimals=2).tolist(), _block_params(230, 4, 8), 1)),
         case("list_input", "x as a plain list, 2 tokens, d = 4, n_heads = 2",
              (n(227, (2, 4), decimals=2).tolist(), _block_params(228, 4, 8), 2), hidden=True),
     ]
