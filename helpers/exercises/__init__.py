@@ -183,6 +183,7 @@ class Exercise:
     def cases(self, build: Callable[[], list[dict]]) -> Callable:
         """Decorator: ``build()`` returns the exercise's cases (see :func:`case`)."""
         self._build = build
+        self._cases = {}
         return build
 
     def mistake(self, key: str, message: str, sampler: Callable | None = None) -> Callable:
@@ -308,7 +309,7 @@ class Arg:
     ``bool``: a scalar, between ``low`` and ``high``. ``dtype``: the array's dtypes
     (``"float64"``, ``"float32"``, ``"int"``, ``"bool"``). ``lists``: plain (nested)
     lists are accepted in place of the array. ``optional``: a keyword with a default,
-    which cases may leave out (or pass as ``None`` for an array). ``values(rng, shape)``:
+    which cases may leave out (or pass as ``None`` for an array). ``values(rng, shape, dims)``:
     how drawn values look (default: standard normal floats, ints in ``[low, high]``,
     booleans with the first key allowed)."""
 
@@ -510,7 +511,7 @@ def _draw_value(arg: Arg, rng, dims: dict, batch: tuple, dtype: str):
             shape += list(batch) if t == "..." else [int(t) if t.isdigit() else dims[t]]
         shape = tuple(shape)
         if arg.values is not None:
-            return np.asarray(arg.values(rng, shape))
+            return np.asarray(arg.values(rng, shape, dims))
         if dtype == "bool":
             out = rng.random(shape) < 0.7
             if out.ndim:
@@ -522,7 +523,7 @@ def _draw_value(arg: Arg, rng, dims: dict, batch: tuple, dtype: str):
     if isinstance(arg.shape, str):
         return int(dims[arg.shape])
     if arg.values is not None:
-        return arg.values(rng, ())
+        return arg.values(rng, (), dims)
     if arg.shape is int:
         return int(rng.integers(int(arg.low or 0), int(arg.high or 9) + 1))
     if arg.shape is bool:
@@ -547,8 +548,10 @@ def _draw_dims(contract: Contract, rng, ones: bool) -> dict:
         dims = {}
         for n in names_:
             pool = contract.sizes.get(n, (2, 3, 4, 5))
-            dims[n] = 1 if ones and attempt == 0 else int(rng.choice(
-                [1, *pool] if ones else pool))
+            if ones and (attempt == 0 or rng.random() < 0.6):
+                dims[n] = 1                 # size1: as many dimensions of size 1 as fit
+            else:
+                dims[n] = int(rng.choice(pool))
         if all(eval(c, {}, dict(dims)) for c in contract.where):   # noqa: S307
             return dims
     raise ValueError(f"no dimensions satisfy {contract.where}")

@@ -12,7 +12,7 @@ CONTRACT = Contract(
     args={"x": Arg("[..., N, d]", lists=True),
           "positions": Arg("[N]", dtype="int", lists=True, low=0, high=5000),
           "theta": Arg(float, optional=True, low=10.0, high=1e6,
-                       values=lambda rng, shape: float(rng.choice([100.0, 1e4, 1e5])))},
+                       values=lambda rng, shape, dims: float(rng.choice([100.0, 1e4, 1e5])))},
     returns=Arg("[..., N, d]"), batch=(0, 1), where=("d % 2 == 0",),
     sizes={"d": (2, 4, 6, 8)})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.reference import BLOCK_PARAM_SHAPES
 
 
@@ -30,8 +30,11 @@ def _compare(case, expected, got):
             f"d={d}, d_ff={d_ff} has {int(expected)} numbers")
 
 
+CONTRACT = Contract(args={"d": Arg(int, low=1), "d_ff": Arg(int, low=1)},
+                    returns=Arg(int))
+
 EXERCISE = Exercise(
-    "count_block_parameters", count_block_parameters, compare=_compare,
+    "count_block_parameters", count_block_parameters, contract=CONTRACT, compare=_compare,
     difficulty=1, importance=1, minutes=5,
     hints=(
         r"""Count the numbers in each of the twelve arrays from its shape and add them up: a

@@ -5,13 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal, _rng
 from helpers.exercises._variants import _f, _ids, _naive_softmax, _nll_rows
 
 
+CONTRACT = Contract(
+    args={"logits": Arg("[N, V]", lists=True),
+          "targets": Arg("[N]", dtype="int", lists=True,
+                         values=lambda rng, shape, dims: rng.integers(0, dims["V"], shape))},
+    returns=Arg(float), invariants=("0 <= targets < V", "finite for large logits"))
+
 EXERCISE = Exercise(
-    'cross_entropy', reference.cross_entropy, uses=('softmax',), output='scalar', nan_hint='is it stable? Compute log softmax(z)[t] = z[t] - logsumexp(z) with the maximum subtracted, rather than log(softmax(z))',
+    'cross_entropy', reference.cross_entropy, contract=CONTRACT, uses=('softmax',), output='scalar', nan_hint='is it stable? Compute log softmax(z)[t] = z[t] - logsumexp(z) with the maximum subtracted, rather than log(softmax(z))',
     difficulty=2, importance=3, minutes=15,
     hints=(
         r"""Per row, the surprise is $\log \sum_v e^{u_{i,v}} - u_{i,t_i}$; the result is

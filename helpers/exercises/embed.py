@@ -6,13 +6,19 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _rng
 from helpers.exercises._variants import _f, _ids
 
 
+CONTRACT = Contract(
+    args={"token_ids": Arg("[N]", dtype="int", lists=True,
+                           values=lambda rng, shape, dims: rng.integers(0, dims["V"], shape)),
+          "E": Arg("[V, d]", lists=True), "P": Arg("[n_ctx, d]", lists=True)},
+    returns=Arg("[N, d]"), where=("N <= n_ctx",), sizes={"n_ctx": (4, 5, 6, 8)})
+
 EXERCISE = Exercise(
-    'embed', reference.embed,
+    'embed', reference.embed, contract=CONTRACT,
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""Row $i$ of the result is $E[w_i] + P[i]$: the row of the token's id, plus the row

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import bert
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
-EXERCISE = Exercise("gelu", bert.gelu, near_miss="is it an approximation? BERT's GELU is the "
+CONTRACT = Contract(args={"x": Arg("[...]", lists=True)}, returns=Arg("[...]"), batch=(1, 2, 3))
+
+EXERCISE = Exercise("gelu", bert.gelu, contract=CONTRACT, near_miss="is it an approximation? BERT's GELU is the "
                     "exact one, with erf",
                     difficulty=1, importance=2, minutes=5,
                     hints=(

@@ -15,7 +15,7 @@ CONTRACT = Contract(
     args={"x": Arg("[..., d]", lists=True), "gamma": Arg("[d]", lists=True),
           "beta": Arg("[d]", lists=True),
           "eps": Arg(float, optional=True, low=0.0, high=1.0,
-                     values=lambda rng, shape: float(rng.choice([1e-3, 1e-2, 0.1])))},
+                     values=lambda rng, shape, dims: float(rng.choice([1e-3, 1e-2, 0.1])))},
     returns=Arg("[..., d]"), batch=(0, 1, 2), sizes={"d": (2, 3, 4, 5, 6)},
     invariants=("each vector of the last axis is normalised on its own",))
 

@@ -6,13 +6,16 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _rng
 from helpers.exercises._variants import _f
 
 
+CONTRACT = Contract(args={"h": Arg("[N, d]", lists=True), "E": Arg("[V, d]", lists=True)},
+                    returns=Arg("[N, V]"))
+
 EXERCISE = Exercise(
-    'lm_head', reference.lm_head,
+    'lm_head', reference.lm_head, contract=CONTRACT,
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""The logit of token $v$ at position $i$ is the dot product of $\boldsymbol{h}_i$

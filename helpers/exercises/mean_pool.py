@@ -5,9 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import bert
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
-EXERCISE = Exercise("mean_pool", bert.mean_pool,
+CONTRACT = Contract(
+    args={"h": Arg("[..., N, d]", lists=True),
+          "key_mask": Arg("[..., N]", dtype=("bool", "int"), lists=True)},
+    returns=Arg("[..., d]"), batch=(0, 1),
+    invariants=("every sentence has at least one real token",))
+
+EXERCISE = Exercise("mean_pool", bert.mean_pool, contract=CONTRACT,
                     refuse=("helpers.bert:sentence_embeddings", "helpers.bert:encode"),
                     near_miss="is every real token counted once, and nothing else?",
                     difficulty=1, importance=3, minutes=10,

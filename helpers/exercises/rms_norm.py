@@ -11,7 +11,7 @@ CONTRACT = Contract(
     args={"x": Arg("[..., d]", dtype=("float64", "float32"), lists=True),
           "weight": Arg("[d]", lists=True),
           "eps": Arg(float, optional=True, low=0.0, high=1.0,
-                     values=lambda rng, shape: float(rng.choice([1e-3, 1e-2, 0.1])))},
+                     values=lambda rng, shape, dims: float(rng.choice([1e-3, 1e-2, 0.1])))},
     returns=Arg("[..., d]", dtype=("float64", "float32")), batch=(0, 1, 2),
     invariants=("float64 or the dtype of x: the dtype is not judged",))
 

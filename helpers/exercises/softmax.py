@@ -14,7 +14,7 @@ from helpers.exercises._variants import _f, _naive_softmax, _softmax_any
 CONTRACT = Contract(
     args={"z": Arg("[..., n]", lists=True),
           "axis": Arg(int, optional=True, low=-3, high=2,
-                      values=lambda rng, shape: int(rng.choice([-1, 0])))},
+                      values=lambda rng, shape, dims: int(rng.choice([-1, 0])))},
     returns=Arg("[..., n]"), batch=(0, 1, 2),
     invariants=("each slice along axis sums to 1", "finite for every finite input"))
 

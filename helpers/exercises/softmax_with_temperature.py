@@ -18,8 +18,9 @@ def softmax_with_temperature(z, temperature):
 
 
 CONTRACT = Contract(
-    args={"z": Arg("[..., n]", lists=True), "temperature": Arg(float, low=1e-9, values=lambda rng, shape:
-                                                   float(rng.choice([0.1, 0.5, 2.0, 10.0])))},
+    args={"z": Arg("[..., n]", lists=True),
+          "temperature": Arg(float, low=1e-9, values=lambda rng, shape, dims:
+                             float(rng.choice([0.1, 0.5, 2.0, 10.0])))},
     returns=Arg("[..., n]"), batch=(0, 1))
 
 EXERCISE = Exercise("softmax_with_temperature", softmax_with_temperature, contract=CONTRACT, uses=("softmax",),
