@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import examples as ex
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._scenarios import RAISES
 
 
@@ -35,7 +35,11 @@ def _compare(case, expected, got):
     return None
 
 
-EXERCISE = Exercise("stack_tokens", stack_tokens, compare=_compare,
+CONTRACT = Contract(args={"vectors": Arg("[N, d]", dtype=("float64", "int"), lists=True)},
+                    returns=Arg("[N, d]"),
+                    invariants=("a ValueError when the vectors' lengths differ",))
+
+EXERCISE = Exercise("stack_tokens", stack_tokens, contract=CONTRACT, compare=_compare,
     difficulty=1, importance=2, minutes=5,
     hints=(
         r"""A list of $N$ vectors of length $d$ is a matrix in waiting: one NumPy call turns it into
