@@ -18,11 +18,10 @@ import pytest
 from helpers import checks, exercises, judge
 from helpers.checks import CheckFailed
 
-#: Exercises that do not declare a contract YET. This list only shrinks: a new exercise
-#: (notebooks 11, 12, ...) declares ``contract=Contract(...)`` in its module from the start.
-NO_CONTRACT_YET = {
-    "find_slips", "generate", "bert_layer", "sentence_embeddings", "llama_block",
-}
+#: Exercises that do not declare a contract YET. It only shrinks: a new exercise (notebooks
+#: 11, 12, ...) declares ``contract=Contract(...)`` in its module from the start (listing it
+#: here is a stopgap a reviewer must accept, with a reason).
+NO_CONTRACT_YET: set[str] = set()        # every exercise of notebooks 00-10 has one
 
 #: Exercises whose hidden cases still have traits no visible case has (finding 5), with
 #: what is missing. This list only shrinks: fix an exercise by adding a visible twin.
@@ -51,7 +50,7 @@ def test_every_case_lies_inside_its_contract(name):
     outside = {k: v for k, v in outside.items() if v}
     assert not outside, f"{name}: cases outside the contract: {outside}"
     kinds = {c.name for c in ex.all_cases() if c.group == "contract" and not c.hidden}
-    assert "contract_size1" in kinds or not ex.contract.args, kinds
+    assert "contract_size1" in kinds or not ex.contract.args or not ex.contract.draw, kinds
 
 
 def test_the_contract_catches_gqa_values_wider_than_the_keys():

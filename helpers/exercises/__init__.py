@@ -344,7 +344,9 @@ class Contract:
     many axes ``...`` may stand for; ``sizes``: the sizes drawn for a dimension (default
     2-5, and 1 in the ``size1`` draw); ``where``: conditions on the dimensions
     (``"d % n_heads == 0"``); ``dtype_judged``: whether the output's dtype is judged (it
-    is for masks: booleans); ``invariants``: what else holds, in words."""
+    is for masks: booleans); ``invariants``: what else holds, in words; ``draw=False``:
+    the contract validates the written cases but draws none (the models' exercises, whose
+    inputs are whole models, not drawn yet)."""
 
     args: dict
     returns: Any
@@ -353,6 +355,7 @@ class Contract:
     where: tuple[str, ...] = ()
     dtype_judged: bool = False
     invariants: tuple[str, ...] = ()
+    draw: bool = True
 
 
 def _dtype_ok(arg: Arg, arr, from_list: bool) -> bool:
@@ -575,8 +578,8 @@ def draw_cases(ex: "Exercise", seed: int, hidden: bool = False) -> list[dict]:
     import numpy as np
 
     contract = ex.contract
-    if not contract.args:
-        return []                           # nothing to vary: wash_we()
+    if not contract.args or not contract.draw:
+        return []                           # nothing to vary (wash_we()), or not drawn
     rng = np.random.default_rng([seed, zlib.crc32(ex.name.encode())])
     first = next((a for a in contract.args.values() if a.is_array and "..." in a.tokens),
                  next((a for a in contract.args.values() if a.is_array), None))
