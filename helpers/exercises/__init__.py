@@ -492,7 +492,7 @@ def contract_problems(ex: "Exercise", case: "Case") -> list[str]:
             out.append(f"{cond} does not hold ({dims})")
     if out:
         return out
-    expected = case.expected()
+    expected = copy.deepcopy(case.answer) if case.answer is not None else case.run(ex.reference)
     returns = contract.returns
     if isinstance(returns, tuple):
         if not isinstance(expected, tuple) or len(expected) != len(returns):
