@@ -135,14 +135,19 @@ def _value_traits(name: str, value) -> set:
                 out.add((name, ">=1e100"))
             elif big >= 100:
                 out.add((name, ">=100"))
+            if not arr.any():
+                out.add((name, "all zero"))
+            elif arr.ndim and arr.shape[-1] > 2 and arr.dtype.kind == "f" and \
+                    (arr == arr[..., :1]).all(axis=-1).any():
+                out.add((name, "a constant row"))
         return out
     return {(name, type(value).__name__)}
 
 
 def traits(case) -> set:
     """What kind of input ``case`` is: per argument its kind (list, array, scalar, ...),
-    rank, dtype and special values (>= 100, >= 1e100, inf/nan); the keywords passed; the
-    scenario."""
+    rank, dtype and special values (>= 100, >= 1e100, inf/nan, all zero, a constant row);
+    the keywords passed; the scenario."""
     ex = exercises.get(case.function)
     params = list(inspect.signature(ex.signature).parameters)
     out = {("keyword", k) for k in case.kwargs}

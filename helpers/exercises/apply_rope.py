@@ -70,6 +70,8 @@ def cases():
              (normal((4, 6, 16)), np.arange(100, 106)), {"theta": 1e5}, hidden=True),
         case("lists", "x [1, 2, 4] as Python lists, positions [0, 7], default theta",
              (normal((1, 2, 4)).tolist(), [0, 7]), hidden=True),
+        case("position_0_visible", "two rows at position 0 (nothing turns)",
+             (np.arange(8.0).reshape(2, 4), [0, 0])),
         case("position_0", "every row at position 0 (nothing turns)", (x0, [0, 0, 0]),
              hidden=True, expected=x0),
     ]

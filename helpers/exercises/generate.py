@@ -98,6 +98,8 @@ def cases():
              hidden=True),
         case("greedy_full", "greedy, a prompt of exactly n_ctx = 4 tokens, 3 new tokens",
              (np.array([2, 2, 1, 4]), m["m4"], 1, 3), group="cropping", hidden=True),
+        case("zero_new_visible", "n_new = 0 (returns the prompt [2, 1])",
+             (np.array([2, 1]), m["m8"], 2, 0), group="greedy"),
         case("zero_new", "n_new = 0 (returns the prompt)", (np.array([4, 0, 1]), m["m8"], 2, 0),
              group="greedy", hidden=True),
         case("greedy_long", "greedy, prompt [3], 10 new tokens, n_ctx = 5, n_heads = 1",

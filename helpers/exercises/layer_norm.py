@@ -62,6 +62,8 @@ def cases():
              group="eps"),
         case("explicit_eps", "eps = 0.01 given as an argument, rows of small variance",
              (0.1 * _normal(176, (2, 5)), g5, b5), {"eps": 1e-2}, group="eps"),
+        case("constant_row_visible", "a constant row (variance 0) next to a normal one",
+             (np.array([[-2.0, -2.0, -2.0, -2.0], [0.5, 1.0, -1.0, 2.0]]), g4, b4), group="eps"),
         case("tiny_variance", "rows with variance ~1e-8 and ~1e-6", (tiny, g4, b4), group="eps",
              hidden=True),
         case("constant_row", "a constant row (variance 0) next to a normal one",

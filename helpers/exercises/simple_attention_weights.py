@@ -55,6 +55,8 @@ def cases():
         case("large_hidden", "large vectors (stability), 5 rows", (rng.normal(size=(5, 3)) * 30.0,),
              group="stability", hidden=True),
         case("wide", "2 rows, d = 7", (rng.normal(size=(2, 7)),), group="shapes", hidden=True),
+        case("constant_row", "X with a row of equal entries",
+             (np.array([[1.0, 1.0, 1.0], [0.5, -1.0, 2.0]]),)),
         case("integers_hidden", "integers, 3 rows of 4", ([[2, 0, 1, 1], [0, 1, 0, 3],
                                                           [1, 1, 1, 1]],), hidden=True),
     ]

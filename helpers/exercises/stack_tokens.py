@@ -68,6 +68,8 @@ def cases():
              ([[1, 2, 3], [4, 5, 6]],), expected=np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])),
         case("floats", "two tokens of 2 floats each, [[0.5, -1.0], [2.25, 3.0]]",
              ([[0.5, -1.0], [2.25, 3.0]],)),
+        case("constant_row", "a token whose entries are equal, [[2, 2, 2], [1, 0, 3]]",
+             ([[2.0, 2.0, 2.0], [1.0, 0.0, 3.0]],)),
         case("ragged", "vectors of lengths 3 and 2: must raise a ValueError",
              ([[1, 2, 3], [4, 5]],), scenario=RAISES, expected="ValueError"),
         case("arrays", "five 1-D arrays of 4 integers", (rows,), hidden=True),
