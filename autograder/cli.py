@@ -11,6 +11,7 @@
   merge         join the outputs of several `grade --shard I/N` runs
   report        item analysis of a graded class (CSV and PNG)
   export        grades as a CSV an LMS gradebook imports (Canvas, Gradescope)
+  feedback-package  the feedback pages as the zip Moodle or Canvas takes back
   make-examples generate the example class (submissions and EXPECTED.json)
 
 Exit status: 0 when the command did its job (for grade: every submission was graded,
@@ -144,7 +145,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     try:
         records = run(Path(args.submissions), Path(args.out), jobs=args.jobs, limits=limits,
-                      shard=shard, resume=args.resume, only=args.student)
+                      shard=shard, resume=args.resume, only=args.student,
+                      assignments=[a.strip() for a in args.assignments.split(",") if a.strip()]
+                      if args.assignments else None)
     except UnsafeToGrade as exc:
         print(f"grade: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
@@ -278,14 +281,40 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         policy = late.Policy.parse(args.late_policy)
         deadlines = late.parse_deadlines(args.deadline)
+        from autograder.results.export import parse_homework
+
         paths = export(Path(args.out), args.format, Path(args.dest) if args.dest else None,
                        roster, rename, assignments, weights, deadlines=deadlines,
-                       policy=policy)
+                       policy=policy, homeworks=parse_homework(args.homework))
     except ValueError as exc:
         print(f"export: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
     for path in paths:
         print(f"wrote {path}")
+    return 0
+
+
+def cmd_feedback_package(args: argparse.Namespace) -> int:
+    from autograder.results import late
+    from autograder.results.export import parse_homework, read_roster
+    from autograder.results.package import package
+    from autograder.safe_text import terminal
+
+    try:
+        stored = None
+        if args.deadline or args.late_policy or args.homework:
+            stored = late.Stored(late.parse_deadlines(args.deadline),
+                                 late.Policy.parse(args.late_policy),
+                                 parse_homework(args.homework))
+        packed, skipped = package(Path(args.out), args.lms, Path(args.dest),
+                                  read_roster(Path(args.roster)) if args.roster else None, stored)
+    except ValueError as exc:
+        print(f"feedback-package: error: {exc}", file=sys.stderr)
+        return CANNOT_RUN
+    for line in skipped:
+        print(f"  left out: {terminal(line)}")
+    print(f"feedback-package: the feedback of {packed} student(s) in {args.dest} "
+          f"({args.lms}); {len(skipped)} left out")
     return 0
 
 
@@ -369,10 +398,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true",
                    help="continue a run that was stopped (SIGTERM, Ctrl-C): grade only the "
                         "notebooks OUT/results.partial.jsonl does not hold yet")
-    p.add_argument("--hidden-feedback", choices=("full", "brief"), default="full",
-                   help="what a student's feedback says of a failing hidden case: its inputs "
-                        "and expected values (full, the default) or only that a hidden case "
-                        "of a group failed, with the likely mistake (brief)")
+    p.add_argument("--hidden-feedback", choices=("full", "brief"), default="brief",
+                   help="what a student's feedback says of a failing hidden case: only that "
+                        "a hidden case of a group failed, with the likely mistake (brief, "
+                        "the default), or its inputs and expected values too (full)")
+    p.add_argument("--assignments", metavar="A,B,...",
+                   help="the assignments of this homework: a student who handed in nothing "
+                        "for one is 'missing' there (default: every notebook some student "
+                        "handed in; a course notebook nobody handed in is not graded)")
     p.add_argument("--student", nargs="+", action="extend", metavar="ID",
                    help="regrade only these students into an existing OUT (the other "
                         "students' grades there are kept)")
@@ -428,6 +461,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="column name for an assignment (repeatable)")
     p.add_argument("--assignments", metavar="A,B,...",
                    help="export only these assignments, in this order (default: all graded)")
+    p.add_argument("--homework", action="append", default=[], metavar="NAME=A,B,...",
+                   help="one column (file) NAME for these assignments, their points summed "
+                        "and the late policy applied to the homework as a whole (as late as "
+                        "its latest notebook); repeatable; only the homeworks are exported")
     p.add_argument("--deadline", action="append", default=[], metavar="[ASSIGNMENT=]WHEN",
                    help="the deadline (ISO 8601, UTC unless a zone is given) of every "
                         "assignment, or of one (repeat the option)")
@@ -437,6 +474,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", metavar="A=W,...",
                    help="multiply an assignment's points and maximum by W (default 1)")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("feedback-package", help="the students' feedback pages as the zip an "
+                       "LMS takes back (Moodle's feedback files, Canvas's comment re-upload)")
+    p.add_argument("out", help="a grading output folder")
+    p.add_argument("--lms", choices=("canvas", "moodle"), required=True)
+    p.add_argument("--dest", required=True, help="the zip file to write")
+    p.add_argument("--roster", help="names for the files (collect writes _roster.csv)")
+    p.add_argument("--deadline", action="append", default=[], metavar="[ASSIGNMENT=]WHEN",
+                   help="as for export (default: the late policy export stored in OUT)")
+    p.add_argument("--late-policy", metavar="PERCENT[:CAP]", help="as for export")
+    p.add_argument("--homework", action="append", default=[], metavar="NAME=A,B,...",
+                   help="as for export: the late policy per homework")
+    p.set_defaults(func=cmd_feedback_package)
 
     p = sub.add_parser("make-examples", help="regenerate the example submissions")
     p.add_argument("--dest", default=str(EXAMPLES_DIR),

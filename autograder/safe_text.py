@@ -3,11 +3,15 @@ file names from an LMS download or a student's zip, messages that quote a submis
 made safe where it is shown:
 
 * :func:`terminal`: control characters (terminal escape sequences, carriage returns,
-  bells, C1 controls) shown as ``\\xNN`` escapes, so a file name cannot rewrite the
-  instructor's terminal;
+  bells, C1 controls) shown as ``\\xNN`` escapes, and bidirectional controls (U+202A-202E,
+  U+2066-2069, U+200E/200F, U+061C) and zero-width characters (U+200B-200D, U+2060,
+  U+FEFF) as ``\\uNNNN`` escapes, so a file name can neither rewrite the instructor's
+  terminal nor be shown in another order than the one it is stored in;
 * :func:`csv_cell`, :func:`writer`, :class:`DictWriter`: a text cell that a spreadsheet
-  would run as a formula (starting with ``= + - @``, a tab or a carriage return) gets a
-  leading ``'``, as OWASP recommends for CSV injection; numbers stay numbers.
+  would run as a formula gets a leading ``'``, as OWASP recommends for CSV injection:
+  one starting with ``= + - @`` or their full-width forms ``＝ ＋ － ＠``, with a tab, a
+  carriage return or a newline, or with white space (or invisible characters) followed
+  by one of those; numbers stay numbers.
 
 HTML pages escape with :func:`html.escape` where they are built (``feedback.py``).
 """
@@ -19,7 +23,12 @@ import re
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROL_AND_NEWLINES = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: Bidirectional controls and zero-width characters: shown escaped by :func:`terminal`.
+_INVISIBLE = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200d\u2060\ufeff"
+_INVISIBLE_RE = re.compile(f"[{_INVISIBLE}]")
+#: A cell a spreadsheet may run as a formula: white space or invisible characters, then
+#: a formula character (ASCII or full-width); or a tab, carriage return or newline first.
+_FORMULA = re.compile(f"[\\s\u3000{_INVISIBLE}]*[=+\\-@\uff1d\uff0b\uff0d\uff20]|[\t\r\n]")
 
 
 #: The longest one-line message kept per graded cell (grades.csv, the page's headline).
@@ -41,14 +50,16 @@ def shorten(text, limit: int, *, one_line: bool = False) -> str:
 
 
 def terminal(text, keep_newlines: bool = False) -> str:
-    """``text`` with its control characters escaped (newlines too, unless kept)."""
+    """``text`` with its control characters escaped (newlines too, unless kept), and its
+    bidirectional controls and zero-width characters."""
     pattern = _CONTROL if keep_newlines else _CONTROL_AND_NEWLINES
-    return pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    text = pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    return _INVISIBLE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def csv_cell(value):
     """A CSV cell that no spreadsheet runs as a formula (strings only)."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    if isinstance(value, str) and _FORMULA.match(value):
         return "'" + value
     return value
 

@@ -230,7 +230,9 @@ def test_shards_are_disjoint_cover_the_class_and_merge_to_the_full_run(tmp_path,
         assert (tmp_path / "merged" / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
     full_pages = sorted(p.relative_to(tmp_path / "full") for p in (tmp_path / "full").rglob("*.html"))
     merged_pages = sorted(p.relative_to(tmp_path / "merged") for p in (tmp_path / "merged").rglob("*.html"))
-    assert full_pages == merged_pages and len(full_pages) == 24
+    # 12 students x 2 notebook pages, and one index page per student
+    assert full_pages == merged_pages and len(full_pages) == 24 + 12
+    assert sum(p.name == "index.html" for p in full_pages) == 12
 
 
 def test_merge_refuses_overlapping_shards_that_disagree(tmp_path, course):
@@ -398,7 +400,8 @@ def test_a_new_run_leaves_no_stale_feedback(tmp_path, course):
     assert (tmp_path / "out" / "feedback" / "bob").is_dir()
     assert grade.shard_of("alice", 2) != grade.shard_of("bob", 2)
     run(subs, tmp_path / "out", course, shard=(grade.shard_of("alice", 2), 2))
-    pages = {p.parts[-3] for p in (tmp_path / "out" / "feedback").rglob("*.html")}
+    feedback = tmp_path / "out" / "feedback"
+    pages = {p.relative_to(feedback).parts[0] for p in feedback.rglob("*.html")}
     assert pages == {"alice"}
 
 

@@ -25,7 +25,7 @@ from autograder.results import export
 from autograder.run import pool as grade
 from autograder.results import gradebook
 from autograder.cli import main
-from autograder.results.records import MANUAL_COLUMNS
+from autograder.results.records import MANUAL_TEMPLATE_COLUMNS
 from notebook_helpers import stop_process_group
 from test_grade import fake_engine, make_class, make_course
 
@@ -186,7 +186,7 @@ def test_a_score_imported_from_csv_after_a_push_is_not_undone_by_the_next_push(t
     rows = list(csv.DictReader(scores.open(encoding="utf-8")))
     rows[0].update(points="1", comment="from the spreadsheet")
     with open(scores, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, MANUAL_COLUMNS)
+        writer = csv.DictWriter(f, MANUAL_TEMPLATE_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
     assert main(["manual-import", str(out), str(scores)]) == 0

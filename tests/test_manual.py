@@ -12,7 +12,7 @@ import json
 from autograder.results import export
 from autograder.run import pool as grade
 from autograder.cli import main
-from autograder.results.records import MANUAL_COLUMNS
+from autograder.results.records import MANUAL_TEMPLATE_COLUMNS
 from test_grade import fake_engine, make_class, make_course
 
 
@@ -35,13 +35,13 @@ def test_template_import_and_everything_counts_them(tmp_path, capsys):
     scores = tmp_path / "scores.csv"
     assert main(["manual-template", str(out), "--dest", str(scores)]) == 0
     rows = _rows(scores)
-    assert list(rows[0]) == MANUAL_COLUMNS
+    assert list(rows[0]) == MANUAL_TEMPLATE_COLUMNS
     assert [(r["student_id"], r["grade_id"], r["max_points"], r["points"]) for r in rows] == [
         ("111", "why", "1", ""), ("222", "why", "1", "")]
     rows[0].update(points="1", comment="clear and right")
     rows[1].update(points="0.5")
     with open(scores, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, MANUAL_COLUMNS)
+        w = csv.DictWriter(f, MANUAL_TEMPLATE_COLUMNS)
         w.writeheader()
         w.writerows(rows)
     assert main(["manual-import", str(out), str(scores)]) == 0
@@ -74,7 +74,7 @@ def test_a_bad_row_is_named_and_nothing_is_applied(tmp_path, capsys):
         rows[0]["points"] = "1"                      # row 2: fine on its own
         rows[1] = {**_rows(scores)[1], **bad}
         with open(scores, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, MANUAL_COLUMNS)
+            w = csv.DictWriter(f, MANUAL_TEMPLATE_COLUMNS)
             w.writeheader()
             w.writerows(rows)
         before = (out / "summary.csv").read_text()
@@ -130,3 +130,45 @@ def test_records_say_which_solutions_graded_them_and_merge_refuses_a_mix(tmp_pat
     err = capsys.readouterr().err
     assert "graded with solutions" in err and "--allow-mixed" in err
     assert not (merged / "results.jsonl").exists()
+
+
+def _engine_with_answers(submission, assignment, **kw):
+    """The stand-in, with the written answer ``why`` as the submission's text says:
+    ``STUB`` (left as released), ``EMPTY``, ``FORMULA`` (a spreadsheet formula)."""
+    text = open(submission).read()
+    result = fake_engine(submission, assignment, **kw)
+    if assignment == "01_a":
+        for word, answer in (("STUB", "YOUR ANSWER HERE\n"), ("EMPTY", "  "),
+                             ("FORMULA", '=HYPERLINK("http://x","a, \\"b\\"\nc")')):
+            if word in text:
+                result.answers["why"] = answer
+    return result
+
+
+def test_template_carries_the_answers_and_prefills_untouched_ones(tmp_path):
+    solutions = make_course(tmp_path)
+    subs = make_class(tmp_path, {"ann": {"01_a": "good"}, "bob": {"01_a": "STUB"},
+                                 "cy": {"01_a": "EMPTY"}, "dee": {"01_a": "FORMULA"}})
+    out = tmp_path / "out"
+    grade.run(subs, out, solutions=solutions, grade_fn=_engine_with_answers,
+              stream=io.StringIO())
+    scores = tmp_path / "scores.csv"
+    assert main(["manual-template", str(out), "--dest", str(scores)]) == 0
+    rows = {r["student_id"]: r for r in _rows(scores)}
+    assert rows["ann"]["answer"] == "Because <i>so</i>."
+    assert (rows["ann"]["points"], rows["ann"]["prefilled"]) == ("", "")
+    assert (rows["bob"]["points"], rows["bob"]["prefilled"]) == ("0", "yes")
+    assert "YOUR ANSWER HERE" in rows["bob"]["comment"]
+    assert (rows["cy"]["points"], rows["cy"]["prefilled"]) == ("0", "yes")
+    # a formula is neutralised, quotes, commas and newlines survive the CSV
+    assert rows["dee"]["answer"] == '\'=HYPERLINK("http://x","a, \\"b\\"\nc")'
+    assert rows["dee"]["points"] == ""
+    # taken back unchanged: the two pre-filled zeros, nothing else
+    assert main(["manual-import", str(out), str(scores)]) == 0
+    given = json.loads((out / "manual_scores.json").read_text())
+    assert sorted((json.loads(k)[0], v["points"]) for k, v in given.items()) == [
+        ("bob", 0.0), ("cy", 0.0)]
+    summary = {r["student_id"]: r for r in _rows(out / "summary.csv")}
+    assert summary["bob"]["status"] != "needs_manual_grade"          # 3 + 0 of 4
+    assert float(summary["bob"]["points"]) == 3.0
+    assert summary["ann"]["status"] == "needs_manual_grade"

@@ -50,8 +50,10 @@ def test_merged_shards_are_byte_identical_to_one_run(tmp_path):
 
     full, merged = files(tmp_path / "full"), files(tmp_path / "merged")
     assert sorted(full) == sorted(merged)
-    pages = [name for name in full if name.startswith("feedback/")]
+    pages = [name for name in full if name.startswith("feedback/")
+             and not name.endswith("/index.html")]
     assert len(pages) == 9                  # 5 students x 2 notebooks, one not handed in
+    assert sum(name.endswith("/index.html") for name in full) == 5     # one per student
     for name in full:
         if name == "results.jsonl":
             continue

@@ -117,9 +117,9 @@ def test_hidden_feedback_brief_hides_a_hidden_case_inputs(tmp_path):
     dest.write_text(json.dumps(nb))
 
     texts = {}
-    for mode in ("full", "brief"):
+    for mode, flag in (("full", ["--hidden-feedback", "full"]), ("brief", [])):  # brief: default
         out = tmp_path / mode
-        done = _grade(subs, out, tmp, "--hidden-feedback", mode)
+        done = _grade(subs, out, tmp, *flag)
         assert done.returncode == 0, done.stderr
         (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()
                      if json.loads(line)["assignment"] == nb_name]

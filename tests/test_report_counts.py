@@ -49,7 +49,10 @@ def test_a_notebook_nobody_handed_in_and_the_class_size(tmp_path, capsys):
     (subs / "dave").mkdir()
     (subs / "dave" / "homework.py").write_text("print('hi')\n")
     out = tmp_path / "out"
-    grade.run(subs, out, solutions=solutions, grade_fn=fake_engine, stream=io.StringIO())
+    # 02_b named as part of the homework (grade --assignments): by default a notebook
+    # nobody handed in is not graded at all (tests/test_only_graded.py)
+    grade.run(subs, out, solutions=solutions, grade_fn=fake_engine, stream=io.StringIO(),
+              assignments=["01_a", "02_b"])
     assert main(["report", str(out), "--dest", str(tmp_path / "report")]) == 0
     rows = {r["grade_id"]: r for r in read_csv(tmp_path / "report" / "item_analysis.csv")}
     nobody = rows["test_g"]

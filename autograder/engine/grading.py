@@ -182,7 +182,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
     conf = res.conf(function, source)
     res.arrays(function, store)
     reply = res.worker.run(job, conf, limits)
-    lines = executor.parse_lines(reply.get("output", ""))
+    lines, refused = executor.parse_reply(reply.get("output", ""))
     by_case: dict[int, dict] = {}
     for line in lines:
         k = line.get("case")
@@ -196,6 +196,10 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
         status, note = "crashed", f"the isolated run of {function} stopped unexpectedly"
     problems: list[str | None] = []
     inconclusive: list[bool] = []      # failed for lack of time/memory, not on the merits
+    broken = ""                        # why a reply broke the wire's rules
+    if refused:
+        broken = (f"invalid: the isolated run of {function} sent a reply that breaks the "
+                  f"grader's rules ({_short(refused[0], 160)})")
     for k, case in enumerate(cases):
         line = by_case.get(k)
         inconclusive.append(line is None)
@@ -211,12 +215,22 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
             continue
         try:
             got = wire.decode(wire.unb64(line.get("value")))
-            problems.append(judge.compare(function, case, got))
         except wire.DecodeError as exc:
-            problems.append(f"{function} returned something that cannot be checked ({exc})")
+            broken = broken or (f"invalid: the isolated run of {function} sent a reply that "
+                                f"breaks the grader's rules ({_short(exc, 160)})")
+            problems.append(broken)
+            continue
+        try:
+            problems.append(judge.compare(function, case, got))
         except Exception as exc:   # compare() on a strange value: a failed case
             problems.append(f"{function} returned a value that cannot be compared "
                             f"({type(exc).__name__}: {_short(exc, 200)})")
+    if broken:
+        # a reply that breaks the wire's rules (autograder/isolation/wire.py) is forged:
+        # no reply of this run is trusted, and the exercise is invalid in every cell
+        problems = [broken] * len(cases)
+        inconclusive = [False] * len(cases)
+        status, note = "invalid", broken
     return _Verdict(function, problems, list(hidden), groups, inconclusive, status, note)
 
 
@@ -472,6 +486,11 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
         result.seconds = time.perf_counter() - t0
         return result
     result.status, result.message = run.status, run.message
+    if run.status != "ok":
+        # The exercises are judged apart (step 2), so points may stand: the flag says the
+        # notebook itself did not run to the end, for the instructor's review.
+        result.flags.append(f"the notebook run stopped ({run.status}): {run.message}; "
+                            f"the exercises were judged in their own runs")
 
     # 2. The authoritative verdicts, one isolated run per exercise tested.
     answer_functions = _answer_functions(source)

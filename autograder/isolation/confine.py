@@ -475,14 +475,71 @@ ROOT_FALLBACK_MESSAGE = (
     "container or VM, {env}=1 runs student code as root anyway (unsafe).")
 
 
+USERNS_MESSAGE = (
+    "refusing to grade: the grader runs as root inside a user namespace (a container or "
+    "pod with users of its own, e.g. Kubernetes hostUsers: false, or unshare --user) "
+    "whose {which} ({maps}) {lack} {missing}, the users the sandbox runs student code as "
+    "when the grader is root: a uid of each child's own, {base:#x} + its pid, and "
+    "'nobody' ({nobody}). Without them every notebook would crash, or student code would "
+    "run as root. Do one of: run the grader as a non-root user there (e.g. "
+    "securityContext.runAsUser: 1000; it then confines student code in a user namespace "
+    "of its own); or map those ids into the namespace. Only inside a throw-away "
+    "container or VM, {env}=1 runs student code as root anyway (unsafe).")
+
+
+def _id_map(name: str) -> list[tuple[int, int]] | None:
+    """``[(first inner id, count)]`` of ``/proc/self/{uid,gid}_map`` (None: unreadable)."""
+    try:
+        lines = Path(f"/proc/self/{name}").read_text().splitlines()
+        return [(int(f[0]), int(f[2])) for f in (line.split() for line in lines) if len(f) == 3]
+    except (OSError, ValueError):
+        return None
+
+
+def unmapped_child_ids() -> str | None:
+    """For a root grader: which of the ids it gives its children (``CHILD_UID_BASE`` +
+    pid, and ``nobody``, as uid and gid) this user namespace does not map, described
+    (None: all mapped, or not root)."""
+    if os.getuid() != 0 or not sys.platform.startswith("linux"):
+        return None
+    try:
+        pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        pid_max = 1 << 22
+    wanted = {"the children's uids": (CHILD_UID_BASE, pid_max), "'nobody'": (NOBODY, 1)}
+    problems, maps, which = [], [], []
+    for name in ("uid_map", "gid_map"):
+        extents = _id_map(name)
+        if extents is None:
+            continue
+        missing = [what for what, (first, count) in wanted.items()
+                   if not any(lo <= first and first + count <= lo + n for lo, n in extents)]
+        if missing:
+            which.append(f"/proc/self/{name}")
+            text = Path(f"/proc/self/{name}").read_text()
+            maps.append("; ".join(" ".join(line.split()) for line in text.splitlines()))
+            problems.extend(m for m in missing if m not in problems)
+    if not problems:
+        return None
+    return USERNS_MESSAGE.format(
+        which=" and ".join(which), maps=" | ".join(maps), lack="lack" if maps[1:] else "lacks",
+        missing=" and ".join(problems), base=CHILD_UID_BASE, nobody=NOBODY,
+        env=ALLOW_ROOT_FALLBACK_ENV)
+
+
 def check_safe_to_grade(mode: str | None = None, stream=None) -> str:
     """Decide once, before any notebook runs, whether student code may run here.
 
     Returns the isolation mode (:func:`probe_mode` unless given). Raises
     :class:`UnsafeToGrade` when, in fallback mode, the grader is root and
-    :func:`can_drop_privileges` fails, unless ``AUTOGRADER_ALLOW_ROOT_FALLBACK=1``,
-    in which case a warning is written to ``stream`` (default: stderr).
+    :func:`can_drop_privileges` fails, or when the grader is root of a user namespace
+    that does not map the ids it gives its children (:func:`unmapped_child_ids`), unless
+    ``AUTOGRADER_ALLOW_ROOT_FALLBACK=1``, in which case a warning is written to
+    ``stream`` (default: stderr) in fallback mode.
     """
+    userns = unmapped_child_ids()
+    if userns and not root_fallback_allowed():
+        raise UnsafeToGrade(userns)
     mode = mode or probe_mode()
     if mode != "fallback" or can_drop_privileges():
         return mode

@@ -44,6 +44,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -635,7 +636,9 @@ def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket) -> dict:
     os.close(r)
     status = json.loads(zygote.recv(256))["status"]
     code = os.waitstatus_to_exitcode(status)
-    return {"output": b"".join(chunks).decode("utf-8", "replace"), "truncated": truncated,
+    # base64, not JSON-escaped text: the child's bytes reach the grader at 4/3 of their
+    # size, where escaping control characters would make a 64 MB output a 384 MB line
+    return {"output_b64": wire.b64(b"".join(chunks)), "truncated": truncated,
             "exit": code, "seconds": round(time.perf_counter() - t0, 4)}
 
 
@@ -759,11 +762,21 @@ class Worker:
                         if "worker_error" in data:
                             raise WorkerError(data["worker_error"])
                         data.pop("id", None)
+                        data["output"] = self._output(data.pop("output_b64", ""))
                         return data
                 except (BrokenPipeError, OSError, ValueError):
                     pass
                 self._stop()
             raise WorkerError("the grading worker died twice on this job")
+
+    @staticmethod
+    def _output(text) -> str:
+        """The child's output the worker sent in base64, as text (bad bytes replaced)."""
+        try:
+            data = wire.unb64(text, max_bytes=RESULT_CAP)
+        except wire.DecodeError:
+            return ""
+        return data.decode("utf-8", "replace")
 
     def close(self) -> None:
         """Stop the worker process and remove its temp folder. The worker is asked to end
@@ -809,16 +822,52 @@ def get_worker() -> Worker:
     return _WORKERS[pid]
 
 
-def parse_lines(output: str) -> list[dict]:
-    """The child's JSON lines; anything that does not parse is ignored."""
-    lines = []
-    for text in output.splitlines():
-        if len(text) > RESULT_CAP:
+#: Characters of one line of a child's results: a value of ``wire.MAX_VALUE_BYTES`` in
+#: base64, and room for the rest of the line.
+LINE_CAP = wire.MAX_VALUE_BYTES * 4 // 3 + 64 * 1024
+#: Nesting of one line of a child's results (the runners' lines nest 2 levels deep).
+LINE_DEPTH = 16
+#: Separators (``,`` ``:``) in one line (the runners' lines hold about 20).
+LINE_ITEMS = 1000
+#: Lines of one child's results read (a notebook has at most 2,000 code cells; an
+#: exercise's cases are far fewer): the rest are refused unread.
+MAX_LINES = 20_000
+
+
+def parse_reply(output: str) -> tuple[list[dict], list[str]]:
+    """The child's JSON lines (objects), and why each complete line that was refused
+    was refused. Each line is checked for length (:data:`LINE_CAP`) and nesting
+    (:data:`LINE_DEPTH`) and size (:data:`LINE_ITEMS`) before it is parsed
+    (``wire.loads``): a line nested 200,000 deep is refused, never a RecursionError in
+    the grader; at most :data:`MAX_LINES` lines are read. A last line without its
+    newline (output cut at :data:`RESULT_CAP`, a child killed mid-write) is dropped
+    without being counted as refused."""
+    lines, refused = [], []
+    for n, match in enumerate(_LINE.finditer(output)):    # no list of all the lines
+        if n >= MAX_LINES:
+            refused.append(f"more than {MAX_LINES} lines")
+            break
+        text, complete = match.group(), match.group().endswith("\n")
+        if not text.strip():
             continue
         try:
-            obj = json.loads(text)
-        except ValueError:
+            obj = wire.loads(text, max_chars=LINE_CAP, max_depth=LINE_DEPTH,
+                             max_items=LINE_ITEMS)
+        except wire.DecodeError as exc:
+            if complete:
+                refused.append(str(exc))
             continue
         if isinstance(obj, dict):
             lines.append(obj)
-    return lines
+        elif complete:
+            refused.append("a line that is not a JSON object")
+    return lines, refused
+
+
+_LINE = re.compile(r"[^\n]+\n?")
+
+
+def parse_lines(output: str) -> list[dict]:
+    """The child's JSON lines; anything that does not parse is ignored (see
+    :func:`parse_reply`)."""
+    return parse_reply(output)[0]

@@ -7,7 +7,15 @@ from one run to the next), BPF, perf events, io_uring, tracing other processes a
 reading their memory, new namespaces (``unshare``, ``setns``, ``clone`` with a namespace
 flag; ``clone3``, whose flags the filter cannot read, answers ``ENOSYS`` so that the C
 library falls back to ``clone``), mounting, changing the root, loading kernel code,
-handles to files by number, user-space page faults. Those answer ``EPERM``.
+handles to files by number, user-space page faults; anonymous memory files
+(``memfd_create``), handles on other processes (``pidfd_open``, ``pidfd_getfd``,
+``kcmp``), ``modify_ldt``, ``personality``; file locks (``flock`` and fcntl's record
+locks, leases and notifications) and file watches (inotify, fanotify), which concurrent
+children could use as a channel through the files they share, and the page-cache
+probes of the same channel (``mincore``, ``cachestat``, ``preadv2`` with
+``RWF_NOWAIT``). Those answer ``EPERM``.
+Sockets are AF_UNIX pairs only (``socketpair``): ``socket`` answers ``EAFNOSUPPORT``
+for every family (AF_INET, AF_VSOCK, AF_PACKET, AF_ALG, AF_NETLINK, ..., AF_UNIX).
 
 libseccomp is used through ``ctypes`` (no compiled module). When it cannot be loaded,
 :func:`install` returns False and :func:`available` says why; the grader reports that in
@@ -35,12 +43,35 @@ DENIED = (
     "open_tree",
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
     "open_by_handle_at", "name_to_handle_at",
+    # files without a path, handles on other processes, the kernel's view of the
+    # process: nothing a notebook needs (issue 23)
+    "memfd_create", "memfd_secret", "pidfd_open", "pidfd_getfd", "kcmp", "modify_ldt",
+    "personality",
+    # locks and watches on files that concurrent children share (the hard-linked helpers
+    # copies): a covert channel between children
+    "flock", "inotify_init", "inotify_init1", "fanotify_init",
+    # whether a shared file's pages are in the page cache: the same channel, read
+    "mincore", "cachestat",
 )
+#: preadv2's flag that reports whether data is in the page cache (EAGAIN when not).
+RWF_NOWAIT = 0x8
+#: The one socket family a child may use: AF_UNIX, and only as a connected pair
+#: (``socketpair``: what multiprocessing and subprocess pipes need). ``socket`` answers
+#: EAFNOSUPPORT for every family: AF_INET, AF_VSOCK, AF_PACKET, AF_ALG, AF_NETLINK ...,
+#: and AF_UNIX itself, whose named and abstract sockets would reach the host's services
+#: and concurrent children in fallback mode (no network namespace there).
+SOCKET_FAMILIES = (1,)                                                 # AF_UNIX
+#: fcntl() commands that answer EPERM: record locks (classic and open-file-description),
+#: leases, directory notifications.
+FCNTL_DENIED = {"F_GETLK": 5, "F_SETLK": 6, "F_SETLKW": 7, "F_OFD_GETLK": 36,
+                "F_OFD_SETLK": 37, "F_OFD_SETLKW": 38, "F_SETLEASE": 1024,
+                "F_GETLEASE": 1025, "F_NOTIFY": 1026}
 #: clone() flags that create namespaces: a clone with any of them answers EPERM.
 CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000,
                          0x20000000, 0x40000000)   # NS, CGROUP, UTS, IPC, USER, PID, NET
 
 _SCMP_ACT_ALLOW = 0x7FFF0000
+_SCMP_CMP_NE = 1
 _SCMP_CMP_MASKED_EQ = 7
 
 
@@ -136,6 +167,17 @@ def _build(lib) -> bytes:
         for flag in CLONE_NAMESPACE_FLAGS:
             rule("clone", eperm, _ArgCmp(0, _SCMP_CMP_MASKED_EQ, flag, flag))
         rule("clone3", _errno_action(errno.ENOSYS))
+        # no socket; a pair of one family: any other value of the 64-bit argument (the
+        # family with high bits set included) is refused
+        assert SOCKET_FAMILIES == (1,)
+        rule("socket", _errno_action(errno.EAFNOSUPPORT))
+        rule("socketpair", _errno_action(errno.EAFNOSUPPORT),
+             _ArgCmp(0, _SCMP_CMP_NE, SOCKET_FAMILIES[0], 0))
+        for name in ("preadv2", "pwritev2"):       # flags are the 6th argument
+            rule(name, eperm, _ArgCmp(5, _SCMP_CMP_MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT))
+        for cmd in FCNTL_DENIED.values():       # the kernel reads cmd as 32 bits
+            for name in ("fcntl", "fcntl64"):
+                rule(name, eperm, _ArgCmp(1, _SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, cmd))
         r, w = os.pipe()
         try:
             rc = lib.seccomp_export_bpf(ctx, w)

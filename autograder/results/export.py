@@ -11,6 +11,15 @@
   ``Name, SID, Email, Total Score``, the columns Gradescope's "Upload scores" matches on
   (email or SID).
 
+A homework is the unit of a grade: ``--homework "Homework 2=04_a,05_b,06_c"`` (repeat it)
+writes one column (Canvas) or file (Gradescope) per homework, its points and maximum the
+sums over its assignments; only the homeworks are exported then. A late policy applies
+per homework: the homework is as late as its latest notebook (each notebook against the
+homework's deadline, ``--deadline "Homework 2=WHEN"``, else its assignment's, else the
+common one), and that many days' percentage comes off the homework's points.
+``--weights`` and ``--rename`` name homeworks then. Two columns (or Gradescope files)
+with the same name are refused.
+
 Names, emails and SIS ids come from a roster CSV (``--roster``; ``collect`` writes
 ``_roster.csv`` from what the LMS download tells): columns ``student_id`` and any of
 ``name, email, sid, sis_user_id, sis_login_id, section``. Without a roster the student
@@ -20,10 +29,11 @@ id stands in for each of them.
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 from autograder.results.records import points_text as _points
-from autograder.results.records import read_records, summary_rows
+from autograder.results.records import read_records, sort_key, summary_rows, worst_status
 from autograder import safe_text
 from autograder.results import late
 
@@ -59,6 +69,85 @@ def score_table(records: list[dict]) -> tuple[list[str], dict[str, float], dict[
     return sorted(assignments), max_points, scores
 
 
+def parse_homework(items: list[str]) -> dict[str, list[str]]:
+    """``--homework NAME=A,B,...`` (repeatable) -> ``{name: [assignments]}``, in order."""
+    homeworks: dict[str, list[str]] = {}
+    seen: dict[str, str] = {}
+    for item in items:
+        name, sep, members = item.rpartition("=")        # an assignment never holds "="
+        name = name.strip()
+        parts = [a.strip() for a in members.split(",") if a.strip()]
+        if not sep or not name or not parts:
+            raise ValueError(f"--homework takes NAME=ASSIGNMENT,ASSIGNMENT,..., not {item!r}")
+        if name in homeworks:
+            raise ValueError(f"--homework {name!r} is given twice")
+        for a in parts:
+            if a in seen:
+                raise ValueError(f"{a} is in two homeworks: {seen[a]!r} and {name!r}")
+            seen[a] = name
+        homeworks[name] = parts
+    return homeworks
+
+
+def homework_records(records: list[dict], homeworks: dict[str, list[str]],
+                     deadlines: dict | None = None, policy: "late.Policy | None" = None
+                     ) -> tuple[list[dict], list[dict]]:
+    """One record per student and homework (``assignment`` the homework's name), points
+    and maximum summed over its assignments' notebooks, with the late policy applied per
+    homework: its days late are its latest notebook's (notebooks not handed in do not
+    count). Returns ``(records, one late.csv row per late homework)``."""
+    known = sorted({r["assignment"] for r in records})
+    unknown = [a for parts in homeworks.values() for a in parts if a not in known]
+    if unknown:
+        raise ValueError(f"--homework names {', '.join(unknown)}, not graded in this "
+                         f"output; it has: {', '.join(known)}")
+    home = {a: name for name, parts in homeworks.items() for a in parts}
+    late_of = late.penalties(records, deadlines or {}, policy or late.Policy.parse("none"),
+                             homeworks)
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for record in records:
+        if record["assignment"] in home:
+            groups.setdefault((record["student_id"], home[record["assignment"]]), []).append(record)
+    out, late_rows = [], []
+    for (student_id, name), group in sorted(groups.items()):
+        points = sum(float(r["points"]) for r in group)
+        found = [late_of[k] for k in map(sort_key, group) if k in late_of]
+        after = round(sum(p["points_after"] for p in found)
+                      + sum(float(r["points"]) for r in group if sort_key(r) not in late_of), 6)
+        if found:
+            p = found[0]                      # every notebook of it: the same lateness
+            latest = p["latest"]
+            late_rows.append({"student_id": student_id, "assignment": name,
+                              "notebook": f"{latest['assignment']}/{latest['notebook']}",
+                              "submitted_at": latest.get("submitted_at") or "",
+                              "deadline": p["deadline"].isoformat(timespec="seconds")
+                              if p["deadline"] else "",
+                              "days_late": p["days"], "percent_off": p["percent_off"],
+                              "points_before": round(points, 6), "points_after": after})
+        out.append({"student_id": student_id, "assignment": name,
+                    "notebook": ",".join(sorted({r["notebook"] for r in group})),
+                    "status": worst_status(r["status"] for r in group), "message": "",
+                    "flags": [], "cells": [], "points": after,
+                    "max_points": sum(float(r["max_points"]) for r in group)})
+    return out, late_rows
+
+
+def _column_names(assignments: list[str], rename: dict[str, str]) -> list[str]:
+    """The columns' names; two the same is an error (an LMS would take one for the other)."""
+    names = [rename.get(a, a) for a in assignments]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"two columns would be named {', '.join(map(repr, twice))}: one "
+                         f"gradebook column per name; to add assignments up into one "
+                         f"column, use --homework \"NAME=A,B,...\"")
+    return names
+
+
+def _file_part(name: str) -> str:
+    """A column name as part of a file name (no path separators or control characters)."""
+    return re.sub(r"[^\w .()+-]", "_", name).strip(" .") or "_"
+
+
 def _select(table, assignments: list[str] | None, weights: dict[str, float] | None,
             roster: dict):
     """The score table cut to ``assignments`` (in that order), each assignment's points
@@ -89,11 +178,12 @@ def export_canvas(records: list[dict], dest: Path, roster: dict | None = None,
     roster, rename = roster or {}, rename or {}
     assignments, max_points, scores = _select(score_table(records), assignments, weights,
                                               roster)
+    columns = _column_names(assignments, rename)       # refused before anything is written
     path = dest / "canvas_grades.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = safe_text.writer(f)
-        writer.writerow(CANVAS_FIXED + [rename.get(a, a) for a in assignments])
+        writer.writerow(CANVAS_FIXED + columns)
         writer.writerow(["Points Possible", "", "", "", ""] + [_points(max_points[a]) for a in assignments])
         for student_id in sorted(scores):
             info = roster.get(student_id, {})
@@ -109,9 +199,11 @@ def export_gradescope(records: list[dict], dest: Path, roster: dict | None = Non
                       weights: dict[str, float] | None = None) -> list[Path]:
     roster, rename = roster or {}, rename or {}
     assignments, _, scores = _select(score_table(records), assignments, weights, roster)
+    files = [f"gradescope_{_file_part(n)}.csv" for n in _column_names(assignments, rename)]
+    _column_names(files, {})                          # two names, one file: refused too
     paths = []
-    for assignment in assignments:
-        path = dest / f"gradescope_{rename.get(assignment, assignment)}.csv"
+    for assignment, file_name in zip(assignments, files):
+        path = dest / file_name
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w", newline="", encoding="utf-8") as f:
             writer = safe_text.writer(f)
@@ -127,21 +219,37 @@ def export_gradescope(records: list[dict], dest: Path, roster: dict | None = Non
 def export(out: Path, fmt: str, dest: Path | None = None, roster: Path | None = None,
            rename: dict[str, str] | None = None, assignments: list[str] | None = None,
            weights: dict[str, float] | None = None, deadlines: dict | None = None,
-           policy: "late.Policy | None" = None) -> list[Path]:
+           policy: "late.Policy | None" = None,
+           homeworks: dict[str, list[str]] | None = None) -> list[Path]:
     """Write the gradebook file(s) of grading output ``out`` in format ``fmt``: the
     ``assignments`` given (all graded ones by default), each weighted by ``weights``
     (default 1), one row per student graded or on the roster. With ``deadlines`` the
     late ``policy`` (:mod:`autograder.results.late`) is applied and ``late.csv`` lists every
-    late notebook."""
+    late notebook. With ``homeworks`` (:func:`parse_homework`) one column per homework
+    (:func:`homework_records`; ``late.csv`` then lists every late homework)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     writer = export_canvas if fmt == "canvas" else export_gradescope
     dest = out if dest is None else dest
     records = read_records(out)
-    paths = []
-    if deadlines or (policy and policy.percent_per_day):
+    penalised = bool(deadlines or (policy and policy.percent_per_day))
+    rows = None
+    if homeworks:
+        if assignments:
+            raise ValueError("--homework and --assignments do not go together: the "
+                             "homeworks name what is exported")
+        records, rows = homework_records(records, homeworks, deadlines, policy)
+        assignments = list(homeworks)
+    elif penalised:
         records, rows = late.apply(records, deadlines or {}, policy or late.Policy.parse("none"))
+    paths = writer(records, dest, read_roster(roster), rename, assignments, weights)
+    if penalised:           # after the gradebook file: a refused export writes nothing
         dest.mkdir(parents=True, exist_ok=True)
         late.write_late(rows, dest / "late.csv")
         paths.append(dest / "late.csv")
-    return writer(records, dest, read_roster(roster), rename, assignments, weights) + paths
+        # the students' pages show the penalty the gradebook got (feedback-package too)
+        from autograder.results.outputs import write_feedback_pages
+
+        late.save_policy(out, deadlines or {}, policy or late.Policy.parse("none"), homeworks)
+        write_feedback_pages(read_records(out), out)
+    return paths

@@ -21,12 +21,19 @@ every entry with the time of the download (see ``autograder.intake.collect``).
 * A notebook with no known upload time is never penalised, unless the LMS flagged it
   late: then it counts as one day late. The export's ``late.csv`` lists every late
   notebook with its days and the percentage taken off.
+* ``export --homework NAME=A,B,...``: a homework is as late as its latest notebook
+  (:func:`penalties`), and its percentage comes off every notebook of it, so once off
+  the homework's sum.
+
+An export with a policy stores it in ``OUT/late_policy.json`` (:func:`save_policy`), so
+that the feedback pages and ``feedback-package`` show the penalty the gradebook got.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
@@ -149,3 +156,94 @@ def write_late(rows: list[dict], path: Path) -> None:
         writer = safe_text.DictWriter(f, LATE_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
+
+
+# --------------------------------------------------------------------------- per homework
+
+def _deadline_for(record: dict, deadlines: dict, home: dict[str, str]) -> datetime | None:
+    """A notebook's deadline: its homework's, else its assignment's, else the common one."""
+    for key in (home.get(record["assignment"]), record["assignment"]):
+        if key is not None and key in deadlines:
+            return deadlines[key]
+    return deadlines.get(None)
+
+
+def penalties(records: list[dict], deadlines: dict, policy: Policy,
+              homeworks: dict[str, list[str]] | None = None) -> dict[tuple, dict]:
+    """``{(student, assignment, notebook): penalty}`` for every late notebook handed in.
+
+    A notebook outside any homework is judged alone (as :func:`apply`). A notebook of a
+    homework takes the homework's lateness, that of its latest notebook: every notebook
+    of the homework loses the same percentage, so the homework loses it once. A penalty
+    says ``days``, ``percent_off``, ``deadline`` (of the latest notebook), ``latest`` (its
+    record), ``homework`` (or None), ``points_before`` and ``points_after`` (this
+    notebook's)."""
+    home = {a: name for name, parts in (homeworks or {}).items() for a in parts}
+    own: dict[tuple, tuple[int, datetime | None, dict]] = {}
+    worst: dict[tuple, tuple[int, datetime | None, dict]] = {}
+    for record in records:
+        if record["status"] == "missing":
+            continue
+        deadline = _deadline_for(record, deadlines, home)
+        key = (record["student_id"], record["assignment"], record["notebook"])
+        own[key] = (days_late(record, deadline), deadline, record)
+        unit = _unit(record, home)
+        if unit not in worst or own[key][0] > worst[unit][0]:
+            worst[unit] = own[key]
+    out = {}
+    for key, (_, _, record) in own.items():
+        days, deadline, latest = worst[_unit(record, home)]
+        if not days:
+            continue
+        off = policy.percent_off(days)
+        out[key] = {"days": days, "percent_off": off, "deadline": deadline, "latest": latest,
+                    "homework": home.get(record["assignment"]),
+                    "points_before": record["points"],
+                    "points_after": round(record["points"] * (1 - off / 100), 6)}
+    return out
+
+
+def _unit(record: dict, home: dict[str, str]) -> tuple:
+    if record["assignment"] in home:
+        return (record["student_id"], "homework", home[record["assignment"]])
+    return (record["student_id"], record["assignment"], record["notebook"])
+
+
+# --------------------------------------------------------------------------- stored policy
+
+#: The late policy of the last ``export`` that had one, in OUT: the feedback pages and
+#: ``feedback-package`` show the same penalty as the gradebook.
+POLICY_FILE = "late_policy.json"
+
+
+@dataclasses.dataclass
+class Stored:
+    deadlines: dict
+    policy: Policy
+    homeworks: dict[str, list[str]]
+
+
+def save_policy(out: Path, deadlines: dict, policy: Policy,
+                homeworks: dict[str, list[str]] | None) -> None:
+    data = {"deadlines": [[k, v.isoformat()] for k, v in deadlines.items()],
+            "percent_per_day": policy.percent_per_day, "cap": policy.cap,
+            "homeworks": homeworks or {}}
+    tmp = out / (POLICY_FILE + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    tmp.replace(out / POLICY_FILE)
+
+
+def load_policy(out: Path) -> Stored | None:
+    """The stored policy of ``out``; None when export never applied one."""
+    path = Path(out) / POLICY_FILE
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return Stored({k: parse_time(v) for k, v in data.get("deadlines", [])},
+                  Policy(float(data["percent_per_day"]), float(data["cap"])),
+                  {str(k): list(v) for k, v in (data.get("homeworks") or {}).items()})
+
+
+def penalties_of(records: list[dict], stored: Stored | None) -> dict[tuple, dict]:
+    return {} if stored is None else penalties(records, stored.deadlines, stored.policy,
+                                               stored.homeworks)

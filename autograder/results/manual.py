@@ -2,12 +2,16 @@
 
 ``python -m autograder manual-template OUT --dest scores.csv`` writes one row per written
 answer of every graded notebook in ``OUT``: ``student_id, assignment, notebook, grade_id,
-max_points, points, comment`` (``points`` empty, or the score already given). The
-instructor fills ``points`` (and ``comment``) in a spreadsheet;
+max_points, points, comment, prefilled, answer`` (``points`` empty, or the score already
+given; ``answer`` the student's text, neutralised for spreadsheets like every cell). An
+untouched answer (empty, or the stub's ``YOUR ANSWER HERE`` alone) is pre-filled with
+``points`` 0 and ``prefilled`` ``yes`` (comment: why), so that only real answers are left
+to read. The instructor fills ``points`` (and ``comment``) in a spreadsheet;
 ``python -m autograder manual-import OUT scores.csv`` checks every row first (a clear
 error naming the row, and nothing applied, when one is wrong), then stores the scores in
 ``OUT/manual_scores.json`` and rewrites ``grades.csv``, ``summary.csv`` and the feedback
-pages. Rows with ``points`` left empty change nothing. The scores survive any later
+pages. Rows with ``points`` left empty change nothing; the template taken back unchanged
+gives exactly its pre-filled zeros. ``prefilled`` and ``answer`` are not read back. The scores survive any later
 ``grade`` into the same ``OUT``, and ``export`` and ``report`` count them.
 """
 
@@ -19,8 +23,16 @@ import math
 from pathlib import Path
 
 from autograder import safe_text
-from autograder.results.records import (MANUAL, MANUAL_COLUMNS, csv_number, manual_key,
-                                read_manual, read_records)
+from autograder.results.records import (MANUAL, MANUAL_COLUMNS, MANUAL_TEMPLATE_COLUMNS,
+                                        csv_number, manual_key, read_manual, read_records)
+
+#: The text of a written answer's stub in the released notebooks (nbgrader's).
+STUB = "YOUR ANSWER HERE"
+
+
+def untouched(answer: str) -> bool:
+    """Whether a written answer was left as released: empty, or the stub alone."""
+    return answer.strip() in ("", STUB)
 
 
 def template(out: Path, dest: Path) -> int:
@@ -35,14 +47,20 @@ def template(out: Path, dest: Path) -> int:
                 continue
             given = manual.get(manual_key(record["student_id"], record["assignment"],
                                           record["notebook"], cell["grade_id"]), {})
-            rows.append({"student_id": record["student_id"], "assignment": record["assignment"],
-                         "notebook": record["notebook"], "grade_id": cell["grade_id"],
-                         "max_points": csv_number(cell["max_points"]),
-                         "points": "" if not given else csv_number(given["points"]),
-                         "comment": given.get("comment", "")})
+            answer = str((record.get("answers") or {}).get(cell["grade_id"], ""))
+            row = {"student_id": record["student_id"], "assignment": record["assignment"],
+                   "notebook": record["notebook"], "grade_id": cell["grade_id"],
+                   "max_points": csv_number(cell["max_points"]),
+                   "points": "" if not given else csv_number(given["points"]),
+                   "comment": given.get("comment", ""), "prefilled": "", "answer": answer}
+            if not given and untouched(answer):
+                row.update(points=0, prefilled="yes",
+                           comment="no answer written" if not answer.strip()
+                           else f"the answer is still {STUB!r}")
+            rows.append(row)
     dest.parent.mkdir(parents=True, exist_ok=True)
     with open(dest, "w", newline="", encoding="utf-8") as f:
-        writer = safe_text.DictWriter(f, MANUAL_COLUMNS)
+        writer = safe_text.DictWriter(f, MANUAL_TEMPLATE_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
     return len(rows)

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from autograder import safe_text
-from autograder.results.feedback import write_feedback
+from autograder.results.feedback import write_feedback, write_index
 from autograder.results.records import (GRADE_COLUMNS, SUMMARY_COLUMNS, apply_manual, csv_number,
                                         read_manual, sort_key, summary_rows)
 
@@ -35,6 +35,20 @@ def write_outputs(records: list[dict], out: Path) -> None:
         writer = safe_text.DictWriter(f, SUMMARY_COLUMNS)
         writer.writeheader()
         writer.writerows(summary_rows(records))
+    write_feedback_pages(records, out)
+
+
+def write_feedback_pages(records: list[dict], out: Path) -> None:
+    """The feedback pages of ``records`` (with hand-given scores applied) and one index
+    per student, with the late penalty of the policy ``export`` stored in ``out``."""
+    from autograder.results import late
+
+    shutil.rmtree(out / "feedback", ignore_errors=True)
+    penalties = late.penalties_of(records, late.load_policy(out))
+    by_student: dict[str, list[dict]] = {}
     for record in records:
+        by_student.setdefault(record["student_id"], []).append(record)
         if record["status"] != "missing":
-            write_feedback(record, out / "feedback")
+            write_feedback(record, out / "feedback", penalties.get(sort_key(record)))
+    for student_id, own in by_student.items():
+        write_index(student_id, own, out / "feedback", penalties)

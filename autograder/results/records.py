@@ -195,6 +195,9 @@ MANUAL = "manual_scores.json"
 #: Columns of the CSV an instructor fills in (``manual-template`` / ``manual-import``).
 MANUAL_COLUMNS = ["student_id", "assignment", "notebook", "grade_id", "max_points", "points",
                   "comment"]
+#: The template's columns: those, then whether ``points`` was pre-filled (an untouched
+#: answer scores 0) and the answer's text (read, never imported).
+MANUAL_TEMPLATE_COLUMNS = MANUAL_COLUMNS + ["prefilled", "answer"]
 
 
 def manual_key(student_id: str, assignment: str, notebook: str, grade_id: str) -> str:

@@ -33,6 +33,7 @@ def item_analysis(records: list[dict]) -> list[dict]:
     """
     items: dict[tuple[str, str], list[dict]] = defaultdict(list)
     worth: dict[tuple[str, str], float] = {}
+    kinds: dict[tuple[str, str], str] = {}
     missing: Counter = Counter()
     order: list[tuple[str, str]] = []
     for record in sorted(records, key=lambda r: (r["assignment"], r["notebook"], r["student_id"])):
@@ -41,6 +42,8 @@ def item_analysis(records: list[dict]) -> list[dict]:
             if key not in worth:
                 order.append(key)
             worth[key] = max(worth.get(key, 0.0), float(row["max_points"]))
+            # every record has the cell's kind, a missing notebook's too (from solutions/)
+            kinds.setdefault(key, "manual" if row.get("kind") == "manual" else "test")
             if record["status"] == "missing":
                 missing[key] += 1
             else:
@@ -56,7 +59,7 @@ def item_analysis(records: list[dict]) -> list[dict]:
                            if float(r["points"]) < float(r["max_points"]))
         report.append({
             "assignment": key[0], "grade_id": key[1], "students": n,
-            "kind": rows[0].get("kind", "test") if rows else "test",
+            "kind": kinds[key],
             "max_points": csv_number(max_points), "mean_points": round(mean, 3) if n else "",
             "mean_fraction": round(mean / max_points, 3) if max_points and n else "",
             "full_marks_share": round(full / n, 3) if n else "",
@@ -102,33 +105,56 @@ def chart_title(students: int) -> str:
     return f"Item analysis ({students} student{'' if students == 1 else 's'} in the class)"
 
 
-def write_chart(rows: list[dict], path: Path, students: int) -> None:
-    """A horizontal bar per autograded cell: share of full marks and mean share of points
-    (written answers, graded by hand later, are left out); ``students``: the class size,
-    in the title (also the PNG's ``Title`` text)."""
+#: The legend's entries, in order.
+LEGEND = ("share with full marks", "mean share of points",
+          "written answer (graded by hand): share with full marks",
+          "written answer (graded by hand): mean share of points")
+
+
+def chart_figure(rows: list[dict], students: int):
+    """The matplotlib figure of :func:`write_chart`: a horizontal bar per graded cell
+    handed in by someone, share of full marks and mean share of points; written answers
+    (graded by hand) hatched, in the legend as such. The legend sits below the axes, so it
+    never covers a bar."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in rows if r["students"] and r["kind"] == "test"]  # not written answers
-    labels = [f"{r['assignment']}: {r['grade_id']}" for r in rows]
-    full = [float(r["full_marks_share"]) for r in rows]
-    mean = [float(r["mean_fraction"] or 0.0) for r in rows]
-    height = max(2.5, 0.35 * len(rows) + 1.2)
+    rows = [r for r in rows if r["students"]]
+    labels = [f"{r['assignment']}: {r['grade_id']}"
+              + (" (written)" if r["kind"] == "manual" else "") for r in rows]
+    height = max(3.0, 0.35 * len(rows) + 2.2)
     fig, ax = plt.subplots(figsize=(9, height))
-    positions = range(len(rows))
-    ax.barh([p + 0.2 for p in positions], full, height=0.4, label="share with full marks",
-            color="#2e7d32")
-    ax.barh([p - 0.2 for p in positions], mean, height=0.4, label="mean share of points",
-            color="#90caf9")
-    ax.set_yticks(list(positions), labels, fontsize=8)
+    for manual, (full_label, mean_label) in ((False, LEGEND[:2]), (True, LEGEND[2:])):
+        which = [i for i, r in enumerate(rows) if (r["kind"] == "manual") == manual]
+        if not which:
+            continue
+        hatch = "//" if manual else None
+        ax.barh([i + 0.2 for i in which], [float(rows[i]["full_marks_share"]) for i in which],
+                height=0.4, label=full_label, color="#2e7d32", hatch=hatch,
+                edgecolor="white" if manual else None)
+        ax.barh([i - 0.2 for i in which], [float(rows[i]["mean_fraction"] or 0.0) for i in which],
+                height=0.4, label=mean_label, color="#90caf9", hatch=hatch,
+                edgecolor="white" if manual else None)
+    ax.set_yticks(list(range(len(rows))), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("fraction of students / of points")
     ax.set_title(chart_title(students))
-    ax.legend(loc="lower right", fontsize=8)
+    if rows:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=8,
+                  frameon=False)
     fig.tight_layout()
+    return fig
+
+
+def write_chart(rows: list[dict], path: Path, students: int) -> None:
+    """Draw :func:`chart_figure` into ``path``; ``students``: the class size, in the
+    title (also the PNG's ``Title`` text)."""
+    import matplotlib.pyplot as plt
+
+    fig = chart_figure(rows, students)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100, metadata={"Title": chart_title(students)})
     plt.close(fig)

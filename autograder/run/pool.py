@@ -389,14 +389,21 @@ def threading_is_main() -> bool:
 def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits | None = None,
         shard: tuple[int, int] | None = None, solutions: Path = SOLUTIONS_DIR,
         grade_fn: GradeFunction | None = None, stream=None, resume: bool = False,
-        only: Iterable[str] | None = None) -> list[dict]:
+        only: Iterable[str] | None = None,
+        assignments: Iterable[str] | None = None) -> list[dict]:
     """Grade ``submissions`` into ``out``; return the records. Raises ``FileNotFoundError``
     / ``ValueError`` when the grader cannot run at all (no such folder, no course, OUT
     inside SUBMISSIONS), and :class:`autograder.engine.UnsafeToGrade` when student code
     would run as root (:func:`autograder.engine.check_safe_to_grade`). ``grade_fn``
     defaults to :func:`autograder.engine.grade_notebook`. ``only`` (``grade --student``)
     regrades those students alone into an existing ``out``: the other students' records
-    there are kept as they are."""
+    there are kept as they are.
+
+    Only what was assigned is graded: the ``assignments`` named (``grade --assignments``),
+    by default every course notebook some student of SUBMISSIONS handed in (the whole
+    folder, not only this shard, so that every shard grades the same homework). A course
+    notebook nobody handed in gets no record: it was not assigned, and is not "missing"
+    for the whole class in the table, ``summary.csv`` or the report."""
     from autograder.run.progress import Progress
 
     at_exit = None
@@ -417,7 +424,20 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     course = course_notebooks(solutions)
     if not course:
         raise ValueError(f"no solution notebooks in {solutions}: nothing to grade against")
-    students = [s for s in discover(submissions, course) if in_shard(s.student_id, shard)]
+    everyone = discover(submissions, course)
+    if assignments is not None:
+        assignments = set(assignments)
+        unknown = sorted(assignments - {a for a, _ in course})
+        if unknown:
+            raise ValueError("--assignments names no course notebook: "
+                             + ", ".join(safe_text.terminal(u) for u in unknown))
+        course = {key: cells for key, cells in course.items() if key[0] in assignments}
+        for student in everyone:         # handed in but not assigned: not graded
+            student.notebooks = {k: p for k, p in student.notebooks.items() if k in course}
+    else:
+        handed_in = {key for s in everyone for key in s.notebooks}
+        course = {key: cells for key, cells in course.items() if key in handed_in}
+    students = [s for s in everyone if in_shard(s.student_id, shard)]
     stream = sys.stderr if stream is None else stream
     kept: list[dict] = []
     if only is not None:
@@ -488,7 +508,8 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         row = uploads.get(sort_key(record))
         if row is not None:
             record.update(submitted_at=row.get("submitted_at", ""),
-                          lms_late=row.get("lms_late", ""))
+                          lms_late=row.get("lms_late", ""),
+                          source=row.get("source", ""))   # the LMS's file name (feedback-package)
     write_outputs(records, out)
     journal.unlink(missing_ok=True)
     return records

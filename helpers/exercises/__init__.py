@@ -1,6 +1,6 @@
 """The course's graded exercises, one module each: what is asked, and how it is judged.
 
-Every graded exercise of notebooks 00-10 has a module ``helpers/exercises/<name>.py``
+Every graded exercise of notebooks 00-11 has a module ``helpers/exercises/<name>.py``
 that declares one :class:`Exercise`, ``EXERCISE``:
 
 * its **reference** (the right answer: a function of ``helpers.reference``, of a model
@@ -58,6 +58,8 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
     "09_sentence_encoder": ("gelu", "bert_layer", "mean_pool", "sentence_embeddings"),
     "10_modern_llm": ("rms_norm", "apply_rope", "swiglu", "grouped_query_attention",
                       "llama_block"),
+    "11_tokenizer": ("byte_symbols", "count_pairs", "merge_pair", "train_bpe", "encode_word",
+                     "decode", "pretokenize", "encode"),
 }
 
 #: What grading an assignment needs prepared first, by a trusted process, before any
@@ -65,6 +67,8 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
 #: caches the sandboxed runs then read, read-only).
 PREPARE: dict[str, tuple[str, ...]] = {
     "10_modern_llm": ("helpers.llama:prepare_cache",),
+    "11_tokenizer": ("helpers.llama:prepare_cache",    # its last demo runs SmolLM2
+                     "helpers.tokenizer:prepare_cache"),
 }
 
 RTOL = 1e-6

@@ -39,8 +39,9 @@ def _fmt_array(a, limit: int = 48, indent: int = 8) -> str:
         arr = np.asarray(a)
     except Exception:
         return repr(a)
-    if arr.dtype == object:
-        return repr(a)[:200]
+    if arr.dtype == object or arr.dtype.kind not in "biufc":     # text: tokens, pairs
+        text = repr(a)
+        return text if len(text) <= 200 else f"{text[:200]}... ({len(a)} items)"
     if arr.size <= limit:
         text = np.array2string(arr, precision=6, separator=", ", max_line_width=96,
                                suppress_small=False)
@@ -58,6 +59,9 @@ def _expected_got(expected, got) -> str:
 def _fmt_value(v, indent: int = 8) -> str:
     if isinstance(v, np.random.Generator):
         return "a numpy Generator (see the case's words for its seed)"
+    if isinstance(v, dict) and v and all(isinstance(x, (int, str)) for x in v.values()):
+        head = dict(list(v.items())[:6])                          # e.g. a vocabulary
+        return f"dict of {len(v)} entries: {head!r}" + (" ..." if len(v) > 6 else "")
     if isinstance(v, dict):
         parts = []
         for k, x in v.items():

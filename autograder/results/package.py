@@ -1,0 +1,110 @@
+"""The students' feedback as the zip an LMS takes back: ``python -m autograder
+feedback-package --lms canvas|moodle OUT --dest FILE.zip``.
+
+* ``moodle``: the zip of an assignment's "Upload multiple feedback files in a zip"
+  (feedback type "Feedback files"). Moodle reads each path part as
+  ``fullname_participantid_plugintype_pluginname[_...]`` (split on ``_``, at most 5 parts;
+  ``mod/assign/feedback/file/importziplib.php``, ``is_valid_filename_for_import``) and
+  keeps what follows as the file's path, so each student gets the folder
+  ``<Full Name>_<participant id>_assignfeedback_file_/`` with ``index.html`` and the
+  notebook pages (``<assignment>/<notebook>.html``), links between them intact. The
+  participant id is the student id ``collect`` took from a Moodle download; the name
+  (the roster's, with ``_`` and every character but letters, digits and spaces
+  removed) only helps a person reading the zip.
+* ``canvas``: the zip of the gradebook's "Upload submission comments" / SpeedGrader's
+  re-upload ("Re-Upload Submissions"). Canvas splits each file's base name on ``_`` and
+  takes the first two all-digit parts as the user id and the id of a file of that
+  user's submission (``app/models/assignment.rb``, ``infer_comment_context_from_filename``
+  and ``generate_comments_from_files``), the names its own download gives
+  (``<name>_<user id>_<attachment id>_<file>``, which ``collect`` records in
+  ``_submissions.csv``'s ``source`` and ``grade`` in each record). Each student gets
+  one file, ``<name>_<user id>_<attachment id>_feedback.html`` (the name: letters only,
+  so that no part of it reads as an id), holding the index and every notebook page:
+  Canvas attaches each file to a comment on its own, so links between files would not
+  work. A student whose Canvas file name is unknown (not collected from a Canvas
+  download) is left out and named.
+
+The pages are the feedback pages of ``OUT`` (:mod:`autograder.results.feedback`: every
+text escaped, no scripts), with the late penalty of ``--deadline/--late-policy/--homework``
+when given, else of the policy the last ``export`` stored in OUT. Make one package per
+LMS assignment (grade each homework into its own OUT).
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+from autograder.results import late
+from autograder.results.feedback import render, render_combined, render_index
+from autograder.results.records import read_records, sort_key
+
+LMS = ("canvas", "moodle")
+#: Canvas's download name: ``<name>[_LATE]_<user id>_<attachment id>_<file>``.
+CANVAS_FILE = re.compile(r"^(?P<name>[^_/]+?)(?:_late)?_(?P<uid>\d+)_(?P<att>\d+)_", re.I)
+
+
+def moodle_name(name: str) -> str:
+    """A full name as a Moodle folder's first part: letters, digits and single spaces."""
+    return " ".join(re.sub(r"[^\w ]|_", " ", name).split())[:60] or "Student"
+
+
+def canvas_name(name: str) -> str:
+    """A name as Canvas's first part: letters only (no ``_``, no digits)."""
+    return re.sub(r"[\W\d_]", "", name)[:40].lower() or "student"
+
+
+def _canvas_ids(student_id: str, records: list[dict]) -> tuple[str, str] | None:
+    """``(name part, attachment id)`` from a Canvas file name this student handed in."""
+    for record in sorted(records, key=sort_key):
+        source = Path(str(record.get("source") or "").split("!")[0]).name
+        m = CANVAS_FILE.match(source)
+        if m and m["uid"] == student_id:
+            return m["name"], m["att"]
+    return None
+
+
+def package(out: Path, lms: str, dest: Path, roster: dict[str, dict] | None = None,
+            stored: "late.Stored | None" = None) -> tuple[int, list[str]]:
+    """Write the zip; return ``(students packed, one line per student left out)``.
+    ``stored``: the late policy (default: the one export stored in ``out``)."""
+    if lms not in LMS:
+        raise ValueError(f"unknown LMS {lms!r}: choose one of {', '.join(LMS)}")
+    roster = roster or {}
+    records = read_records(out)
+    penalties = late.penalties_of(records, stored if stored is not None else late.load_policy(out))
+    by_student: dict[str, list[dict]] = {}
+    for record in records:
+        by_student.setdefault(record["student_id"], []).append(record)
+    skipped: list[str] = []
+    packed = 0
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+        for student_id, own in sorted(by_student.items()):
+            if not student_id.isdigit() or not student_id.isascii():
+                skipped.append(f"{student_id}: not a {lms.capitalize()} "
+                               f"{'participant' if lms == 'moodle' else 'user'} id")
+                continue
+            name = str(roster.get(student_id, {}).get("name") or "")
+            if lms == "moodle":
+                folder = f"{moodle_name(name)}_{student_id}_assignfeedback_file_"
+                zf.writestr(f"{folder}/index.html", render_index(student_id, own, penalties))
+                for record in sorted(own, key=sort_key):
+                    if record["status"] != "missing":
+                        zf.writestr(f"{folder}/{record['assignment']}/"
+                                    f"{Path(record['notebook']).stem}.html",
+                                    render(record, penalties.get(sort_key(record))))
+            else:
+                ids = _canvas_ids(student_id, own)
+                if ids is None:
+                    skipped.append(f"{student_id}: no Canvas file name recorded (collect the "
+                                   f"Canvas download, then grade)")
+                    continue
+                first, attachment = ids
+                zf.writestr(f"{canvas_name(name or first)}_{student_id}_{attachment}_feedback.html",
+                            render_combined(student_id, own, penalties))
+            packed += 1
+    tmp.replace(dest)
+    return packed, skipped

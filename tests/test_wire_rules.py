@@ -1,0 +1,320 @@
+"""A reply is hostile bytes (issue 23, item 1): ``wire.decode`` and the reply lines'
+parser hold an exact schema per wire type and check every size before anything is
+allocated (autograder/isolation/wire.py, executor.parse_lines). Fast: no sandbox."""
+
+from __future__ import annotations
+
+import io
+import json
+import resource
+import zipfile
+
+import numpy as np
+import pytest
+
+from autograder.isolation import executor, wire
+
+
+def _npy(descr: str, shape: tuple, data: bytes, fortran: bool = False) -> bytes:
+    """An .npy member with a header of our own (what a forged reply can write)."""
+    header = repr({"descr": descr, "fortran_order": fortran, "shape": shape}).encode()
+    header += b" " * (63 - (len(header) + 10) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + data
+
+
+def _forged(structure, members: dict[str, bytes] | None = None, *, raw_structure=None,
+            compression=zipfile.ZIP_STORED) -> bytes:
+    text = raw_structure if raw_structure is not None else json.dumps(structure).encode()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression) as zf:
+        zf.writestr("__structure__.npy", _npy("|u1", (len(text),), text))
+        for name, data in (members or {}).items():
+            zf.writestr(name + ".npy", data)
+    return buf.getvalue()
+
+
+def _refused(data: bytes, match: str = ""):
+    with pytest.raises(wire.DecodeError, match=match):
+        wire.decode(data)
+
+
+def _peak_kb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+# -- honest values still cross ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"])
+def test_every_bit_generator_round_trips(name):
+    rng = np.random.Generator(getattr(np.random, name)(7))
+    rng.random(3)
+    back = wire.decode(wire.encode(rng))
+    assert type(back.bit_generator).__name__ == name
+    assert back.random(5).tolist() == rng.random(5).tolist()
+
+
+def test_every_allowed_dtype_round_trips_and_others_are_cast():
+    values = [(np.arange(6) % 2).astype(t).reshape(2, 3) for t in
+              (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+               np.uint32, np.uint64, np.float16, np.float32, np.float64, np.complex64,
+               np.complex128)]
+    values += [np.arange(6.0).reshape(2, 3).T, np.array(3, dtype=">i4"), np.float32(2.5)]
+    back = wire.decode(wire.encode(values))
+    for a, b in zip(values, back):
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        np.testing.assert_array_equal(a, b)
+    assert back[-1] == np.float32(2.5) and isinstance(back[-1], np.float32)
+    assert back[0].flags.writeable
+    # long double is not on the wire: the child casts it
+    assert wire.decode(wire.encode(np.ones(2, np.longdouble))).dtype == np.float64
+
+
+def test_a_long_honest_list_and_deep_honest_nesting_cross():
+    assert wire.decode(wire.encode(list(range(200_000)))) == list(range(200_000))
+    nested: list = [1]
+    for _ in range(9):                     # 18 levels: encode keeps 20
+        nested = [{"k": nested}]
+    assert wire.decode(wire.encode(nested)) == nested
+
+
+# -- forged replies ----------------------------------------------------------------------
+
+
+def test_the_dtype_string_bomb_is_refused_before_any_allocation():
+    """The review's 300-byte reply: a generator state whose dtype text made NumPy
+    allocate 1.2 GB. The dtype text is compared, never parsed."""
+    before = _peak_kb()
+    for dtype in ("(15000,10000)f8", "uint32", "<u4", "O"):
+        state = {"bit_generator": "MT19937",
+                 "state": {"key": {"__list__": [1] * 624, "dtype": dtype}, "pos": 0}}
+        data = _forged({"__rng__": "MT19937", "state": state})
+        assert len(data) < 4000
+        if dtype == "uint32":
+            assert type(wire.decode(data).bit_generator).__name__ == "MT19937"
+        else:
+            _refused(data, "bad MT19937 state")
+    # the same text as an array's descr
+    _refused(_forged({"__nd__": "a0", "scalar": False},
+                     {"a0": _npy("(15000,10000)f8", (1,), b"\0" * 8)}), "cannot cross")
+    _refused(_forged({"__nd__": "a0", "scalar": False},
+                     {"a0": _npy("O", (1,), b"\0" * 8)}), "cannot cross")
+    assert _peak_kb() - before < 100_000               # not 1.2 GB: under 100 MB
+
+
+@pytest.mark.parametrize("name,state,why", [
+    ("PCG64", {"bit_generator": "PCG64", "state": {"state": 1, "inc": 1}, "has_uint32": 0},
+     "fields"),
+    ("PCG64", {"bit_generator": "PCG64", "state": {"state": 2**128, "inc": 1},
+               "has_uint32": 0, "uinteger": 0}, "state"),
+    ("PCG64", {"bit_generator": "PCG64", "state": {"state": "1", "inc": 1},
+               "has_uint32": 0, "uinteger": 0}, "state"),
+    ("PCG64", {"bit_generator": "SFC64", "state": {"state": 1, "inc": 1},
+               "has_uint32": 0, "uinteger": 0}, "PCG64 state"),
+    ("SFC64", {"bit_generator": "SFC64", "state": {"state": {"__list__": [1, 2, 3],
+               "dtype": "uint64"}}, "has_uint32": 0, "uinteger": 0}, "state"),
+    ("Philox", {"bit_generator": "Philox", "state": {"counter": {"__list__": [0] * 4,
+                "dtype": "uint64"}, "key": {"__list__": [-1, 0], "dtype": "uint64"}},
+                "buffer": {"__list__": [0] * 4, "dtype": "uint64"}, "buffer_pos": 4,
+                "has_uint32": 0, "uinteger": 0}, "key"),
+    ("MT19937", {"bit_generator": "MT19937", "state": {"key": {"__list__": [1] * 624,
+                 "dtype": "uint32"}, "pos": 625}}, "pos"),
+    ("MT19937", {"bit_generator": "MT19937", "state": {"key": {"__list__": [1] * 10**5,
+                 "dtype": "uint32"}, "pos": 0}}, "key"),
+    ("BitGenerator", {}, "unknown bit generator"),
+])
+def test_a_wrong_generator_state_is_refused(name, state, why):
+    _refused(_forged({"__rng__": name, "state": state}), why)
+
+
+def test_deep_nesting_is_refused_without_recursion():
+    deep = b'{"__seq__": "list", "items": [' * 200_000 + b"1" + b"]}" * 200_000
+    _refused(_forged(None, raw_structure=deep), "nested deeper")
+    line = '{"case": 0, "value": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    with pytest.raises(wire.DecodeError, match="nested deeper"):
+        wire.loads(line, max_chars=10**7)
+    assert executor.parse_lines(line + "\n" + '{"case": 1}') == [{"case": 1}]
+    # brackets inside strings are text, not nesting
+    assert wire.loads('{"stdout": "' + "[" * 500 + '"}', 10**6) == {"stdout": "[" * 500}
+    # values nested deeper than MAX_DEPTH within the bracket cap
+    value: dict = {"__repr__": "x"}
+    for _ in range(wire.MAX_DEPTH + 2):
+        value = {"__seq__": "list", "items": [value]}
+    _refused(_forged(value), "nested too deeply")
+
+
+def test_a_huge_item_count_is_refused():
+    cap = wire.item_cap(wire.MAX_VALUE_BYTES)
+    items = b"[" + b"0," * (cap + 10) + b"0]"
+    structure = b'{"__seq__": "list", "items": ' + items + b"}"
+    _refused(_forged(None, raw_structure=structure), "too many items")
+    pairs = b"[" + b'["k",0],' * (cap + 10) + b'["k",0]]'
+    _refused(_forged(None, raw_structure=b'{"__dict__": ' + pairs + b"}"), "too many items")
+    # one small array named a million times
+    refs = {"__seq__": "list", "items": [{"__nd__": "a0", "scalar": False}] * 1000}
+    _refused(_forged(refs, {"a0": _npy("<f8", (1000,), b"\0" * 8000)}), "bad array reference")
+    # many members
+    members = {f"a{k}": _npy("|u1", (0,), b"") for k in range(wire.MAX_ARRAYS + 5)}
+    _refused(_forged({"__repr__": "x"}, members), "arrays")
+
+
+@pytest.mark.parametrize("descr,shape,nbytes,why", [
+    ("<f8", (15000, 10000), 8, "does not match"),
+    ("<f8", (3,), 16, "does not match"),
+    ("<f8", (2**62, 2**62), 0, "does not match"),
+    ("<f8", (-1,), 8, "bad .npy header"),
+    ("<f8", (1,) * 40, 8, "bad .npy header"),
+    ("<f8", (True,), 8, "bad .npy header"),
+    ("<U4", (1,), 16, "cannot cross"),
+    ("|V8", (1,), 8, "cannot cross"),
+])
+def test_a_shape_that_does_not_match_its_bytes_is_refused(descr, shape, nbytes, why):
+    before = _peak_kb()
+    _refused(_forged({"__nd__": "a0", "scalar": False},
+                     {"a0": _npy(descr, shape, b"\0" * nbytes)}), why)
+    assert _peak_kb() - before < 100_000
+
+
+def test_members_and_tags_are_exact():
+    ok = {"a0": _npy("<f8", (1,), b"\0" * 8)}
+    assert wire.decode(_forged({"__nd__": "a0", "scalar": False}, ok)).tolist() == [0.0]
+    for structure, members, why in [
+        ({"__nd__": "a0", "scalar": False, "extra": 1}, ok, "bad structure"),
+        ({"__nd__": "a0"}, ok, "bad structure"),
+        ({"__nd__": "a0", "scalar": True}, ok, "scalar with a shape"),
+        ({"__nd__": "a1", "scalar": False}, ok, "bad array reference"),
+        ({"__repr__": "x"}, ok, "does not refer"),
+        ({"__nd__": "a0", "scalar": False}, {"a0": b"junk"}, "not an .npy"),
+        ({"__nd__": "a0", "scalar": False}, {"../a0": ok["a0"]}, "unknown or repeated"),
+        ({"__int__": "9" * 5000}, None, "bad integer"),
+        ({"__seq__": "tuple", "items": {"a": 1}}, None, "bad sequence"),
+        ({"__seq__": "deque", "items": []}, None, "bad sequence"),
+        ({"__dict__": [["k", 1, 2]]}, None, "bad structure"),
+        ({"__dict__": [[1, 1]]}, None, "bad structure"),
+        ({"__obj__": "shutil:rmtree", "state": []}, None, "cannot cross"),
+        ({"__file__": "0" * 32}, None, "bad structure"),
+        ([1, 2], None, "bad structure"),
+    ]:
+        _refused(_forged(structure, members), why)
+    _refused(_forged({"__nd__": "a0", "scalar": False}, ok,
+                     compression=zipfile.ZIP_DEFLATED), "compressed")
+
+
+def test_decode_runs_in_bounded_memory_on_a_big_forged_reply():
+    """A forged reply at the size cap decodes (or is refused) in memory of the order of
+    the cap, never more."""
+    before = _peak_kb()
+    big = list(range(wire.MAX_ITEMS - 10))
+    data = wire.encode(big)
+    assert len(data) < wire.MAX_VALUE_BYTES
+    assert len(wire.decode(data)) == len(big)
+    assert _peak_kb() - before < 400_000
+
+
+def test_parse_lines_caps_length_and_keeps_good_lines():
+    long = '{"case": 0, "value": "' + "A" * (executor.LINE_CAP + 10) + '"}'
+    good = '{"case": 2, "value": "x"}'
+    assert executor.parse_lines("\n".join([long, "not json", "[1]", good])) == [
+        {"case": 2, "value": "x"}]
+
+
+def _decode_under_address_limit(values: list[bytes], headroom_mb: int = 300) -> list[str]:
+    """Decode each of ``values`` in a forked child whose address space may grow by only
+    ``headroom_mb``: what each gave (``DecodeError: why``, ``MemoryError``, ``decoded``)."""
+    import os
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # pragma: no cover - runs in the child
+        try:
+            os.close(r)
+            with open("/proc/self/statm") as f:
+                size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            limit = size + headroom_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            got = []
+            for data in values:
+                try:
+                    wire.decode(data)
+                    got.append("decoded")
+                except wire.DecodeError as exc:
+                    got.append(f"DecodeError: {exc}")
+                except MemoryError:
+                    got.append("MemoryError")
+            os.write(w, json.dumps(got).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = os.read(r, 65536)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def test_decoding_the_bombs_needs_no_more_than_a_little_memory():
+    """Under an address-space limit of 300 MB more than the process holds, every bomb
+    is refused by a rule, before it asks for the memory it claims (the decoder of
+    issue 23 refused the first two only after NumPy ran out of memory)."""
+    mt = {"bit_generator": "MT19937",
+          "state": {"key": {"__list__": [0], "dtype": "(15000,10000)f8"}, "pos": 0}}
+    bombs = [
+        _forged({"__rng__": "MT19937", "state": mt}),
+        _forged({"__nd__": "a0", "scalar": False},
+                {"a0": _npy("<f8", (15000, 10000), b"\0" * 8)}),
+        _forged({"__seq__": "list", "items": [{"__nd__": "a0", "scalar": False}] * 50_000},
+                {"a0": _npy("<f8", (1000,), b"\0" * 8000)}),
+        _forged(None, raw_structure=b"[" * 200_000 + b"]" * 200_000),
+    ]
+    got = _decode_under_address_limit(bombs)
+    assert [g.split(":")[0] for g in got] == ["DecodeError"] * len(bombs), got
+    assert not [g for g in got if "MemoryError" in g], got
+    for g, why in zip(got, ["bad MT19937 state", "does not match", "bad array reference",
+                            "nested deeper"]):
+        assert why in g, got
+
+
+@pytest.mark.parametrize("text", [
+    '"' + '\\"' * 200_000,                  # an unterminated string of escaped quotes
+    '\\' * 400_000, '"' * 400_000, '"[\\"{' * 100_000, "[" * 400_000,
+])
+def test_the_nesting_pre_scan_is_linear(text):
+    """The scan that runs before json.loads must not backtrack: a pattern for strings
+    that handles escapes itself takes quadratic time on escaped quotes (20,000 of them
+    took 19 s; 200,000 would take half an hour)."""
+    import time
+
+    t0 = time.perf_counter()
+    wire.json_depth(text)
+    with pytest.raises(wire.DecodeError):
+        wire.loads(text, max_chars=10**7, max_depth=16)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_the_nesting_pre_scan_reads_strings_and_escapes():
+    assert wire.json_depth('{"a": "[[[\\"[[", "b": [[1]]}') == 3
+    assert wire.json_depth('["\\\\", [1]]') == 2
+    assert wire.json_depth('["\\\\\\"]", [1]]') == 2
+    assert wire.json_depth("1") == 0
+
+
+def test_reply_lines_are_capped_in_number_and_size_before_parsing():
+    many = '{"case": 0}\n' * (executor.MAX_LINES + 5)
+    lines, refused = executor.parse_reply(many)
+    assert len(lines) == executor.MAX_LINES and refused == [
+        f"more than {executor.MAX_LINES} lines"]
+    wide = "{" + ",".join(f'"k{i}": 0' for i in range(executor.LINE_ITEMS)) + "}\n"
+    lines, refused = executor.parse_reply(wide + '{"case": 1, "value": "x"}\n')
+    assert lines == [{"case": 1, "value": "x"}] and "too many items" in refused[0]
+    # a million empty lines cost no list of a million strings, and are not refused
+    assert executor.parse_reply("\n" * 1_000_000 + '{"done": true}\n') == ([{"done": True}], [])
+    # the last line, cut without its newline, is dropped without being refused
+    assert executor.parse_reply('{"case": 0}\n{"case": 1, "val') == ([{"case": 0}], [])
+
+
+def test_a_structure_of_many_small_objects_is_refused_before_parsing():
+    """Parsing would build a dict per object (over 200 bytes each): the separators are
+    counted first."""
+    cap = wire.item_cap(wire.MAX_VALUE_BYTES)
+    items = b",".join([b'{"__repr__": "x"}'] * (2 * cap + 10))
+    raw = b'{"__seq__": "list", "items": [' + items + b"]}"
+    _refused(_forged(None, raw_structure=raw), "separators")
