@@ -46,7 +46,7 @@ __all__ = [
     "cross_entropy_backward", "linear_backward", "relu_backward", "gelu", "gelu_backward",
     "layer_norm_backward", "attention_backward", "embed_backward",
     "multi_head_attention_backward", "feed_forward_backward",
-    "transformer_block_backward", "loss_and_grads",
+    "transformer_block_backward", "loss_and_grads", "language_model_loss",
     "adamw_update", "adamw_step", "adamw_init", "decays", "lr_schedule",
     "clip_by_global_norm", "global_norm",
     "init_params", "flatten", "unflatten", "tree_map", "get_batch", "BLOCK_KEYS",
@@ -341,6 +341,27 @@ def loss_and_grads(params, token_ids, targets, n_heads: int):
         reference._check_params(p, ("ln_f_gamma", "ln_f_beta"), "params")
     with _in_float64_range("the model's loss and gradients"):
         return _loss_and_grads(p, ids, tg, n_heads, final_ln)
+
+
+def language_model_loss(params, token_ids, targets, n_heads: int) -> float:
+    """The mean cross-entropy of :func:`loss_and_grads` without the gradients (a forward
+    pass only, in the dtype of ``params["E"]``): for evaluating on held-out text."""
+    dtype = np.asarray(params["E"]).dtype
+    dtype = dtype if dtype in (np.float32, np.float64) else np.float64
+    p = tree_map(lambda a: np.asarray(a, dtype=dtype), params)
+    ids, tg = np.asarray(token_ids), np.asarray(targets)
+    with _in_float64_range("the model's loss"):
+        x = p["E"][ids] + p["P"][: ids.shape[-1]]                # [..., N, d]
+        for block in p["blocks"]:
+            x, _ = _block_forward(x, block, n_heads)
+        if "ln_f_gamma" in p:
+            x, _ = _ln_forward(x, p["ln_f_gamma"], p["ln_f_beta"])
+        flat = _rows(x @ p["E"].T)                               # [M, V]
+        m = flat.max(axis=-1)                                    # [M]
+        t = tg.reshape(-1)
+        nll = (np.log(np.exp(flat - m[:, None]).sum(axis=-1))   # [M]
+               - (flat[np.arange(len(t)), t] - m))
+    return float(np.mean(nll, dtype=np.float64))
 
 
 # ---------------------------------------------------------------------------------------
