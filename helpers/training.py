@@ -35,6 +35,7 @@ for fast training, float64 for checking).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -46,10 +47,12 @@ __all__ = [
     "cross_entropy_backward", "linear_backward", "relu_backward", "gelu", "gelu_backward",
     "layer_norm_backward", "attention_backward", "embed_backward",
     "multi_head_attention_backward", "feed_forward_backward",
-    "transformer_block_backward", "loss_and_grads", "language_model_loss",
+    "transformer_block_backward", "transformer_block_with_cache", "loss_and_grads",
+    "language_model_loss", "sample",
     "adamw_update", "adamw_step", "adamw_init", "decays", "lr_schedule",
     "clip_by_global_norm", "global_norm",
     "init_params", "flatten", "unflatten", "tree_map", "get_batch", "BLOCK_KEYS",
+    "PLAY_PATH", "load_play",
 ]
 
 BLOCK_KEYS = tuple(reference.BLOCK_PARAM_SHAPES)
@@ -288,6 +291,41 @@ def multi_head_attention_backward(X, W_Q, W_K, W_V, W_O, n_heads: int, d_out,
         return _mha_back(cache, *Ws, dy)
 
 
+def _check_block(x, p, n_heads) -> None:
+    """The shapes of a block's input and parameters (``BLOCK_PARAM_SHAPES``), without
+    running the forward pass of notebook 07."""
+    d = x.shape[-1]
+    reference._check_heads(n_heads, d)
+    sizes = {"d": d, "d_ff": np.shape(p["W1"])[-1]}
+    for k, shape in reference.BLOCK_PARAM_SHAPES.items():
+        want = tuple(sizes[s] for s in shape)
+        if np.shape(p[k]) != want:
+            raise ValueError(f"params[{k!r}] has shape {np.shape(p[k])}, expected {want} "
+                             f"for x of width d={d}")
+
+
+def transformer_block_with_cache(x, params, n_heads: int, causal: bool = True):
+    """The forward pass of :func:`helpers.reference.transformer_block` (not an exercise),
+    keeping what its backward needs: ``(h, cache)`` with ``cache`` a dict of
+
+    ``t1`` (LN1's output ``[..., N, d]``), ``Q, K, V`` (split into heads,
+    ``[..., n_heads, N, d_h]``), ``mask`` (``[N, N]`` bool or None), ``heads``
+    (the attention's output merged back, ``[..., N, d]``), ``t3``, ``t4``, ``z``
+    (``t4 W1 + b1``, the ReLU's input, ``[..., N, d_ff]``) and ``a`` (``ReLU(z)``).
+    """
+    reference._check_params(params, BLOCK_KEYS, "params")
+    x = _array(x, "x", min_ndim=2)
+    p = {k: _array(params[k], k) for k in BLOCK_KEYS}
+    _check_block(x, p, n_heads)
+    with _in_float64_range("the block"):
+        h, (ln1, mha, ln2, t3, t4, z, a) = _block_forward(x, p, n_heads, causal)
+    _, Qh, Kh, Vh, _, merged = mha
+    N = x.shape[-2]
+    return h, {"t1": mha[0], "Q": Qh, "K": Kh, "V": Vh,
+               "mask": reference.causal_mask(N) if causal else None, "heads": merged,
+               "t3": t3, "t4": t4, "z": z, "a": a}
+
+
 def transformer_block_backward(x, params, n_heads: int, d_out, causal: bool = True):
     """Gradients of :func:`helpers.reference.transformer_block` (pre-norm):
 
@@ -362,6 +400,30 @@ def language_model_loss(params, token_ids, targets, n_heads: int) -> float:
         nll = (np.log(np.exp(flat - m[:, None]).sum(axis=-1))   # [M]
                - (flat[np.arange(len(t)), t] - m))
     return float(np.mean(nll, dtype=np.float64))
+
+
+def sample(params, n_heads: int, prompt_ids, n_new: int, temperature: float = 1.0,
+           rng=None) -> np.ndarray:
+    """Extend ``prompt_ids`` by ``n_new`` ids drawn from ``softmax(logits / temperature)``
+    (greedy at temperature 0), the context cropped to ``n_ctx``: notebook 12's way to
+    see what a model has learned. Returns the prompt and the new ids."""
+    rng = rng if rng is not None else np.random.default_rng()
+    p = tree_map(lambda a: np.asarray(a, dtype=np.float64), params)
+    ids = [int(i) for i in np.asarray(prompt_ids).reshape(-1)]
+    n_ctx = p["P"].shape[0]
+    for _ in range(n_new):
+        x = p["E"][ids[-n_ctx:]] + p["P"][: len(ids[-n_ctx:])]   # [N, d]
+        for block in p["blocks"]:
+            x, _ = _block_forward(x, block, n_heads)
+        if "ln_f_gamma" in p:
+            x, _ = _ln_forward(x, p["ln_f_gamma"], p["ln_f_beta"])
+        z = x[-1] @ p["E"].T                                     # [V]
+        if temperature == 0:
+            ids.append(int(np.argmax(z)))
+            continue
+        pr = np.exp((z - z.max()) / temperature)
+        ids.append(int(rng.choice(len(z), p=pr / pr.sum())))
+    return np.array(ids, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------
@@ -520,6 +582,31 @@ def init_params(vocab_size: int, d_model: int, n_layers: int, d_ff: int, n_ctx: 
             "ln_f_beta": np.zeros(d_model, dtype)}
 
 
+#: Romeo and Juliet (Project Gutenberg, public domain; see helpers/data/README.md), the
+#: text notebook 12 trains on (written by tools/make_shakespeare_sample.py).
+PLAY_PATH = Path(__file__).resolve().parent / "data" / "romeo_and_juliet.txt"
+
+
+def load_play(val_fraction: float = 0.1):
+    """``(train_ids, val_ids, encode, decode)`` for the play, one id per character; the
+    last ``val_fraction`` of the text (from a blank line) is held out."""
+    text = PLAY_PATH.read_text(encoding="utf-8")
+    vocab = "".join(sorted(set(text)))
+    index = {c: i for i, c in enumerate(vocab)}
+
+    def encode(s: str) -> np.ndarray:
+        missing = sorted(set(s) - set(index))
+        if missing:
+            raise ValueError(f"characters not in the play's vocabulary: {missing}")
+        return np.array([index[c] for c in s], dtype=np.int64)
+
+    def decode(ids) -> str:
+        return "".join(vocab[int(i)] for i in np.asarray(ids).reshape(-1))
+
+    cut = text.index("\n\n", int(len(text) * (1 - val_fraction))) + 2
+    return encode(text[:cut]), encode(text[cut:]), encode, decode
+
+
 def get_batch(data, n_ctx: int, batch_size: int, rng: np.random.Generator):
     """Random windows of ``data`` (1-D ids): inputs ``[B, n_ctx]`` and their next-token
     targets ``[B, n_ctx]`` (the same windows shifted by one)."""
@@ -633,11 +720,11 @@ def _block_forward(x, p, n_heads, causal=True):
     z = t4 @ p["W1"] + p["b1"]                                   # [..., N, d_ff]
     a = np.maximum(z, 0)                                         # ReLU
     h = a @ p["W2"] + p["b2"] + t3                               # t5 + t3, residual
-    return h, (ln1, mha, ln2, t4, z, a)
+    return h, (ln1, mha, ln2, t3, t4, z, a)
 
 
 def _block_back(cache, p, dh):
-    ln1, mha, ln2, t4, z, a = cache
+    ln1, mha, ln2, _, t4, z, a = cache
     g = {}
     da, g["W2"], g["b2"] = _linear_back(a, p["W2"], dh)          # dt5 = dh
     dz = da * (z > 0)                                            # ReLU
