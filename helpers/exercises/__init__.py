@@ -1,6 +1,6 @@
 """The course's graded exercises, one module each: what is asked, and how it is judged.
 
-Every graded exercise of notebooks 00-11 has a module ``helpers/exercises/<name>.py``
+Every graded exercise of notebooks 00-12 has a module ``helpers/exercises/<name>.py``
 that declares one :class:`Exercise`, ``EXERCISE``:
 
 * its **reference** (the right answer: a function of ``helpers.reference``, of a model
@@ -62,6 +62,10 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
                       "llama_block"),
     "11_tokenizer": ("byte_symbols", "count_pairs", "merge_pair", "train_bpe", "encode_word",
                      "decode", "pretokenize", "encode"),
+    "12_training": ("numerical_gradient", "cross_entropy_backward", "linear_backward",
+                    "gelu_backward", "layer_norm_backward", "attention_backward",
+                    "embed_backward", "transformer_block_backward", "loss_and_grads",
+                    "adamw_update", "lr_schedule", "clip_by_global_norm"),
 }
 
 #: What grading an assignment needs prepared first, by a trusted process, before any

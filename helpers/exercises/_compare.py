@@ -193,3 +193,44 @@ def _mask_problem(expected, got) -> str | None:
     return (f"the mask has wrong entries; first at [i, j] = {list(idx)}: expected "
             f"{bool(exp[idx])}, got {_fmt_array(np.asarray(got)[idx])}"
             f"{_expected_got(exp, np.asarray(got))}")
+
+
+def nested_problem(ex: Exercise | None, expected, got, what: str = "the output",
+                   parts: tuple[str, ...] = ()) -> str | None:
+    """Compare an output made of arrays, tuples and dicts of arrays (a gradient for
+    every parameter): the first part that is wrong, named (``grads['W_Q']``)."""
+    if isinstance(expected, tuple):
+        names = parts or tuple(f"item {i}" for i in range(len(expected)))
+        if isinstance(got, np.ndarray) or not isinstance(got, (tuple, list)):
+            return (f"expected a tuple ({', '.join(names)}), got "
+                    f"{'None: is a `return` missing?' if got is None else type(got).__name__}")
+        if len(got) != len(expected):
+            return f"expected a tuple of {len(expected)} ({', '.join(names)}), got {len(got)} items"
+        for name, e, g in zip(names, expected, got):
+            p = nested_problem(ex, e, g, name)
+            if p:
+                return p
+        return None
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return f"{what} should be a dict with keys {', '.join(expected)}, got {type(got).__name__}"
+        missing = [k for k in expected if k not in got]
+        extra = [k for k in got if k not in expected]
+        if missing or extra:
+            return (f"{what} should have the keys {', '.join(expected)}"
+                    + (f"; missing {', '.join(map(str, missing))}" if missing else "")
+                    + (f"; unexpected {', '.join(map(str, extra))}" if extra else ""))
+        for k in expected:
+            p = nested_problem(ex, expected[k], got[k], f"{what}[{k!r}]")
+            if p:
+                return p
+        return None
+    if isinstance(expected, list) and expected and isinstance(expected[0], dict):
+        if not isinstance(got, (list, tuple)) or len(got) != len(expected):
+            return f"{what} should be a list of {len(expected)} dicts, one per block"
+        for i, (e, g) in enumerate(zip(expected, got)):
+            p = nested_problem(ex, e, g, f"{what}[{i}]")
+            if p:
+                return p
+        return None
+    return _array_problem(ex, expected, got, what)

@@ -1,0 +1,104 @@
+"""``adamw_update`` (notebook 12_training): one AdamW step for one array."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import training
+from helpers.exercises import Exercise, case
+from helpers.exercises._compare import nested_problem
+
+PARTS = ("theta", "m", "v")
+
+
+def _compare(case, expected, got):
+    return nested_problem(EXERCISE, expected, got, parts=PARTS)
+
+
+EXERCISE = Exercise(
+    "adamw_update", training.adamw_update, compare=_compare,
+    refuse=("helpers.training:adamw_step",),
+    difficulty=2, importance=3, minutes=15,
+    hints=(
+        r"""Two running averages: $m$ of the gradients, $v$ of their squares. Both start at
+0, so early on they are too small by the factors $1 - \beta_1^t$ and $1 - \beta_2^t$:
+divide by them (bias correction). The step is
+$\mathrm{lr}\cdot\hat m/(\sqrt{\hat v} + \varepsilon)$, and the weight decay shrinks
+$\theta$ by $\mathrm{lr}\cdot\lambda\,\theta$ directly, apart from the gradient.""",
+        r"""```python
+theta, g, m, v = (np.asarray(a, dtype=float) for a in (theta, grad, m, v))
+m = beta1 * m + (1 - beta1) * g
+v = ___
+m_hat = ___
+v_hat = ___
+theta = theta - lr * weight_decay * theta - ___
+return theta, m, v
+```""",
+    ),
+)
+
+
+@EXERCISE.cases
+def cases():
+    r = np.random.default_rng(1209)
+    z = np.zeros(4)
+    return [
+        case("first_step", "t = 1, m = v = 0, weight decay 0.1: the step is about lr * sign(g)",
+             (np.array([1.0, -2.0, 0.5, 3.0]), np.array([0.3, -4.0, 0.01, 0.0]), z, z, 1, 0.1),
+             {"weight_decay": 0.1}),
+        case("later_step", "t = 5 with running averages, betas (0.8, 0.9), eps 1e-3",
+             (r.normal(size=(2, 3)), r.normal(size=(2, 3)), 0.1 * r.normal(size=(2, 3)),
+              0.1 * r.random(size=(2, 3)), 5, 0.01),
+             {"beta1": 0.8, "beta2": 0.9, "eps": 1e-3}),
+        case("no_decay", "t = 2, no weight decay", (r.normal(size=3), r.normal(size=3),
+             0.1 * r.normal(size=3), 0.1 * r.random(size=3), 2, 0.001)),
+        case("big_t", "t = 1000 (bias correction close to 1), decay 0.01",
+             (r.normal(size=4), r.normal(size=4), 0.1 * r.normal(size=4),
+              0.01 * r.random(size=4), 1000, 0.003), {"weight_decay": 0.01}, hidden=True),
+        case("matrix", "a [3, 3] matrix at t = 3, all settings given",
+             (r.normal(size=(3, 3)), r.normal(size=(3, 3)), 0.1 * r.normal(size=(3, 3)),
+              0.1 * r.random(size=(3, 3)), 3, 0.02),
+             {"beta1": 0.85, "beta2": 0.95, "eps": 1e-6, "weight_decay": 0.05}, hidden=True),
+    ]
+
+
+def _variant(theta, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
+             correct=True, decay="decoupled", eps_inside=False):
+    theta, g, m, v = (np.asarray(a, dtype=float) for a in (theta, grad, m, v))
+    if decay == "l2":
+        g = g + weight_decay * theta
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    m_hat = m / (1 - beta1 ** t) if correct else m
+    v_hat = v / (1 - beta2 ** t) if correct else v
+    denom = np.sqrt(v_hat + eps) if eps_inside else np.sqrt(v_hat) + eps
+    step = lr * m_hat / denom
+    if decay == "decoupled":
+        theta = theta - lr * weight_decay * theta
+    elif decay == "no_lr":
+        theta = theta - weight_decay * theta
+    return theta - step, m, v
+
+
+@EXERCISE.mistake("no_bias_correction", "Adam without bias correction: divide m by "
+                  "(1 - beta1^t) and v by (1 - beta2^t)")
+def _no_bc(theta, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    return _variant(theta, grad, m, v, t, lr, beta1, beta2, eps, weight_decay, correct=False)
+
+
+@EXERCISE.mistake("l2_not_decoupled", "the weight decay was added to the gradient (L2, which "
+                  "Adam then rescales); AdamW shrinks theta directly: theta -= lr * wd * theta")
+def _l2(theta, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    return _variant(theta, grad, m, v, t, lr, beta1, beta2, eps, weight_decay, decay="l2")
+
+
+@EXERCISE.mistake("decay_without_lr", "the decay is lr * weight_decay * theta; the lr factor "
+                  "is missing")
+def _no_lr(theta, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    return _variant(theta, grad, m, v, t, lr, beta1, beta2, eps, weight_decay, decay="no_lr")
+
+
+@EXERCISE.mistake("eps_inside_sqrt", "eps went inside the square root; Adam divides by "
+                  "sqrt(v_hat) + eps")
+def _eps_in(theta, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    return _variant(theta, grad, m, v, t, lr, beta1, beta2, eps, weight_decay, eps_inside=True)

@@ -1,0 +1,102 @@
+"""``attention_backward`` (notebook 12_training): the gradients of (masked) attention."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import training
+from helpers.exercises import Exercise, case
+from helpers.exercises._compare import nested_problem
+
+PARTS = ("dQ", "dK", "dV")
+
+
+def _compare(case, expected, got):
+    return nested_problem(EXERCISE, expected, got, parts=PARTS)
+
+
+EXERCISE = Exercise(
+    "attention_backward", training.attention_backward, compare=_compare,
+    refuse=("helpers.training:_attention_back",),
+    difficulty=3, importance=3, minutes=20,
+    hints=(
+        r"""Forward: $S = QK^T/\sqrt{d_k}$ (masked pairs set to $-\infty$), $P =
+\mathrm{softmax}(S)$ row by row, $O = PV$. Backward, in reverse: $dV = P^T dO$,
+$dP = dO\,V^T$; softmax's Jacobian-vector product, row by row, $dS = P \odot (dP -
+\sum_j P_j\,dP_j)$; then $dQ = dS\,K/\sqrt{d_k}$ and $dK = dS^T Q/\sqrt{d_k}$. Recompute
+$P$ with the same mask as the forward pass.""",
+        r"""`np.swapaxes(A, -1, -2)` transposes the last two axes (batches and heads come first).
+
+```python
+Q, K, V, dO = (np.asarray(a, dtype=float) for a in (Q, K, V, d_out))
+S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+if mask is not None:
+    S = np.where(mask, S, -np.inf)
+P = ___                                                # softmax over the last axis
+dV = ___
+dP = ___
+dS = P * (dP - ___)
+return ___, ___, dV
+```""",
+    ),
+)
+
+
+@EXERCISE.cases
+def cases():
+    r = np.random.default_rng(1206)
+    causal = np.tril(np.ones((4, 4), dtype=bool))
+    return [
+        case("causal", "4 positions, causal mask, d_k = 3, d_v = 2",
+             (r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2)), causal,
+              r.normal(size=(4, 2)))),
+        case("no_mask", "mask None, 3 queries and 5 keys",
+             (r.normal(size=(3, 4)), r.normal(size=(5, 4)), r.normal(size=(5, 2)), None,
+              r.normal(size=(3, 2)))),
+        case("heads", "two heads [2, 4, 2], causal",
+             (r.normal(size=(2, 4, 2)), r.normal(size=(2, 4, 2)), r.normal(size=(2, 4, 3)),
+              causal, r.normal(size=(2, 4, 3)))),
+        case("batch_heads", "[2, 2, 3, 4], causal", tuple(r.normal(size=(2, 2, 3, s)) for s in
+             (4, 4, 4)) + (np.tril(np.ones((3, 3), dtype=bool)), r.normal(size=(2, 2, 3, 4))),
+             hidden=True),
+        case("sharp", "large scores (a peaked softmax)",
+             (5 * r.normal(size=(3, 2)), 5 * r.normal(size=(3, 2)), r.normal(size=(3, 2)),
+              np.tril(np.ones((3, 3), dtype=bool)), r.normal(size=(3, 2))), hidden=True),
+    ]
+
+
+def _variant(Q, K, V, mask, d_out, use_mask=True, rowsum=True, scale=True, dK_T=True):
+    Q, K, V, dO = (np.asarray(a, dtype=float) for a in (Q, K, V, d_out))
+    c = 1 / np.sqrt(Q.shape[-1]) if scale else 1.0
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None and use_mask:
+        S = np.where(mask, S, -np.inf)
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    P = e / e.sum(axis=-1, keepdims=True)
+    dV = np.swapaxes(P, -1, -2) @ dO
+    dP = dO @ np.swapaxes(V, -1, -2)
+    dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True)) if rowsum else P * dP
+    dK = (np.swapaxes(dS, -1, -2) @ Q if dK_T else dS @ Q) * c
+    return dS @ K * c, dK, dV
+
+
+@EXERCISE.mistake("mask_ignored", "the mask was not applied in the backward pass: recompute P "
+                  "with the same mask as the forward pass")
+def _no_mask(Q, K, V, mask, d_out):
+    return _variant(Q, K, V, mask, d_out, use_mask=False)
+
+
+@EXERCISE.mistake("softmax_no_rowsum", "softmax's gradient without its second term: "
+                  "dS = P * (dP - sum_j P_j dP_j), not P * dP")
+def _no_rowsum(Q, K, V, mask, d_out):
+    return _variant(Q, K, V, mask, d_out, rowsum=False)
+
+
+@EXERCISE.mistake("no_scale", "dQ and dK are missing the 1/sqrt(d_k) of the scores")
+def _no_scale(Q, K, V, mask, d_out):
+    return _variant(Q, K, V, mask, d_out, scale=False)
+
+
+@EXERCISE.mistake("dK_not_transposed", "dK = dS^T Q / sqrt(d_k): the transpose of dS is missing")
+def _dk(Q, K, V, mask, d_out):
+    return _variant(Q, K, V, mask, d_out, dK_T=False)

@@ -1,0 +1,76 @@
+"""``gelu_backward`` (notebook 12_training): the gradient of the exact GELU."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from helpers import training
+from helpers.exercises import Exercise, case
+
+EXERCISE = Exercise(
+    "gelu_backward", training.gelu_backward,
+    difficulty=2, importance=1, minutes=10,
+    hints=(
+        r"""$\mathrm{GELU}(z) = z\,\Phi(z)$ is a product: its derivative is
+$\Phi(z) + z\,\varphi(z)$, with $\varphi(z) = e^{-z^2/2}/\sqrt{2\pi}$ the normal density
+(the derivative of $\Phi$). Then the chain rule multiplies by `d_out`, entry by entry.""",
+        r"""`erf` (from `helpers.bert`) works on arrays.
+
+```python
+z = np.asarray(z, dtype=float)
+Phi = 0.5 * (1 + erf(z / np.sqrt(2)))
+phi = ___                                   # exp(-z^2 / 2) / sqrt(2 pi)
+return ___
+```""",
+    ),
+)
+
+
+@EXERCISE.cases
+def cases():
+    r = np.random.default_rng(1204)
+    return [
+        case("vector", "z from -3 to 3, d_out = 1", (np.linspace(-3, 3, 7), np.ones(7))),
+        case("matrix", "a [3, 4] matrix and a random d_out",
+             (r.normal(size=(3, 4)) * 2, r.normal(size=(3, 4)))),
+        case("far_out", "z = -40, -8, 8, 40: the density underflows to 0, the gradient is 0 or d_out",
+             (np.array([-40.0, -8.0, 8.0, 40.0]), np.array([1.0, 2.0, 3.0, 4.0]))),
+        case("batch", "a batch [2, 3, 5]", (r.normal(size=(2, 3, 5)), r.normal(size=(2, 3, 5))),
+             hidden=True),
+        case("near_zero", "z near 0", (1e-3 * r.normal(size=6), r.normal(size=6)), hidden=True),
+    ]
+
+
+def _parts(z):
+    from helpers.bert.model import erf
+
+    z = np.asarray(z, dtype=float)
+    Phi = 0.5 * (1 + erf(z / math.sqrt(2)))
+    with np.errstate(all="ignore"):
+        phi = np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    return z, Phi, phi
+
+
+@EXERCISE.mistake("Phi_only", "the z * phi(z) term is missing: GELU = z Phi(z) is a product, "
+                  "its derivative is Phi(z) + z phi(z)")
+def _phi_only(z, d_out):
+    z, Phi, phi = _parts(z)
+    return np.asarray(d_out) * Phi
+
+
+@EXERCISE.mistake("no_chain_rule", "d_out was not multiplied in: return d_out * GELU'(z)")
+def _no_chain(z, d_out):
+    z, Phi, phi = _parts(z)
+    return Phi + z * phi
+
+
+@EXERCISE.mistake("tanh_approximation", "the derivative of the tanh approximation of GELU; "
+                  "this course's GELU is the exact one, with erf")
+def _tanh(z, d_out):
+    z = np.asarray(z, dtype=float)
+    c = math.sqrt(2 / math.pi)
+    u = c * (z + 0.044715 * z ** 3)
+    t = np.tanh(u)
+    return np.asarray(d_out) * (0.5 * (1 + t) + 0.5 * z * (1 - t * t) * c * (1 + 3 * 0.044715 * z * z))

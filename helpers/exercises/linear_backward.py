@@ -1,0 +1,90 @@
+"""``linear_backward`` (notebook 12_training): the gradients of y = x W + b."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import training
+from helpers.exercises import Exercise, case
+from helpers.exercises._compare import nested_problem
+
+PARTS = ("dx", "dW", "db")
+
+
+def _compare(case, expected, got):
+    return nested_problem(EXERCISE, expected, got, parts=PARTS)
+
+
+EXERCISE = Exercise(
+    "linear_backward", training.linear_backward, compare=_compare,
+    refuse=("helpers.training:_linear_back",),
+    difficulty=2, importance=3, minutes=10,
+    hints=(
+        r"""Each gradient has the shape of what it is the gradient of: `dx` like `x`, `dW`
+like `W`, `db` like `b`. $y_{ij} = \sum_k x_{ik} W_{kj} + b_j$, so $x_{ik}$ reaches every
+$y_{ij}$ through $W_{kj}$ ($dx = dy\,W^T$), $W_{kj}$ reaches $y_{ij}$ through $x_{ik}$ for
+every row $i$ ($dW = x^T dy$, summed over the rows), and $b_j$ is added to every row.""",
+        r"""With leading batch dimensions, flatten them to rows first: every row used the same
+`W` and `b`, so their gradients sum over all rows.
+
+```python
+x, W, dy = (np.asarray(a, dtype=float) for a in (x, W, d_out))
+x_rows = x.reshape(-1, x.shape[-1])                     # [rows, d_in]
+dy_rows = dy.reshape(-1, dy.shape[-1])                  # [rows, d_out]
+dx = ___                                                # [..., d_in]
+dW = ___                                                # [d_in, d_out]
+db = ___                                                # [d_out]
+return dx, dW, db
+```""",
+    ),
+)
+
+
+@EXERCISE.cases
+def cases():
+    r = np.random.default_rng(1203)
+    return [
+        case("square", "x [3, 3], W [3, 3] (square: a transpose does not show in the shapes)",
+             (r.normal(size=(3, 3)), r.normal(size=(3, 3)), r.normal(size=(3, 3)))),
+        case("tall", "x [4, 2], W [2, 3]",
+             (r.normal(size=(4, 2)), r.normal(size=(2, 3)), r.normal(size=(4, 3)))),
+        case("batch", "a batch: x [2, 3, 4], W [4, 2]: dW and db sum over all 6 rows",
+             (r.normal(size=(2, 3, 4)), r.normal(size=(4, 2)), r.normal(size=(2, 3, 2)))),
+        case("one_row", "a single row", (r.normal(size=(1, 5)), r.normal(size=(5, 5)),
+                                         r.normal(size=(1, 5))), hidden=True),
+        case("batch_square", "a batch [3, 2, 3], W [3, 3]",
+             (r.normal(size=(3, 2, 3)), r.normal(size=(3, 3)), r.normal(size=(3, 2, 3))),
+             hidden=True),
+    ]
+
+
+def _rows(a):
+    a = np.asarray(a, dtype=float)
+    return a.reshape(-1, a.shape[-1])
+
+
+@EXERCISE.mistake("W_not_transposed", "dx used W instead of its transpose: dx = d_out W^T")
+def _w_not_t(x, W, d_out):
+    W, dy = np.asarray(W, dtype=float), np.asarray(d_out, dtype=float)
+    return dy @ W, _rows(x).T @ _rows(dy), _rows(dy).sum(axis=0)
+
+
+@EXERCISE.mistake("dW_transposed", "dW came out transposed (d_out^T x): dW = x^T d_out has "
+                  "W's shape [d_in, d_out]")
+def _dw_t(x, W, d_out):
+    W, dy = np.asarray(W, dtype=float), np.asarray(d_out, dtype=float)
+    return dy @ W.T, _rows(dy).T @ _rows(x), _rows(dy).sum(axis=0)
+
+
+@EXERCISE.mistake("db_mean", "db is the mean of d_out over the rows; b is added to every row, "
+                  "so its gradient is the sum")
+def _db_mean(x, W, d_out):
+    W, dy = np.asarray(W, dtype=float), np.asarray(d_out, dtype=float)
+    return dy @ W.T, _rows(x).T @ _rows(dy), _rows(dy).mean(axis=0)
+
+
+@EXERCISE.mistake("db_not_summed", "db is d_out itself; sum it over the rows (axis 0, and over "
+                  "any batch dimension)")
+def _db_raw(x, W, d_out):
+    W, dy = np.asarray(W, dtype=float), np.asarray(d_out, dtype=float)
+    return dy @ W.T, _rows(x).T @ _rows(dy), dy

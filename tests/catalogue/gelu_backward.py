@@ -1,0 +1,41 @@
+"""Answers to ``gelu_backward(z, d_out)`` (notebook 12)."""
+
+WRONG = {
+    "Phi_only": ("""def gelu_backward(z, d_out):
+    z = np.asarray(z, dtype=float)
+    return np.asarray(d_out) * 0.5 * (1 + erf(z / np.sqrt(2)))
+""", "z * phi(z) term is missing"),
+    "tanh_approximation": ("""def gelu_backward(z, d_out):
+    z = np.asarray(z, dtype=float)
+    c = np.sqrt(2 / np.pi)
+    t = np.tanh(c * (z + 0.044715 * z ** 3))
+    return np.asarray(d_out) * (0.5 * (1 + t) + 0.5 * z * (1 - t ** 2) * c * (1 + 3 * 0.044715 * z ** 2))
+""", "tanh approximation"),
+    "no_chain_rule": ("""def gelu_backward(z, d_out):
+    z = np.asarray(z, dtype=float)
+    return 0.5 * (1 + erf(z / np.sqrt(2))) + z * np.exp(-z * z / 2) / np.sqrt(2 * np.pi)
+""", "d_out was not multiplied in"),
+}
+
+CORRECT = {
+    "math_erf": """import math
+
+def gelu_backward(z, d_out):
+    z = np.asarray(z, dtype=float)
+    out = np.empty_like(z)
+    for i, v in np.ndenumerate(z):
+        out[i] = 0.5 * (1 + math.erf(v / math.sqrt(2))) + v * math.exp(-v * v / 2) / math.sqrt(2 * math.pi)
+    return out * np.asarray(d_out)
+""",
+    "product_rule": """def gelu_backward(z, d_out):
+    z = np.asarray(z, dtype=float)
+    cdf = (1.0 + erf(z * 2 ** -0.5)) / 2.0
+    pdf = np.exp(-(z ** 2) / 2.0) * (2 * np.pi) ** -0.5
+    return d_out * cdf + d_out * z * pdf
+""",
+}
+
+# The names the notebook imports in its first cell, so that each answer also runs alone.
+_IMPORTS = "from helpers.bert import erf\n"
+WRONG = {k: (_IMPORTS + src, words) for k, (src, words) in WRONG.items()}
+CORRECT = {k: _IMPORTS + src for k, src in CORRECT.items()}
