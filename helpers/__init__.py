@@ -63,7 +63,7 @@ LEARNER_API = CONTRACT_FUNCTIONS + (
     "BLOCK_PARAM_SHAPES",
     # modules
     "checks", "examples", "plots", "widgets", "demos_model", "environment_check",
-    "bert", "llama", "pretrained", "tokenizer",
+    "bert", "llama", "pretrained", "tokenizer", "training",
 )
 
 __version__ = "0.1.0"

@@ -54,7 +54,7 @@ def cases():
              0.1 * r.normal(size=3), 0.1 * r.random(size=3), 2, 0.001)),
         case("big_t", "t = 1000 (bias correction close to 1), decay 0.01",
              (r.normal(size=4), r.normal(size=4), 0.1 * r.normal(size=4),
-              0.01 * r.random(size=4), 1000, 0.003), {"weight_decay": 0.01}, hidden=True),
+              0.01 * r.random(size=4), 1000, 0.003), {"weight_decay": 0.01}),
         case("matrix", "a [3, 3] matrix at t = 3, all settings given",
              (r.normal(size=(3, 3)), r.normal(size=(3, 3)), 0.1 * r.normal(size=(3, 3)),
               0.1 * r.random(size=(3, 3)), 3, 0.02),

@@ -57,8 +57,7 @@ def cases():
              (r.normal(size=(2, 4, 2)), r.normal(size=(2, 4, 2)), r.normal(size=(2, 4, 3)),
               causal, r.normal(size=(2, 4, 3)))),
         case("batch_heads", "[2, 2, 3, 4], causal", tuple(r.normal(size=(2, 2, 3, s)) for s in
-             (4, 4, 4)) + (np.tril(np.ones((3, 3), dtype=bool)), r.normal(size=(2, 2, 3, 4))),
-             hidden=True),
+             (4, 4, 4)) + (np.tril(np.ones((3, 3), dtype=bool)), r.normal(size=(2, 2, 3, 4)))),
         case("sharp", "large scores (a peaked softmax)",
              (5 * r.normal(size=(3, 2)), 5 * r.normal(size=(3, 2)), r.normal(size=(3, 2)),
               np.tril(np.ones((3, 3), dtype=bool)), r.normal(size=(3, 2))), hidden=True),

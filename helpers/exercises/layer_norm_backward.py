@@ -58,8 +58,7 @@ def cases():
         case("one_row", "a single row", (r.normal(size=(1, 6)) * 3, 1 + r.normal(size=6),
                                          r.normal(size=(1, 6))), hidden=True),
         case("offset_rows", "rows far from 0", (100 + r.normal(size=(4, 3)),
-                                                 1 + r.normal(size=3), r.normal(size=(4, 3))),
-             hidden=True),
+                                                 1 + r.normal(size=3), r.normal(size=(4, 3)))),
     ]
 
 

@@ -67,7 +67,7 @@ def cases():
              np.array([4, 0, 4]), np.array([0, 4, 2]), 1), hidden=True),
         case("batch_final", "a batch [3, 3], 2 blocks, final layer norm",
              (_params(4, 8, 6, 2, 12, 5), np.array([[7, 1, 7], [2, 2, 2], [0, 3, 6]]),
-              np.array([[1, 7, 2], [2, 2, 0], [3, 6, 6]]), 3), hidden=True),
+              np.array([[1, 7, 2], [2, 2, 0], [3, 6, 6]]), 3)),
     ]
 
 
