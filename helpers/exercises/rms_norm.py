@@ -7,7 +7,9 @@ import numpy as np
 from helpers.exercises import Exercise, case
 from helpers.llama import model
 
-EXERCISE = Exercise("rms_norm", model.rms_norm, nan_hint="is eps inside the square root, "
+EXERCISE = Exercise("rms_norm", model.rms_norm,
+                    refuse=("helpers.llama.model:_rms_norm_float32",),  # fast path (issue 23)
+                    nan_hint="is eps inside the square root, "
                     "x / sqrt(mean(x^2) + eps)?",
                     difficulty=1, importance=3, minutes=10,
                     hints=(
