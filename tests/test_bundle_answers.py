@@ -90,3 +90,63 @@ def test_no_function_of_the_whole_course_bundle_returns_an_answer(whole_course_b
     assert names == list(exercises.names())
     leaks = answers_in(whole_course_bundle, names, tmp_path, timeout=3600)
     assert not leaks, "\n".join(leaks)
+
+
+# ---------------------------------------------------------------------------------------
+# The grader's copy of helpers follows the same rule (autograder/isolation/helpers_copy.py
+# stubs what an exercise refuses): an answer that calls a model's fast path earns nothing.
+# ---------------------------------------------------------------------------------------
+
+_FAST_PATH_ANSWERS = {
+    "06_multi_head_attention": {
+        "split_heads": "from helpers.llama.model import _split_heads\n\n"
+                       "def split_heads(X, n_heads):\n"
+                       "    X = np.asarray(X, dtype=float)\n"
+                       "    return np.ascontiguousarray(_split_heads(X, n_heads))\n",
+        "merge_heads": "import helpers.llama.model as _m\n\n"
+                       "def merge_heads(H):\n"
+                       "    return _m._merge_heads(np.asarray(H, dtype=float))\n",
+    },
+    "07_transformer_block": {
+        "layer_norm": "from helpers.llama import model as _m\n\n"
+                      "def layer_norm(x, gamma, beta, eps=1e-5):\n"
+                      "    x = np.asarray(x, dtype=float)\n"
+                      "    centred = x - x.mean(axis=-1, keepdims=True)\n"
+                      "    return _m._rms_norm_float32(centred, np.asarray(gamma, dtype=float), eps)"
+                      " + beta\n",
+    },
+}
+
+
+@pytest.mark.slow
+def test_an_answer_calling_a_models_fast_path_earns_nothing(tmp_path):
+    import csv
+    import json
+
+    from autograder import REPO_ROOT, SOLUTIONS_DIR
+
+    subs = tmp_path / "submissions"
+    for assignment, answers in _FAST_PATH_ANSWERS.items():
+        nb = json.loads((SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text())
+        for cell in nb["cells"]:
+            gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            if gid in answers:
+                cell["source"] = answers[gid]
+        path = subs / "mallory" / assignment / f"{assignment}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(nb), encoding="utf-8")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out",
+                           str(out), "--jobs", "1"], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    cells = {(r["assignment"], r["grade_id"]): r
+             for r in csv.DictReader((out / "grades.csv").open()) if r["kind"] == "test"}
+    for assignment, answers in _FAST_PATH_ANSWERS.items():
+        for gid in answers:
+            row = cells[(assignment, f"test_{gid}")]
+            assert float(row["points"]) == 0, row
+            assert "must be your own implementation" in row["message"], row
+    # the rest of the notebooks (the solutions' own answers) earn their points
+    rest = [r for (a, gid), r in cells.items() if gid[5:] not in _FAST_PATH_ANSWERS[a]]
+    assert rest and all(r["points"] == r["max_points"] for r in rest), rest
