@@ -6,7 +6,9 @@ process that imports the bundle's package, with the visible inputs of every exer
 bundle leaves out, adapted to its signature when possible, every exception caught, each
 call limited in time. The test fails if any call returns that exercise's answer as the
 judge sees it (``helpers.judge.compare(name, case, got) is None``), unless the output
-is one of the inputs returned unchanged. A syntax-tree comparison (test_bundle.py) misses
+is one of the inputs returned unchanged (and a case whose answer is an error is
+skipped). The recorded worked examples are left out of the probed copy: they replay
+the notebooks' own inputs, public by design. A syntax-tree comparison (test_bundle.py) misses
 an answer written another way, such as a model's own fast path; this does not.
 """
 
