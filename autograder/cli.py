@@ -139,7 +139,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     shard = parse_shard(args.shard) if args.shard else None
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.timeout,
-                    memory_mb=args.memory_mb, hidden_feedback=args.hidden_feedback)
+                    memory_mb=args.memory_mb, hidden_feedback=args.hidden_feedback,
+                    credit=args.credit)
     from autograder.engine import UnsafeToGrade
     from autograder.run.pool import Interrupted
 
@@ -406,6 +407,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the assignments of this homework: a student who handed in nothing "
                         "for one is 'missing' there (default: every notebook some student "
                         "handed in; a course notebook nobody handed in is not graded)")
+    p.add_argument("--credit", choices=("all", "cases"), default="all",
+                   help="points of a test cell: all or nothing (all, the default), or the "
+                        "fraction of its case groups passed (cases); tampering or a missing "
+                        "answer still scores 0")
     p.add_argument("--student", nargs="+", action="extend", metavar="ID",
                    help="regrade only these students into an existing OUT (the other "
                         "students' grades there are kept)")

@@ -13,6 +13,8 @@ Pretrained models, each imported on its own (``import helpers`` does not load th
 * ``helpers.llama``: SmolLM2-135M-Instruct, a Llama-style decoder (notebook 10);
 * ``helpers.pretrained``: a small character-level language model trained on Shakespeare
   (notebook 08), in the layout of the course's ``language_model_forward``.
+* ``helpers.tokenizer``: byte-level BPE (notebook 11): the exercises' references, and
+  ``encode_smollm2``, SmolLM2's exact ids from its GGUF file's vocabulary and merges.
 
 Run ``help(helpers.<function>)`` for the equation and the shapes of each function.
 :data:`LEARNER_API` lists what notebooks may import from ``helpers``.
@@ -61,7 +63,7 @@ LEARNER_API = CONTRACT_FUNCTIONS + (
     "BLOCK_PARAM_SHAPES",
     # modules
     "checks", "examples", "plots", "widgets", "demos_model", "environment_check",
-    "bert", "llama", "pretrained",
+    "bert", "llama", "pretrained", "tokenizer",
 )
 
 __version__ = "0.1.0"

@@ -16,9 +16,10 @@ in its own process): a notebook and the grader judge every exercise the same way
 A failure raises :class:`CheckFailed` (an ``AssertionError``) that says which case failed
 (in words, with its input), expected against got (shape first, then the first differing
 entry) and, when the output is what a known mistake produces, that mistake in words.
-When an earlier function of the learner that this one uses fails its own check, the
-failure says so instead ("your layer_norm fails its own check: fix it first"), and no
-mistake of this exercise is blamed for it.
+When an earlier function of the learner that this one uses gives a wrong result on the
+inputs this one called it with (on the failing case), the failure says so instead ("your
+layer_norm fails its own check: fix it first"), and no mistake of this exercise is blamed
+for it; an earlier function that is wrong only on other inputs is not blamed.
 
 Rules every check follows:
 
@@ -31,8 +32,9 @@ Rules every check follows:
   ``refuse``\\ s are replaced by a poison wherever the function could reach them (as
   attributes of ``helpers`` modules, and as globals, closure cells or default arguments
   of the function): calling one fails the check. Other ``helpers`` functions stay usable;
-* inputs are fresh copies for every call: an answer that modifies its input in place
-  cannot spoil later cases;
+* inputs are fresh copies for every call, compared with the case's afterwards: an answer
+  that modifies its input in place cannot spoil later cases, and fails ("modified its
+  input `x` in place": the learner's own later functions would get a spoilt input);
 * cases are built from fixed seeds: the same cases on every run, plain values.
 
 ``generate`` with ``temperature == 0`` (greedy) is compared exactly; sampling cases are
@@ -43,6 +45,7 @@ with another (see ``helpers/exercises/generate.py``).
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import sys
 from typing import Callable
@@ -214,14 +217,20 @@ def _poisoned_references(name: str, references: dict[str, Callable], fn):
 
 
 def _run(ex: Exercise, fn, case: Case):
-    """(output, error, called_reference) of the learner's ``fn`` on ``case``."""
-    got, error = None, None
+    """(output, error, called_reference, changed inputs) of the learner's ``fn`` on
+    ``case``: it is called on fresh copies of the case's inputs, compared afterwards."""
+    got, error, changed = None, None, []
     with _quiet(), _poisoned_references(ex.name, _refused(ex), fn) as state:
         try:
-            got = case.run(fn)
+            args, kwargs = case.fresh_args()
+            if case.scenario:
+                got = exercises.resolve(case.scenario)(fn, *args, **kwargs)
+            else:
+                got = fn(*args, **kwargs)
+            changed = judge.changed_inputs(case, args, kwargs)
         except Exception as exc:                      # the learner's code may raise anything
             error = exc
-    return got, error, state["called"]
+    return got, error, state["called"], changed
 
 
 #: Part of the message of a course function a student bundle leaves out (autograder/release/bundle.py).
@@ -255,7 +264,7 @@ def _failures(ex: Exercise, fn, selected: list[Case]) -> list[tuple[Case, str, b
     """[(case, text, raised NotImplementedError)] of the cases ``fn`` fails."""
     out = []
     for case in selected:
-        got, error, called = _run(ex, fn, case)
+        got, error, called, changed = _run(ex, fn, case)
         if called or isinstance(error, CheckFailed):
             label = next(iter(_refused(ex)))
             raise CheckFailed(str(error) if isinstance(error, CheckFailed)
@@ -267,7 +276,7 @@ def _failures(ex: Exercise, fn, selected: list[Case]) -> list[tuple[Case, str, b
             out.append((case, judge.error_text(ex.name, case, f"{type(error).__name__}: {error}",
                                          error), False))
             continue
-        problem = judge.compare(ex.name, case, got)
+        problem = judge.compare(ex.name, case, got, changed)
         if problem is not None:
             out.append((case, problem, False))
     return out
@@ -282,29 +291,90 @@ def _learner_version(fn, dep: str):
     return None
 
 
-def _broken_dependency(ex: Exercise, fn, seen=None) -> str | None:
-    """The first earlier function ``fn`` uses that fails its own visible check, deepest
-    first, in words; None when they all pass (or are the course's)."""
+def _calls_of(ex: Exercise, fn, dep: str, own, case: Case) -> list[tuple]:
+    """The calls of the learner's ``own`` version of ``dep`` while ``fn`` runs on
+    ``case``: (copies of the arguments it was given, their keywords, what it returned,
+    whether it modified them)."""
+    calls: list = []
+
+    def recorder(*args, **kwargs):
+        try:
+            given = copy.deepcopy((args, kwargs))
+        except Exception:                 # an odd argument: this call is not recorded
+            given = None
+        out = own(*args, **kwargs)
+        if given is not None and len(calls) < 50:
+            changed = any(judge._differs(g, a) for g, a in zip(given[0], args)) or any(
+                judge._differs(given[1][k], kwargs.get(k)) for k in given[1])
+            calls.append((given[0], given[1], out, changed))
+        return out
+
+    undo = []
+    for f in _functions_of(fn):
+        g = f.__globals__
+        if g.get(dep) is own:
+            undo.append(g)
+            g[dep] = recorder
+    try:
+        _run(ex, fn, case)
+    finally:
+        for g in undo:
+            g[dep] = own
+    return calls
+
+
+def _wrong_call(dep: str, calls) -> tuple[tuple, dict] | None:
+    """The inputs of the first recorded call that modified its inputs or whose output the
+    course's ``dep`` does not give on the same inputs (None when every call was right)."""
+    dep_ex = judge._exercise(dep)
+    for args, kwargs, out, changed in calls:
+        if changed:                # it modified its input in place: wrong, whatever it returns
+            return args, kwargs
+        try:
+            with _quiet():
+                a, k = copy.deepcopy((args, kwargs))
+                expected = dep_ex.reference(*a, **k)
+                problem = judge._problem(dep_ex, None, expected, out)
+        except Exception:          # inputs the course's version refuses: not the learner's fault
+            continue
+        if problem is not None:
+            return args, kwargs
+    return None
+
+
+def _broken_dependency(ex: Exercise, fn, case: Case, seen=None) -> str | None:
+    """The first earlier function ``fn`` uses that gives a wrong result on the inputs
+    ``fn`` called it with on ``case``, deepest first, in words; None when every call of
+    the learner's earlier functions was right (or they are the course's): a learner's
+    earlier function that fails its own check on other inputs is not blamed here."""
     seen = set() if seen is None else seen
     for dep in ex.uses:
         if dep in seen:
             continue
-        seen.add(dep)
         own = _learner_version(fn, dep)
         if own is None:
             continue
-        deeper = _broken_dependency(judge._exercise(dep), own, seen)
+        wrong = _wrong_call(dep, _calls_of(ex, fn, dep, own, case))
+        if wrong is None:
+            continue
+        seen.add(dep)
+        dep_ex = judge._exercise(dep)
+        dep_case = Case(dep, case.name, f"the inputs your {ex.name} gave it", tuple(wrong[0]),
+                        dict(wrong[1]))
+        deeper = _broken_dependency(dep_ex, own, dep_case, seen)
         if deeper:
             return deeper
         try:
-            fails = _failures(judge._exercise(dep), own, judge.cases(dep))
+            fails = _failures(dep_ex, own, judge.cases(dep))
         except CheckFailed as exc:
             return f"your {dep} fails its own check: fix it first ({exc})"
+        if fails and fails[0][2]:
+            return fails[0][1]
         if fails:
-            if fails[0][2]:
-                return fails[0][1]
             return (f"your {dep} fails its own check: fix it first (run "
                     f"check({dep!r}, {dep}) to see why)")
+        return (f"your {dep} gives a wrong result on the inputs your {ex.name} called it "
+                f"with: fix it first")
     return None
 
 
@@ -330,7 +400,7 @@ def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None
     first_case, text, not_implemented = failures[0]
     if not_implemented:
         raise CheckFailed(text) from None
-    broken = _broken_dependency(ex, fn)
+    broken = _broken_dependency(ex, fn, first_case)
     if broken:
         text = text.split("\n  Likely mistake", 1)[0]     # not this exercise's mistake
         raise CheckFailed(f"{label}: {broken}\n{text}") from None

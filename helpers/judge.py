@@ -12,6 +12,11 @@ judge never runs learner code: it takes outputs (or the error raised) and the
                                             the known mistake that gives exactly ``got``
     error_text(name, case, error, exc)      the same words for a case that raised
     diagnose(name, case, got)               the known mistakes whose output is ``got``
+    changed_inputs(case, args, kwargs)      which inputs a call modified (positions, names)
+
+A function must leave its inputs as they were: ``compare(..., changed=...)`` (what
+:func:`changed_inputs` observed, or what the grader's child reported) fails an otherwise
+right output with the named mistake "modified its input `x` in place".
 
 Values are compared as float64 with ``rtol=1e-6, atol=1e-8`` unless an exercise states
 other tolerances; dtypes are not judged; NaN or inf where a number is expected fails.
@@ -37,7 +42,7 @@ from helpers.exercises._compare import (_array_problem, _as_float_array, _close,
 from helpers.exercises._scenarios import RAISES
 
 __all__ = ["cases", "groups", "compare", "diagnose", "error_text", "exercise_names", "quiet",
-           "RTOL", "ATOL"]
+           "changed_inputs", "RTOL", "ATOL"]
 
 RTOL = exercises.RTOL
 ATOL = exercises.ATOL
@@ -149,7 +154,7 @@ def _tuple_problem(ex: Exercise, expected, got) -> str | None:
     if len(got) != len(parts):
         return f"expected a tuple of {len(parts)} ({', '.join(parts)}), got {len(got)} items"
     for part, e, g in zip(parts, expected, got):
-        p = _array_problem(ex, e, g, what=part)
+        p = _array_problem(ex, e, g, what=part, part=part)
         if p:
             return p
     return None
@@ -170,7 +175,8 @@ def _problem(ex: Exercise, case: Case, expected, got) -> str | None:
     return _array_problem(ex, expected, got, "the result" if ex.output == "scalar" else "the output")
 
 
-def _same_output(ex: Exercise | None, a, b) -> bool:
+def _same_output(ex: Exercise | None, a, b, tolerance: tuple[float, float] | None = None
+                 ) -> bool:
     """Whether two outputs agree (NaN where NaN), used to recognise a mistake."""
     try:
         if ex is not None and ex.custom_compare is not None:
@@ -180,11 +186,12 @@ def _same_output(ex: Exercise | None, a, b) -> bool:
             if not isinstance(a, (tuple, list)) or not isinstance(b, (tuple, list)) or \
                     len(a) != len(b):
                 return False
-            return all(_same_output(None, x, y) for x, y in zip(a, b))
+            return all(_same_output(None, x, y, ex.tolerance(part)) for part, x, y in
+                       zip(ex.parts or [None] * len(a), a, b))
         with quiet():
             x = np.asarray(a, dtype=np.float64)
             y = np.asarray(b, dtype=np.float64)
-        rtol, atol = (ex.rtol, ex.atol) if ex is not None else (RTOL, ATOL)
+        rtol, atol = tolerance or ((ex.rtol, ex.atol) if ex is not None else (RTOL, ATOL))
         return x.shape == y.shape and bool(_close(x, y, True, rtol, atol).all())
     except (TypeError, ValueError):
         return False
@@ -224,18 +231,144 @@ def _diagnosis_text(found: list[Mistake]) -> str:
         f"    - {m.message}." for m in found)
 
 
-def compare(name: str, case: Case, got) -> str | None:
+def _differs(before, after) -> bool:
+    """Whether ``after`` (an input after a call) is no longer ``before`` (a fresh copy):
+    values, shapes and dtypes of arrays, recursively in lists, tuples and dicts. A NumPy
+    Generator is expected to advance: never a change. (The grader's child observes the
+    same way: ``autograder/isolation/executor.py``, ``_differs``.)"""
+    if isinstance(before, np.random.Generator):
+        return False
+    if isinstance(before, np.ndarray):
+        if not isinstance(after, np.ndarray) or before.shape != after.shape or \
+                before.dtype != after.dtype:
+            return True
+        try:
+            return not np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")
+        except Exception:
+            return True
+    if isinstance(before, dict):
+        return (not isinstance(after, dict) or list(before) != list(after)
+                or any(_differs(before[k], after[k]) for k in before))
+    if isinstance(before, (list, tuple)):
+        return (type(before) is not type(after) or len(before) != len(after)
+                or any(_differs(x, y) for x, y in zip(before, after)))
+    try:
+        return bool(before != after) and not (before != before and after != after)  # NaN
+    except Exception:
+        return False
+
+
+def changed_inputs(case: Case, args: tuple, kwargs: dict) -> list:
+    """The inputs of ``case`` that a call changed, given the ``args`` and ``kwargs`` it
+    was called with: positions (int) of ``args``, names (str) of ``kwargs``."""
+    out: list = [i for i, (a, b) in enumerate(zip(case.args, args)) if _differs(a, b)]
+    out += [str(k) for k in case.kwargs if _differs(case.kwargs[k], kwargs.get(k))]
+    return out
+
+
+def _input_names(case: Case, changed) -> list[str]:
+    """The parameter names of the changed inputs (positions or names), as the learner
+    wrote them in the signature (a scenario's inputs by position)."""
+    params = [] if case.scenario else list(inspect.signature(_exercise(case.function)
+                                                              .signature).parameters)
+    out = []
+    for k in changed:
+        if isinstance(k, bool):
+            continue
+        if isinstance(k, int):
+            out.append(params[k] if 0 <= k < len(params) else f"argument {k + 1}")
+        elif isinstance(k, str) and k.isidentifier():
+            out.append(k)
+    return out
+
+
+def in_place_text(name: str, changed) -> str:
+    """The named mistake of a function that modified its inputs: "modified its input
+    `x` in place", with what to do instead."""
+    names = [f"`{n}`" for n in changed] or ["an input"]
+    what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    noun = "input" if len(names) == 1 else "inputs"
+    return (f"your {name} modified its {noun} {what} in place (e.g. `x -= mean`, "
+            f"`z[...] = ...`, `out=` on an input): the caller's array changed. Compute into a "
+            f"new array (`x = x - mean`) or start from a copy (`x = np.array(x, dtype=float)`)")
+
+
+def _low_dtype(got):
+    """float16 or float32 when ``got`` (or its first item) is an array of that dtype."""
+    dtype = getattr(got, "dtype", None)
+    if dtype is None and isinstance(got, (tuple, list)) and got:
+        dtype = getattr(got[0], "dtype", None)
+    return dtype if dtype in (np.float16, np.float32) else None
+
+
+def _largest_input(value, depth: int = 0) -> float:
+    """The largest finite magnitude among the numbers of a case's inputs."""
+    if depth > 6 or isinstance(value, (str, bytes, np.random.Generator)):
+        return 0.0
+    if isinstance(value, dict):
+        return max((_largest_input(v, depth + 1) for v in value.values()), default=0.0)
+    try:
+        with quiet():
+            arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        if isinstance(value, (list, tuple)):
+            return max((_largest_input(v, depth + 1) for v in value), default=0.0)
+        return 0.0
+    finite = np.abs(arr[np.isfinite(arr)])
+    return float(finite.max()) if finite.size else 0.0
+
+
+def _overflow_text(case: Case, got) -> str | None:
+    """The headline for a low-precision result that is not finite because an input is
+    beyond its range (1e300 in float32): the dtype is the mistake, not the formula."""
+    dtype = _low_dtype(got)
+    if dtype is None:
+        return None
+    try:
+        with quiet():
+            arr = np.asarray(got[0] if isinstance(got, (tuple, list)) else got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    if np.isfinite(arr).all():
+        return None
+    limit = float(np.finfo(dtype).max)
+    big = max(_largest_input(case.args), _largest_input(case.kwargs))
+    if big <= limit:
+        return None
+    name = np.dtype(dtype).name
+    return (f"your result is {name}: {big:.3g} overflows it ({name} holds numbers up to "
+            f"{limit:.3g}); compute in float64 (e.g. np.asarray(z, dtype=np.float64))"
+            ).replace("e+", "e")
+
+
+def compare(name: str, case: Case, got, changed=()) -> str | None:
     """None when ``got`` is a right answer to ``case``; otherwise what is wrong, in words.
 
     The text names the case and its input, expected against got, and the known mistake
-    that produces exactly ``got`` when there is one.
+    that produces exactly ``got`` when there is one. ``changed``: the inputs the call
+    modified (:func:`changed_inputs`); a right output with a changed input fails, with
+    the mistake "modified its input `x` in place".
     """
     ex = _exercise(name)
     expected = None if case.is_sampling else case.expected()   # samples have no one answer
     problem = _problem(ex, case, expected, got)
+    names = _input_names(case, changed or ())
+    in_place = f"\n  Likely mistake: {in_place_text(name, names)}." if changed else ""
     if problem is None:
-        return None
-    return f"{_case_header(case)}\n  Problem: {problem}{_diagnosis_text(diagnose(name, case, got))}"
+        if not changed:
+            return None
+        what = (f"its input{'s' if len(names) > 1 else ''} "
+                + ", ".join(f"`{n}`" for n in names)) if names else "an input"
+        return (f"{_case_header(case)}\n  Problem: the output is right, but {name} modified "
+                f"{what} in place{in_place}")
+    overflow = _overflow_text(case, got)
+    if overflow:            # the dtype, not a formula: no mistake of the exercise is blamed
+        problem, found = (f"{overflow}\n    (the output holds inf or NaN where numbers "
+                          f"were expected)"), ""
+    else:
+        found = _diagnosis_text(diagnose(name, case, got))
+    also = f"\n  Also: {in_place_text(name, names)}." if changed else ""
+    return f"{_case_header(case)}\n  Problem: {problem}{found}{also}"
 
 
 def _signature_text(ex: Exercise) -> str:

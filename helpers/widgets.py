@@ -507,3 +507,35 @@ def rope_explorer(theta: float = 100000.0, pair: int = 0) -> Explorer:
         "theta": Choice("base theta", [(f"{t:g}", t) for t in ROPE_THETAS], theta),
         "pair": Slider("pair m", 0, 31, 1, pair, ".0f"),
     }, title="Rotary position embeddings: one pair turning, and what it does to scores")
+
+
+# ---------------------------------------------------------------------------------------
+# Notebook 11: the tokenizer
+# ---------------------------------------------------------------------------------------
+
+
+def bpe_merges_explorer(merges, encode_word, texts: dict[str, str] | None = None,
+                        n_merges: int = 20) -> Explorer:
+    """Notebook 11: a text as tokens under the first ``n`` of ``merges`` (learned by
+    ``train_bpe``), encoded with ``encode_word`` (the learner's or the reference)."""
+    from helpers.tokenizer import words_of
+
+    texts = texts or {
+        "Hamlet": "Who's there? Nay, answer me: stand, and unfold yourself.",
+        "modern English": "The tokenizer turns this sentence into numbers.",
+        "French": "Le café est très bon, merci beaucoup.",
+        "digits and emoji": "In 2024 we wrote 12 notebooks 😀",
+    }
+
+    def draw(text, n):
+        n = int(n)
+        tokens = [t for w in words_of(texts[text]) for t in encode_word(w, merges[:n])]
+        n_bytes = len(texts[text].encode("utf-8"))
+        return plots.token_strip_figure(
+            tokens, f"{n} merges: {len(tokens)} tokens for {n_bytes} bytes "
+                    f"({n_bytes / max(len(tokens), 1):.2f} bytes per token)")
+
+    return Explorer(draw, {
+        "text": Choice("text", list(texts), next(iter(texts))),
+        "n": Slider("merges applied", 0, len(merges), 1, min(n_merges, len(merges)), ".0f"),
+    }, title="BPE: the same text under more and more merges")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
 
 def double(x):
@@ -32,6 +32,7 @@ def double(x):
 
 
 EXERCISE = Exercise("double", double, difficulty=1, importance=2, minutes=2,
+    contract=Contract(args={"x": Arg("[d]", lists=True)}, returns=Arg("[d]")),
     hints=(r"""Multiply by two.""", r"""`np.asarray(x)` first, then ___."""))
 
 
@@ -123,8 +124,8 @@ def test_adding_an_exercise_is_its_module_its_cells_and_one_command(tmp_path):
     # every guard of the derived files holds in the copy
     checks = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
                    "tests/test_release.py", "tests/test_exercise_units.py", "tests/test_teaching.py",
-                   "tests/test_examples.py", "-k",
-                   "sync or stale or stored or contract or told_apart or up_to_date or "
+                   "tests/test_examples.py", "tests/test_contracts.py", "-k",
+                   "sync or stale or stored or contract or told_apart or up_to_date or twin or "
                    "exercise_cells or teaching_fields or what_to_write or rhythm or hint"],
                   repo, timeout=1800)
     assert checks.returncode == 0, checks.stdout[-4000:] + checks.stderr[-2000:]

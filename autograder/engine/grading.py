@@ -220,8 +220,11 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
                                 f"breaks the grader's rules ({_short(exc, 160)})")
             problems.append(broken)
             continue
+        changed = line.get("changed")            # the child's observation; judged here
+        changed = [c for c in changed if isinstance(c, (int, str)) and not isinstance(
+            c, bool)][:20] if isinstance(changed, list) else []
         try:
-            problems.append(judge.compare(function, case, got))
+            problems.append(judge.compare(function, case, got, changed))
         except Exception as exc:   # compare() on a strange value: a failed case
             problems.append(f"{function} returned a value that cannot be compared "
                             f"({type(exc).__name__}: {_short(exc, 200)})")
@@ -382,15 +385,20 @@ def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout:
 
 def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str, _Verdict],
                    line: dict | None, run: _Run, note: str, missing: dict[str, str],
-                   scrub: _Scrubber, hidden_feedback: str = "full"
+                   scrub: _Scrubber, hidden_feedback: str = "full", credit: str = "all"
                    ) -> tuple[CellResult, list[str]]:
     """A test cell (its ``check`` calls): the isolated verdicts decide. With
     ``hidden_feedback="brief"`` a failing hidden case is reported without its inputs and
     expected values (the likely mistake is still named).
 
+    With ``credit="cases"`` a failing cell earns the fraction of its case groups (a
+    function's cases of one group, visible and hidden) whose cases all passed; tampering,
+    a missing answer or a run that did not finish still scores 0.
+
     Returns the cell's result and the functions whose verdict contradicts a pass in the
     notebook run on the same (visible) cases: tampering.
     """
+    group_ok: dict[tuple[str, str], bool] = {}
     k_pass, k_text = _kernel_outcome(line, run.status)
     k_text = scrub(k_text)
     problems, tampered, extra = [], [], []
@@ -399,6 +407,9 @@ def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str,
         v = verdicts[spec.function]
         idx = _select(v, spec)
         failed = [k for k in idx if v.problems[k] is not None]
+        for k in idx:
+            key = (spec.function, v.groups[k])
+            group_ok[key] = group_ok.get(key, True) and v.problems[k] is None
         which = {None: "", True: "hidden ", False: "visible "}[spec.hidden]
         group = f", group {spec.group!r}" if spec.group in v.groups else ""
         extra.append(f"isolated check of {spec.function} ({which}cases{group}): "
@@ -425,6 +436,12 @@ def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str,
     else:
         points, status = 0.0, status if status != "ok" else "failed"
         message = problems[0]
+        if credit == "cases" and status == "failed" and not tampered and group_ok:
+            passed = sum(group_ok.values())
+            points = round(scell.points * passed / len(group_ok), 4)
+            extra.insert(0, f"partial credit: {passed}/{len(group_ok)} case groups passed "
+                            f"({_points_text(points)} of {_points_text(scell.points)} points)")
+            message = f"{passed}/{len(group_ok)} case groups passed: {message}"
         if tampered:
             message = (f"tampering suspected: the test passed in the notebook, but the isolated "
                        f"re-run of {', '.join(dict.fromkeys(tampered))} failed the same checks "
@@ -436,13 +453,19 @@ def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str,
             list(dict.fromkeys(tampered)))
 
 
+def _points_text(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0")
+
+
 def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 30,
                    notebook_timeout: float = 120, memory_mb: int = 2048,
                    solutions: Path | None = None,
-                   hidden_feedback: str = "full") -> NotebookResult:
+                   hidden_feedback: str = "full", credit: str = "all") -> NotebookResult:
     """Grade one submitted notebook against ``solutions/<assignment>/`` (see module doc).
     ``hidden_feedback``: ``full`` shows a failing hidden case's inputs and expected
     values, ``brief`` only that a hidden case of a group failed, and the likely mistake.
+    ``credit``: ``all`` (all or nothing per test cell) or ``cases`` (the fraction of its
+    case groups passed; see :func:`_exercise_cell`).
 
     Takes at most ``2 * notebook_timeout`` seconds plus a few: the notebook run, then the
     isolated runs sharing a second budget. ``solutions`` replaces the repository's
@@ -527,7 +550,8 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
                     "of a known exercise; tell your instructor"))
                 continue
             cell, tampered = _exercise_cell(scell, specs[scell.grade_id], verdicts, line,
-                                            run, note, missing, scrub, hidden_feedback)
+                                            run, note, missing, scrub, hidden_feedback,
+                                            credit)
             if tampered:
                 result.flags.append(
                     f"tampering suspected in {scell.grade_id}: the test passed in the "

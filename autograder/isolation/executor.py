@@ -343,6 +343,7 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
             continue
         sink = _Capped(1000)
         sys.stdout, sys.stderr = sink, sink
+        changed: list = []
         try:
             args, kwargs = wire.decode(wire.unb64(payload), arrays=arrays)
             runner.timer.start(job["case_timeout"])
@@ -353,9 +354,15 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
                         value = _resolve(scenarios[k])(fn, *args, **kwargs)
                     else:
                         value = fn(*args, **kwargs)
+                    # the raw observation only (which inputs differ from fresh copies);
+                    # the trusted process decides what that means
+                    fresh_args, fresh_kwargs = wire.decode(wire.unb64(payload), arrays=arrays)
+                    changed = _changed_inputs((fresh_args, fresh_kwargs), (args, kwargs))
             finally:
                 runner.timer.stop()
             line["value"] = wire.b64(wire.encode(value))
+            if changed:
+                line["changed"] = changed
         except CellTimeout:
             line["error"] = f"timeout: the call took longer than {job['case_timeout']:g} s"
             stopped = "timeout: not run after an earlier case timed out"
@@ -371,6 +378,42 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         _send(fd, line)
     _send(fd, {"done": True, "cpu": _cpu_seconds()})
+
+
+def _differs(before, after) -> bool:
+    """Whether ``after`` (an input after the call) is no longer equal to ``before`` (a
+    fresh copy of it): values, shapes and dtypes of arrays, recursively in lists, tuples
+    and dicts. A NumPy Generator is expected to advance: never a change."""
+    import numpy as np
+
+    if isinstance(before, np.random.Generator):
+        return False
+    if isinstance(before, np.ndarray):
+        if not isinstance(after, np.ndarray) or before.shape != after.shape or \
+                before.dtype != after.dtype:
+            return True
+        try:
+            return not np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")
+        except Exception:
+            return True
+    if isinstance(before, dict):
+        return (not isinstance(after, dict) or list(before) != list(after)
+                or any(_differs(before[k], after[k]) for k in before))
+    if isinstance(before, (list, tuple)):
+        return (type(before) is not type(after) or len(before) != len(after)
+                or any(_differs(x, y) for x, y in zip(before, after)))
+    try:
+        return bool(before != after) and not (before != before and after != after)  # NaN
+    except Exception:
+        return False
+
+
+def _changed_inputs(fresh: tuple, used: tuple) -> list:
+    """The inputs a call changed: positions (int) of ``args``, names (str) of ``kwargs``."""
+    (args0, kwargs0), (args1, kwargs1) = fresh, used
+    out: list = [i for i, (a, b) in enumerate(zip(args0, args1)) if _differs(a, b)]
+    out += [str(k) for k in kwargs0 if _differs(kwargs0[k], kwargs1.get(k))]
+    return out
 
 
 def _innermost_learner_function(exc: BaseException) -> str:

@@ -116,6 +116,7 @@ class Limits:
     notebook_timeout: float = 120.0
     memory_mb: int = 2048
     hidden_feedback: str = "full"    # or "brief" (grade --hidden-feedback)
+    credit: str = "all"              # or "cases": partial credit by case group (grade --credit)
 
 
 # --------------------------------------------------------------------------- the pool
@@ -136,6 +137,8 @@ def _grade_one(student_id: str, assignment: str, notebook: str, source: str, tmp
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, copy)
         more = {} if limits.hidden_feedback == "full" else {"hidden_feedback": limits.hidden_feedback}
+        if limits.credit != "all":
+            more["credit"] = limits.credit
         result = grade_fn(copy, assignment, cell_timeout=limits.cell_timeout,
                           notebook_timeout=limits.notebook_timeout, memory_mb=limits.memory_mb,
                           **more)

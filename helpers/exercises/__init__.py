@@ -1,10 +1,13 @@
 """The course's graded exercises, one module each: what is asked, and how it is judged.
 
-Every graded exercise of notebooks 00-10 has a module ``helpers/exercises/<name>.py``
+Every graded exercise of notebooks 00-11 has a module ``helpers/exercises/<name>.py``
 that declares one :class:`Exercise`, ``EXERCISE``:
 
 * its **reference** (the right answer: a function of ``helpers.reference``, of a model
   module such as ``helpers.llama.model``, or defined in the exercise module itself);
+* its **contract** (``contract=Contract(args={...: Arg(...)}, returns=Arg(...))``): its
+  arguments and result as data, which validates every case and draws more cases (visible
+  ones from a fixed seed, hidden ones from a seed the grader may choose);
 * its **cases** (``@EXERCISE.cases``: visible ones, which the notebook's instant check
   runs, and hidden ones, which only the grader runs), built from fixed seeds;
 * its **named mistakes** (``@EXERCISE.mistake(key, message)``: a function with the
@@ -14,7 +17,8 @@ that declares one :class:`Exercise`, ``EXERCISE``:
 * ``refuse``: the references (``"module:function"``) a learner must not call for it,
   besides ``reference`` itself;
 * how its output is compared (``output``: ``array``, ``scalar``, ``tuple``, ``mask``,
-  ``ids``, or a custom ``compare``).
+  ``ids``, or a custom ``compare``) and how close a right one is: ``rtol``, ``atol``
+  (default ``1e-6``, ``1e-8``) and, per part of a tuple output, ``tolerances``.
 
 :mod:`helpers.judge` judges every exercise the same way, in the notebook (through
 :mod:`helpers.checks`: ``check("softmax", softmax)``) and in the grader (``autograder``),
@@ -35,7 +39,8 @@ from functools import lru_cache
 from typing import Any, Callable
 
 __all__ = ["Case", "Mistake", "Exercise", "NOTEBOOKS", "PREPARE", "get", "names",
-           "of_notebook", "notebook_of", "case", "answer_functions", "module_file"]
+           "of_notebook", "notebook_of", "case", "answer_functions", "module_file", "Arg",
+           "Contract", "contract_problems", "draw_cases", "VISIBLE_SEED", "HIDDEN_SEED"]
 
 #: Graded exercises per notebook (assignment), in course order.
 NOTEBOOKS: dict[str, tuple[str, ...]] = {
@@ -54,6 +59,8 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
     "09_sentence_encoder": ("gelu", "bert_layer", "mean_pool", "sentence_embeddings"),
     "10_modern_llm": ("rms_norm", "apply_rope", "swiglu", "grouped_query_attention",
                       "llama_block"),
+    "11_tokenizer": ("byte_symbols", "count_pairs", "merge_pair", "train_bpe", "encode_word",
+                     "decode", "pretokenize", "encode"),
 }
 
 #: What grading an assignment needs prepared first, by a trusted process, before any
@@ -61,6 +68,8 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
 #: caches the sandboxed runs then read, read-only).
 PREPARE: dict[str, tuple[str, ...]] = {
     "10_modern_llm": ("helpers.llama:prepare_cache",),
+    "11_tokenizer": ("helpers.llama:prepare_cache",    # its last demo runs SmolLM2
+                     "helpers.tokenizer:prepare_cache"),
 }
 
 RTOL = 1e-6
@@ -142,10 +151,13 @@ class Exercise:
                  refuse: tuple[str, ...] = (), output: str = "array",
                  parts: tuple[str, ...] = (), compare: Callable | None = None,
                  nan_hint: str = "", near_miss: str = "", rtol: float = RTOL,
-                 atol: float = ATOL, signature: Callable | None = None,
+                 atol: float = ATOL, tolerances: dict[str, tuple[float, float]] | None = None,
+                 signature: Callable | None = None,
                  diagnose: Callable | None = None, difficulty: int = 0,
-                 importance: int = 0, minutes: int = 0, hints: tuple[str, ...] = ()):
+                 importance: int = 0, minutes: int = 0, hints: tuple[str, ...] = (),
+                 contract: "Contract | None" = None):
         self.name = name
+        self.contract = contract        # its arguments and result as data (Contract)
         # Teaching fields (docs/authoring.md): rendered into the notebook by
         # helpers.exercises.render and copied there by `python -m autograder sync-exercises`.
         self.difficulty = difficulty    # 1 (easy) .. 3 (hard); 0: not declared yet
@@ -158,14 +170,18 @@ class Exercise:
         self.output = output            # array | scalar | tuple | mask | ids | custom
         self.parts = tuple(parts)       # names of the items of a tuple output
         self.custom_compare = compare   # (case, expected, got) -> problem | None
+        if contract is not None and contract.dtype_judged:
+            self.custom_compare = _judging_dtype(contract.returns, compare, output)
         self.custom_diagnose = diagnose  # (case, got) -> [Mistake] | None (None: the usual)
         self.nan_hint = nan_hint
         self.near_miss = near_miss
-        self.rtol, self.atol = rtol, atol
+        self.rtol, self.atol = rtol, atol   # how close a right output is (np.isclose)
+        # per part of a tuple output: {part: (rtol, atol)}; the others use rtol, atol
+        self.tolerances = dict(tolerances or {})
         self.signature = signature or reference   # whose parameters name the inputs
         self.mistakes: list[Mistake] = []
         self._build: Callable[[], list[dict]] | None = None
-        self._cases: tuple[Case, ...] | None = None
+        self._cases: dict[int, tuple[Case, ...]] = {}
 
     def __repr__(self) -> str:
         return f"<Exercise {self.name}>"
@@ -175,6 +191,7 @@ class Exercise:
     def cases(self, build: Callable[[], list[dict]]) -> Callable:
         """Decorator: ``build()`` returns the exercise's cases (see :func:`case`)."""
         self._build = build
+        self._cases = {}
         return build
 
     def mistake(self, key: str, message: str, sampler: Callable | None = None) -> Callable:
@@ -188,13 +205,32 @@ class Exercise:
 
     # -- reading ------------------------------------------------------------------------
 
-    def all_cases(self) -> tuple[Case, ...]:
-        """Every case, visible then hidden in declaration order (built once)."""
-        if self._cases is None:
+    def tolerance(self, part: str | None = None) -> tuple[float, float]:
+        """``(rtol, atol)`` an output (or the part ``part`` of a tuple output) is judged
+        with: ``|got - expected| <= atol + rtol * |expected|`` entry by entry."""
+        return self.tolerances.get(part, (self.rtol, self.atol)) if part else (self.rtol,
+                                                                                 self.atol)
+
+    def all_cases(self, hidden_seed: int | None = None) -> tuple[Case, ...]:
+        """Every case, visible then hidden (built once per seed): the written ones in
+        declaration order, each followed by the ones drawn from the contract (visible:
+        from :data:`VISIBLE_SEED`; hidden: from ``hidden_seed``, :data:`HIDDEN_SEED` when
+        None; a per-student seed gives each student other hidden inputs)."""
+        seed = HIDDEN_SEED if hidden_seed is None else int(hidden_seed)
+        if seed not in self._cases:
             if self._build is None:
                 raise ValueError(f"exercise {self.name!r} declares no cases")
-            self._cases = tuple(Case(self.name, **c) for c in self._build())
-        return self._cases
+            written = [Case(self.name, **c) for c in self._build()]
+            # a student bundle's stored cases already hold the drawn visible ones
+            drawn = (self.contract is not None
+                     and not any(c.name.startswith("contract_") for c in written))
+            visible = [c for c in written if not c.hidden]
+            hidden = [c for c in written if c.hidden]
+            if drawn:
+                visible += [Case(self.name, **c) for c in draw_cases(self, VISIBLE_SEED)]
+                hidden += [Case(self.name, **c) for c in draw_cases(self, seed, hidden=True)]
+            self._cases[seed] = tuple(visible + hidden)
+        return self._cases[seed]
 
     @property
     def notebook(self) -> str:
@@ -263,3 +299,337 @@ def resolve(spec: str):
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+# ---------------------------------------------------------------------------------------
+# The contract as data: what an exercise's arguments and result are, declared once.
+# It validates every written case (tests/test_contracts.py) and draws more from a seed.
+# ---------------------------------------------------------------------------------------
+
+#: Seed of the drawn visible cases (the instant check and the grader run the same ones).
+VISIBLE_SEED = 1111
+#: Default seed of the drawn hidden cases (the grader may pass another: a per-student one).
+HIDDEN_SEED = 2222
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument (or result) of an exercise.
+
+    ``shape``: ``"[..., N, d]"`` an array with named dimensions (a dimension's name means
+    the same size in every argument and the result of one call; ``...`` stands for the
+    leading batch axes, as many as :attr:`Contract.batch` allows; a number is a fixed
+    size); a bare name ``"n"``: an int equal to that dimension; ``int``, ``float`` or
+    ``bool``: a scalar, between ``low`` and ``high``; another type (``dict``, ``list``,
+    a model configuration): a value of that type, drawn by ``values``. ``dtype``: the array's dtypes
+    (``"float64"``, ``"float32"``, ``"int"``, ``"bool"``). ``lists``: plain (nested)
+    lists are accepted in place of the array. ``optional``: a keyword with a default,
+    which cases may leave out (or pass as ``None`` for an array). ``values(rng, shape, dims)``:
+    how drawn values look (default: standard normal floats, ints in ``[low, high]``,
+    booleans with the first key allowed)."""
+
+    shape: Any = float
+    dtype: Any = "float64"
+    lists: bool = False
+    low: float | None = None
+    high: float | None = None
+    optional: bool = False
+    values: Callable | None = None
+
+    @property
+    def is_array(self) -> bool:
+        return isinstance(self.shape, str) and self.shape.startswith("[")
+
+    @property
+    def tokens(self) -> list[str]:
+        return [t.strip() for t in self.shape.strip("[]").split(",") if t.strip()]
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        return (self.dtype,) if isinstance(self.dtype, str) else tuple(self.dtype)
+
+
+@dataclass(frozen=True)
+class Contract:
+    """An exercise's arguments and result, stated once (docs/authoring.md).
+
+    ``args``: parameter name -> :class:`Arg` (every parameter of the signature);
+    ``returns``: an :class:`Arg`, or a tuple of them for a tuple output; ``batch``: how
+    many axes ``...`` may stand for; ``sizes``: the sizes drawn for a dimension (default
+    2-5, and 1 in the ``size1`` draw); ``where``: conditions on the dimensions
+    (``"d % n_heads == 0"``); ``dtype_judged``: whether the output's dtype is judged (it
+    is for masks: booleans); ``invariants``: what else holds, in words; ``draw=False``:
+    the contract validates the written cases but draws none (the models' exercises, whose
+    inputs are whole models, not drawn yet)."""
+
+    args: dict
+    returns: Any
+    batch: tuple[int, ...] = (0,)
+    sizes: dict = field(default_factory=dict)
+    where: tuple[str, ...] = ()
+    dtype_judged: bool = False
+    invariants: tuple[str, ...] = ()
+    draw: bool = True
+
+
+def _dtype_ok(arg: Arg, arr, from_list: bool) -> bool:
+    kind = arr.dtype.kind
+    for want in arg.dtypes:
+        if want == "bool" and kind == "b":
+            return True
+        if want == "int" and kind in "iu":
+            return True
+        if want.startswith("float") and (arr.dtype.name == want or
+                                         (from_list and kind in "iuf")):
+            return True
+    return arr.size == 0
+
+
+def _judging_dtype(returns: Arg, compare: Callable | None, output: str) -> Callable:
+    """The exercise's comparison, preceded by the dtype its contract judges."""
+
+    def judged(case, expected, got):
+        import numpy as np
+
+        from helpers.exercises._compare import _mask_problem
+
+        if case is not None and got is not None:     # None: two outputs (naming a mistake)
+            try:
+                arr = np.asarray(got)
+            except Exception:                        # ragged: the comparison says so
+                arr = None
+            if arr is not None and arr.dtype.kind in "biuf" and \
+                    not _dtype_ok(returns, arr, False):
+                if returns.dtypes == ("bool",):
+                    return (f"the mask must be boolean (dtype bool), got dtype {arr.dtype}: "
+                            f"build it from comparisons such as j <= i")
+                return (f"the output must have dtype {'/'.join(returns.dtypes)}, got dtype "
+                        f"{arr.dtype}")
+        if compare is not None:
+            return compare(case, expected, got)
+        if output == "mask":
+            return _mask_problem(expected, got)
+        raise ValueError("a contract that judges the dtype needs output='mask' or a compare")
+
+    return judged
+
+
+def _check_arg(name: str, arg: Arg, value, dims: dict, batches: list, contract) -> list[str]:
+    """What is wrong with ``value`` as argument (or result) ``name``; binds ``dims``."""
+    import numbers
+
+    import numpy as np
+
+    if value is None:
+        return [] if arg.optional else [f"{name} is None"]
+    if arg.is_array:
+        from_list = isinstance(value, (list, tuple))
+        if from_list and not arg.lists:
+            return [f"{name} is a {type(value).__name__}; the contract wants an array"]
+        if not from_list and not isinstance(value, np.ndarray):
+            return [f"{name} is a {type(value).__name__}; the contract wants an array"]
+        arr = np.asarray(value)
+        out = [] if _dtype_ok(arg, arr, from_list) else [
+            f"{name} has dtype {arr.dtype}; the contract says {'/'.join(arg.dtypes)}"]
+        tokens = arg.tokens
+        fixed = [t for t in tokens if t != "..."]
+        n_batch = arr.ndim - len(fixed)
+        if "..." not in tokens and n_batch != 0 or n_batch < 0 or \
+                "..." in tokens and n_batch not in contract.batch:
+            return out + [f"{name} has shape {arr.shape}; the contract says {arg.shape} "
+                          f"(with ... standing for {contract.batch} axes)"]
+        if "..." in tokens:
+            batches.append((name, arr.shape[:n_batch]))
+        for token, size in zip(fixed, arr.shape[n_batch:]):
+            if token.isdigit():
+                if int(token) != size:
+                    out.append(f"{name} has shape {arr.shape}; the contract says {arg.shape}")
+            elif dims.setdefault(token, size) != size:
+                out.append(f"{name} has shape {arr.shape}: its {token} = {size}, but "
+                           f"{token} = {dims[token]} elsewhere (the contract says "
+                           f"{arg.shape})")
+        return out
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(arg.shape, str):                      # an int equal to a dimension
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+            return [f"{name} = {value!r} is not an int"]
+        if dims.setdefault(arg.shape, int(value)) != int(value):
+            return [f"{name} = {value} but {arg.shape} = {dims[arg.shape]} elsewhere"]
+        return []
+    if arg.shape not in (int, float, bool):             # a structure: dict, list, a config
+        return [] if isinstance(value, arg.shape) else [
+            f"{name} is a {type(value).__name__}; the contract says {arg.shape.__name__}"]
+    want = {int: numbers.Integral, float: numbers.Real, bool: bool}[arg.shape]
+    if not isinstance(value, want) or (arg.shape is not bool and isinstance(value, bool)):
+        return [f"{name} = {value!r} is not a {arg.shape.__name__}"]
+    if arg.low is not None and value < arg.low or arg.high is not None and value > arg.high:
+        return [f"{name} = {value!r} is outside [{arg.low}, {arg.high}]"]
+    return []
+
+
+def contract_problems(ex: "Exercise", case: "Case") -> list[str]:
+    """What makes ``case`` (its arguments and its expected output) fall outside ``ex``'s
+    contract; [] when it is inside (or when the exercise states no contract, or the case
+    runs a scenario)."""
+    import inspect
+
+    import numpy as np
+
+    contract = ex.contract
+    if contract is None or case.scenario:
+        return []
+    sig = inspect.signature(ex.signature)
+    try:
+        bound = sig.bind(*case.args, **case.kwargs).arguments
+    except TypeError as exc:
+        return [f"the arguments do not fit {ex.name}'s signature: {exc}"]
+    out = [f"{p} is not in the contract" for p in sig.parameters if p not in contract.args]
+    dims: dict = {}
+    batches: list = []
+    for name, arg in contract.args.items():
+        if name not in bound:
+            if not arg.optional:
+                out.append(f"{name} is left out but is not optional")
+            continue
+        out += _check_arg(name, arg, bound[name], dims, batches, contract)
+    try:
+        np.broadcast_shapes(*(s for _, s in batches))
+    except ValueError:
+        out.append(f"the batch axes ... do not broadcast: {batches}")
+    for cond in contract.where:
+        try:
+            ok = eval(cond, {}, dict(dims))            # noqa: S307 (the author's text)
+        except NameError:
+            continue
+        if not ok:
+            out.append(f"{cond} does not hold ({dims})")
+    if out:
+        return out
+    expected = copy.deepcopy(case.answer) if case.answer is not None else case.run(ex.reference)
+    returns = contract.returns
+    if isinstance(returns, tuple):
+        if not isinstance(expected, tuple) or len(expected) != len(returns):
+            return [f"the expected output is not a tuple of {len(returns)}"]
+        pairs = list(zip(returns, expected))
+    else:
+        pairs = [(returns, expected)]
+    for i, (arg, value) in enumerate(pairs):
+        if arg.is_array and not isinstance(value, np.ndarray):
+            value = np.asarray(value)
+        out += [f"the expected output: {p}" for p in
+                _check_arg(f"result {i}" if len(pairs) > 1 else "result", arg, value, dims,
+                           [], Contract({}, None, batch=tuple(range(8))))]
+    return out
+
+
+def _draw_value(arg: Arg, rng, dims: dict, batch: tuple, dtype: str):
+    import numpy as np
+
+    if arg.is_array:
+        shape = []
+        for t in arg.tokens:
+            shape += list(batch) if t == "..." else [int(t) if t.isdigit() else dims[t]]
+        shape = tuple(shape)
+        if arg.values is not None:
+            return np.asarray(arg.values(rng, shape, dims))
+        if dtype == "bool":
+            out = rng.random(shape) < 0.7
+            if out.ndim:
+                out[..., 0] = True
+            return out
+        if dtype == "int":
+            return rng.integers(int(arg.low or 0), int(arg.high or 9) + 1, size=shape)
+        return rng.standard_normal(shape).astype(dtype)
+    if isinstance(arg.shape, str):
+        return int(dims[arg.shape])
+    if arg.values is not None:
+        return arg.values(rng, (), dims)
+    if arg.shape not in (int, float, bool):
+        raise ValueError(f"an Arg({arg.shape.__name__}) needs values(rng, shape, dims)")
+    if arg.shape is int:
+        return int(rng.integers(int(arg.low or 0), int(arg.high or 9) + 1))
+    if arg.shape is bool:
+        return bool(rng.integers(2))
+    lo = 0.0 if arg.low is None else arg.low
+    hi = lo + 1.0 if arg.high is None else arg.high
+    return float(rng.uniform(lo, hi))
+
+
+def _all_dims(contract: Contract) -> list[str]:
+    names_ = []
+    for arg in list(contract.args.values()):
+        found = arg.tokens if arg.is_array else ([arg.shape] if isinstance(arg.shape, str)
+                                                 else [])
+        names_ += [t for t in found if t != "..." and not t.isdigit() and t not in names_]
+    return names_ + [n for n in contract.sizes if n not in names_]   # sizes only values use
+
+
+def _draw_dims(contract: Contract, rng, ones: bool) -> dict:
+    names_ = _all_dims(contract)
+    for attempt in range(500):
+        dims = {}
+        for n in names_:
+            pool = contract.sizes.get(n, (2, 3, 4, 5))
+            if ones and (attempt == 0 or rng.random() < 0.6):
+                dims[n] = 1                 # size1: as many dimensions of size 1 as fit
+            else:
+                dims[n] = int(rng.choice(pool))
+        if all(eval(c, {}, dict(dims)) for c in contract.where):   # noqa: S307
+            return dims
+    raise ValueError(f"no dimensions satisfy {contract.where}")
+
+
+def draw_cases(ex: "Exercise", seed: int, hidden: bool = False) -> list[dict]:
+    """Cases drawn from ``ex``'s contract with ``seed``: one per kind of input it allows:
+    ``rank<r>`` for each number of batch axes (the rank of the first batched argument),
+    ``size1`` (dimensions of size 1), ``lists`` (plain lists where array-likes are
+    accepted), ``<dtype>`` for each further dtype named, ``keywords`` (every optional
+    argument passed). Named ``contract_<kind>`` (hidden: ``contract_<kind>_hidden``);
+    the expected outputs come from the reference."""
+    import zlib
+
+    import numpy as np
+
+    contract = ex.contract
+    if not contract.args or not contract.draw:
+        return []                           # nothing to vary (wash_we()), or not drawn
+    rng = np.random.default_rng([seed, zlib.crc32(ex.name.encode())])
+    first = next((a for a in contract.args.values() if a.is_array and "..." in a.tokens),
+                 next((a for a in contract.args.values() if a.is_array), None))
+    base = len([t for t in first.tokens if t != "..."]) if first else 0
+    kinds = [(f"rank{base + b}", {"batch": b}) for b in contract.batch]
+    kinds.append(("size1", {"ones": True}))
+    if any(a.lists for a in contract.args.values()):
+        kinds.append(("lists", {"lists": True}))
+    extra = sorted({d for a in contract.args.values() if a.is_array
+                    for d in a.dtypes[1:] if d.startswith("float")})
+    kinds += [(d, {"dtype": d}) for d in extra]
+    if any(a.optional for a in contract.args.values()):
+        kinds.append(("keywords", {"keywords": True}))
+    out = []
+    for kind, how in kinds:
+        dims = _draw_dims(contract, rng, how.get("ones", False))
+        b = how.get("batch", contract.batch[-1] if how.get("ones") else contract.batch[0])
+        batch = tuple(int(rng.choice((1, 2, 3) if how.get("ones") else (2, 3)))
+                      for _ in range(b))
+        args, kwargs, words = [], {}, []
+        for name, arg in contract.args.items():
+            if arg.optional and not how.get("keywords"):
+                continue
+            dtype = arg.dtypes[0]
+            if how.get("dtype") in arg.dtypes:
+                dtype = how["dtype"]
+            value = _draw_value(arg, rng, dims, batch, dtype)
+            if how.get("lists") and arg.lists:
+                value = value.tolist()
+            if arg.optional:
+                kwargs[name] = value
+            else:
+                args.append(value)
+            shape = np.shape(value)
+            words.append(f"{name} {list(shape)}" if arg.is_array else f"{name} = {value!r}")
+        out.append(case(f"contract_{kind}" + ("_hidden" if hidden else ""),
+                        f"drawn from the contract ({kind}): " + ", ".join(words),
+                        args, kwargs, group="contract", hidden=hidden))
+    return out

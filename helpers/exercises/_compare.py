@@ -39,8 +39,9 @@ def _fmt_array(a, limit: int = 48, indent: int = 8) -> str:
         arr = np.asarray(a)
     except Exception:
         return repr(a)
-    if arr.dtype == object:
-        return repr(a)[:200]
+    if arr.dtype == object or arr.dtype.kind not in "biufc":     # text: tokens, pairs
+        text = repr(a)
+        return text if len(text) <= 200 else f"{text[:200]}... ({len(a)} items)"
     if arr.size <= limit:
         text = np.array2string(arr, precision=6, separator=", ", max_line_width=96,
                                suppress_small=False)
@@ -58,6 +59,9 @@ def _expected_got(expected, got) -> str:
 def _fmt_value(v, indent: int = 8) -> str:
     if isinstance(v, np.random.Generator):
         return "a numpy Generator (see the case's words for its seed)"
+    if isinstance(v, dict) and v and all(isinstance(x, (int, str)) for x in v.values()):
+        head = dict(list(v.items())[:6])                          # e.g. a vocabulary
+        return f"dict of {len(v)} entries: {head!r}" + (" ..." if len(v) > 6 else "")
     if isinstance(v, dict):
         parts = []
         for k, x in v.items():
@@ -91,8 +95,15 @@ def _close(a: np.ndarray, b: np.ndarray, equal_nan: bool = False, rtol: float = 
         return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
-def _array_problem(ex: Exercise | None, expected, got, what: str = "the output") -> str | None:
-    rtol, atol = (ex.rtol, ex.atol) if ex is not None else (RTOL, ATOL)
+def _tolerance_note(rtol: float, atol: float) -> str:
+    """The tolerances a failed comparison used, in words (issue 22)."""
+    return (f"\n    (judged with rtol={rtol:g}, atol={atol:g}: each entry must be within "
+            f"atol + rtol * |expected| of the expected one)")
+
+
+def _array_problem(ex: Exercise | None, expected, got, what: str = "the output",
+                   part: str | None = None) -> str | None:
+    rtol, atol = ex.tolerance(part) if ex is not None else (RTOL, ATOL)
     exp = np.asarray(expected, dtype=np.float64)
     if isinstance(got, tuple):
         msg = f"{what} should be one array, got a tuple of {len(got)} items"
@@ -121,7 +132,8 @@ def _array_problem(ex: Exercise | None, expected, got, what: str = "the output")
     where = f" at index {idx}" if idx else ""
     e, g = exp[idx], arr[idx]
     if exp.shape == () and np.isfinite(g):
-        return f"{what}: expected {_num(e)}, got {_num(g)}"
+        return (f"{what}: expected {_num(e)}, got {_num(g)}{_precision_hint(got, exp, arr)}"
+                f"{_tolerance_note(rtol, atol)}")
     if not np.isfinite(g) and np.isfinite(e):
         hint = (ex.nan_hint if ex is not None else "") or _ATTENTION_HINT
         n_bad = int((~np.isfinite(arr) & np.isfinite(exp)).sum())
@@ -139,7 +151,7 @@ def _array_problem(ex: Exercise | None, expected, got, what: str = "the output")
         with _quiet():
             if np.allclose(arr, exp, rtol=1e-3, atol=1e-5):
                 msg += f"\n    (nearly right: {ex.near_miss})"
-    return msg
+    return msg + _tolerance_note(rtol, atol)
 
 
 def _precision_hint(got, exp: np.ndarray, arr: np.ndarray) -> str:

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._llama_variants import rope_variant
 from helpers.llama import model
 
-EXERCISE = Exercise("apply_rope", model.apply_rope,
+CONTRACT = Contract(
+    args={"x": Arg("[..., N, d]", lists=True),
+          "positions": Arg("[N]", dtype="int", lists=True, low=0, high=5000),
+          "theta": Arg(float, optional=True, low=10.0, high=1e6,
+                       values=lambda rng, shape, dims: float(rng.choice([100.0, 1e4, 1e5])))},
+    returns=Arg("[..., N, d]"), batch=(0, 1), where=("d % 2 == 0",),
+    sizes={"d": (2, 4, 6, 8)})
+
+EXERCISE = Exercise("apply_rope", model.apply_rope, contract=CONTRACT,
                     refuse=("helpers.llama.model:rotate_half", "helpers.llama.model:rope_angles",
                             "helpers.exercises._llama_variants:rope_variant"),
                     difficulty=3, importance=3, minutes=25,
@@ -62,6 +70,8 @@ def cases():
              (normal((4, 6, 16)), np.arange(100, 106)), {"theta": 1e5}, hidden=True),
         case("lists", "x [1, 2, 4] as Python lists, positions [0, 7], default theta",
              (normal((1, 2, 4)).tolist(), [0, 7]), hidden=True),
+        case("position_0_visible", "two rows at position 0 (nothing turns)",
+             (np.arange(8.0).reshape(2, 4), [0, 0])),
         case("position_0", "every row at position 0 (nothing turns)", (x0, [0, 0, 0]),
              hidden=True, expected=x0),
     ]

@@ -8,7 +8,7 @@ import numpy as np
 
 from helpers import bert
 from helpers import reference as ref
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._bert_inputs import cut_model, random_layer
 
 
@@ -16,8 +16,13 @@ def _signature(x, layer, n_heads, key_mask=None):
     """The notebook's signature (the reference also takes ``eps``)."""
 
 
+CONTRACT = Contract(
+    args={"x": Arg("[..., N, d]", lists=True), "layer": Arg(dict), "n_heads": Arg(int, low=1),
+          "key_mask": Arg("[..., N]", dtype=("bool", "int"), lists=True, optional=True)},
+    returns=Arg("[..., N, d]"), batch=(0, 1), draw=False)
+
 EXERCISE = Exercise(
-    "bert_layer", bert.bert_layer, signature=_signature,
+    "bert_layer", bert.bert_layer, contract=CONTRACT, signature=_signature,
     uses=("layer_norm", "scaled_dot_product_attention", "split_heads", "merge_heads", "gelu"),
     refuse=("helpers.bert:bert_attention", "helpers.bert:bert_forward",
             "helpers.bert.model:_bert_layer",

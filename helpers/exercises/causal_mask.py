@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
 
-EXERCISE = Exercise('causal_mask', reference.causal_mask, output='mask',
+CONTRACT = Contract(args={"n": Arg("n")}, returns=Arg("[n, n]", dtype="bool"),
+                    sizes={"n": (1, 2, 3, 4, 5, 6)}, dtype_judged=True)
+
+EXERCISE = Exercise('causal_mask', reference.causal_mask, contract=CONTRACT, output='mask',
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""Compare positions: the entry of row $i$ (the query) and column $j$ (the key) is true when

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Exercise, case
-from helpers.exercises._compare import _mask_problem
+from helpers.exercises import Arg, Contract, Exercise, case
 
 
 def causal_padding_mask(n, n_real):
@@ -17,14 +16,12 @@ def causal_padding_mask(n, n_real):
     return causal & real_key[None, :]                              # [n, n]
 
 
-def _compare(case, expected, got):
-    if case is not None and np.asarray(got).dtype != bool:
-        return (f"the mask must be boolean (dtype bool), got dtype {np.asarray(got).dtype}: "
-                f"build it from comparisons such as j <= i")
-    return _mask_problem(expected, got)
+CONTRACT = Contract(args={"n": Arg("n"), "n_real": Arg("n_real")},
+                    returns=Arg("[n, n]", dtype="bool"), where=("n_real <= n",),
+                    sizes={"n": (1, 2, 3, 4, 5, 6), "n_real": (1, 2, 3, 4, 5)},
+                    dtype_judged=True)
 
-
-EXERCISE = Exercise("causal_padding_mask", causal_padding_mask, compare=_compare,
+EXERCISE = Exercise("causal_padding_mask", causal_padding_mask, contract=CONTRACT, output="mask",
                     uses=("causal_mask",),
     difficulty=2, importance=1, minutes=10,
     hints=(

@@ -6,12 +6,16 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _cos_with, _f
 
 
-EXERCISE = Exercise('cosine_similarity', reference.cosine_similarity, uses=('dot',), output='scalar', nan_hint='did a length come out as 0 or inf?',
+CONTRACT = Contract(
+    args={"a": Arg("[n]", lists=True), "b": Arg("[n]", lists=True)},
+    returns=Arg(float, low=-1.0, high=1.0))
+
+EXERCISE = Exercise('cosine_similarity', reference.cosine_similarity, contract=CONTRACT, uses=('dot',), output='scalar', nan_hint='did a length come out as 0 or inf?',
     difficulty=1, importance=2, minutes=5,
     hints=(
         r"""Divide the dot product by both lengths. The length of a vector is the square root of
@@ -44,6 +48,8 @@ def cases():
              (np.array([1.0, 2.0, -1.0, 0.5]), np.array([-2.0, 0.5, 1.5, 0.0])), hidden=True),
         case("random", "two random vectors of length 6", (_normal(5, 6), _normal(6, 6) * 3.0),
              hidden=True),
+        case("long_short", "a long vector (entries ~1e2) and a short one (entries ~1e-3)",
+             (_normal(11, 3) * 1e2, _normal(12, 3) * 1e-3), group="scales"),
         case("scales", "a long vector (entries ~1e3) and a short one (entries ~1e-2)",
              (_normal(7, 5) * 1e3, _normal(8, 5) * 1e-2), group="scales", hidden=True),
         case("big_and_small", "entries ~1e40 and ~1e-40",

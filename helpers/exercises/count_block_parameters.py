@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.reference import BLOCK_PARAM_SHAPES
 
 
@@ -30,8 +30,11 @@ def _compare(case, expected, got):
             f"d={d}, d_ff={d_ff} has {int(expected)} numbers")
 
 
+CONTRACT = Contract(args={"d": Arg(int, low=1), "d_ff": Arg(int, low=1)},
+                    returns=Arg(int))
+
 EXERCISE = Exercise(
-    "count_block_parameters", count_block_parameters, compare=_compare,
+    "count_block_parameters", count_block_parameters, contract=CONTRACT, compare=_compare,
     difficulty=1, importance=1, minutes=5,
     hints=(
         r"""Count the numbers in each of the twelve arrays from its shape and add them up: a
@@ -59,6 +62,7 @@ def cases():
         case("d16", "d = 16, d_ff = 64 (d_ff = 4 d)", (16, 64),
              expected=4 * 256 + (1024 + 64 + 1024 + 16) + 64),
         case("d6", "d = 6, d_ff = 10", (6, 10)),
+        case("d128", "d = 128, d_ff = 512", (128, 512)),
         case("gpt2", "GPT-2 small's sizes, d = 768, d_ff = 3072 (no attention biases here)",
              (768, 3072), hidden=True,
              expected=7_084_800),

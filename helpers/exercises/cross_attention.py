@@ -6,12 +6,18 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _xattn
 
 
-EXERCISE = Exercise('cross_attention', reference.cross_attention, uses=('project_qkv', 'scaled_dot_product_attention'),
+CONTRACT = Contract(
+    args={"X_dec": Arg("[N_dec, d_dec]", lists=True),
+          "H_enc": Arg("[N_enc, d_enc]", lists=True), "W_Q": Arg("[d_dec, d_k]", lists=True),
+          "W_K": Arg("[d_enc, d_k]", lists=True), "W_V": Arg("[d_enc, d_v]", lists=True)},
+    returns=Arg("[N_dec, d_v]"))
+
+EXERCISE = Exercise('cross_attention', reference.cross_attention, contract=CONTRACT, uses=('project_qkv', 'scaled_dot_product_attention'),
     difficulty=2, importance=3, minutes=10,
     hints=(
         r"""The attention of notebook 04 with one change: the queries come from the decoder, the

@@ -6,12 +6,16 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f
 
 
-EXERCISE = Exercise('dot', reference.dot, output='scalar', nan_hint='did a product overflow?',
+CONTRACT = Contract(
+    args={"a": Arg("[n]", lists=True), "b": Arg("[n]", lists=True)},
+    returns=Arg(float))
+
+EXERCISE = Exercise('dot', reference.dot, contract=CONTRACT, output='scalar', nan_hint='did a product overflow?',
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""Walk through the two vectors together: multiply the $k$-th entries, $a_k b_k$, and add
@@ -42,6 +46,8 @@ def cases():
              ([2.0, -1.0, 0.5, 3.0], [-1.0, 4.0, 2.0, -0.5]), hidden=True),
         case("length_one", "vectors of length 1", (np.array([3.0]), np.array([-2.5])),
              group="shapes", hidden=True),
+        case("mixed_scales", "entries from 1e-2 to 5e2 (the twin of a hidden case)",
+             (np.array([5e2, -1e-2, 3.0]), np.array([2e-2, 3e2, -1.0])), group="scales"),
         case("scales", "entries from 1e-3 to 1e3",
              (np.array([1e3, 2e-3, -5.0, 7e2]), np.array([3e-3, 4e2, 1.5, -2e-3])), group="scales",
              hidden=True),

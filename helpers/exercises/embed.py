@@ -6,13 +6,19 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _rng
 from helpers.exercises._variants import _f, _ids
 
 
+CONTRACT = Contract(
+    args={"token_ids": Arg("[N]", dtype="int", lists=True,
+                           values=lambda rng, shape, dims: rng.integers(0, dims["V"], shape)),
+          "E": Arg("[V, d]", lists=True), "P": Arg("[n_ctx, d]", lists=True)},
+    returns=Arg("[N, d]"), where=("N <= n_ctx",), sizes={"n_ctx": (4, 5, 6, 8)})
+
 EXERCISE = Exercise(
-    'embed', reference.embed,
+    'embed', reference.embed, contract=CONTRACT,
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""Row $i$ of the result is $E[w_i] + P[i]$: the row of the token's id, plus the row
@@ -42,6 +48,7 @@ def cases():
              (ex.AABA_IDS, ex.AABA_E, P_aaba), group="slides"),
         case("repeats", "ids [3, 1, 4, 1] (a repeated id), V = 5, d = 3, n_ctx = 6",
              (np.array([3, 1, 4, 1]), E5, P6)),
+        case("list_ids_3", "ids as a list [1, 3, 0], V = 5, n_ctx = 6", ([1, 3, 0], E5, P6)),
         case("list_ids", "ids as a list [2, 0], V = 5, n_ctx = 6", ([2, 0], E5, P6), hidden=True),
         case("full_context", "N = n_ctx = 6", (np.array([4, 4, 0, 2, 3, 1]), E5, P6),
              group="shapes", hidden=True),

@@ -5,13 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _ffn_args
 from helpers.exercises._variants import _ffn
 
 
+CONTRACT = Contract(
+    args={"x": Arg("[..., N, d]", lists=True), "W1": Arg("[d, d_ff]", lists=True),
+          "b1": Arg("[d_ff]", lists=True), "W2": Arg("[d_ff, d]", lists=True),
+          "b2": Arg("[d]", lists=True)},
+    returns=Arg("[..., N, d]"))
+
 EXERCISE = Exercise(
-    'feed_forward', reference.feed_forward,
+    'feed_forward', reference.feed_forward, contract=CONTRACT,
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""Two affine maps with a ReLU between them: widen from $d$ to $d_{ff}$, set the
@@ -41,6 +47,8 @@ def cases():
              hidden=True),
         case("one_token", "1 token, d = 2, d_ff = 8", _ffn_args(196, 1, 2, 8), group="shapes",
              hidden=True),
+        case("large_visible", "inputs ~100, 2 tokens, d = 3, d_ff = 4",
+             _ffn_args(206, 2, 3, 4, scale=100.0)),
         case("large", "large inputs", _ffn_args(201, 3, 3, 5, scale=100.0), hidden=True),
     ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import examples as ex
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
 
 def find_slips(printed, computed, tokens, tolerance=0.006):
@@ -37,7 +37,12 @@ def _compare(case, expected, got):
     return None
 
 
-EXERCISE = Exercise("find_slips", find_slips, compare=_compare,
+CONTRACT = Contract(
+    args={"printed": Arg(dict), "computed": Arg(dict), "tokens": Arg(list),
+          "tolerance": Arg(float, optional=True, low=0.0)},
+    returns=Arg(set), draw=False)
+
+EXERCISE = Exercise("find_slips", find_slips, contract=CONTRACT, compare=_compare,
     difficulty=2, importance=2, minutes=15,
     hints=(
         r"""A row is a slip when at least one of its entries is off by more than the tolerance:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import bert
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
-EXERCISE = Exercise("gelu", bert.gelu, near_miss="is it an approximation? BERT's GELU is the "
+CONTRACT = Contract(args={"x": Arg("[...]", lists=True)}, returns=Arg("[...]"), batch=(1, 2, 3))
+
+EXERCISE = Exercise("gelu", bert.gelu, contract=CONTRACT, near_miss="is it an approximation? BERT's GELU is the "
                     "exact one, with erf",
                     difficulty=1, importance=2, minutes=5,
                     hints=(
@@ -32,6 +34,7 @@ def cases():
     rng = np.random.default_rng(909)
     visible = [
         case("linspace", "x = linspace(-5, 5, 21)", (np.linspace(-5, 5, 21),)),
+        case("batch", "a [2, 2, 3] array", (np.random.default_rng(908).normal(size=(2, 2, 3)),)),
         case("matrix", "a [3, 4] array", (rng.normal(size=(3, 4)) * 2,)),
         case("worked_example", "x = [-1, 0, 1]: GELU(1) = Phi(1) = 0.841345, "
              "GELU(-1) = -(1 - Phi(1))", ([-1.0, 0.0, 1.0],), group="slides",

@@ -7,7 +7,7 @@ import numpy as np
 from helpers import reference
 import hashlib
 
-from helpers.exercises import Case, Exercise, case
+from helpers.exercises import Arg, Contract, Case, Exercise, case
 from helpers.exercises._inputs import _gen_models, _rng
 from helpers.exercises._variants import _gen, _onehot, _sampler_multiplied, _sampler_no_temperature, _sampler_uniform
 
@@ -29,8 +29,16 @@ def _diagnose(case, got, error):
     return _diagnosis(case, got, error)
 
 
+CONTRACT = Contract(
+    args={"token_ids": Arg("[N]", dtype="int", lists=True), "params": Arg(dict),
+          "n_heads": Arg(int, low=1), "n_new": Arg(int, low=0),
+          "temperature": Arg(float, optional=True, low=0.0),
+          "rng": Arg(np.random.Generator, optional=True)},
+    returns=Arg("[M]", dtype="int"), draw=False,
+    invariants=("M = N + n_new", "rng is given when temperature > 0"))
+
 EXERCISE = Exercise(
-    'generate', reference.generate, uses=('language_model_forward', 'softmax'),
+    'generate', reference.generate, contract=CONTRACT, uses=('language_model_forward', 'softmax'),
     output='ids', compare=_compare, diagnose=_diagnose,
     difficulty=3, importance=3, minutes=25,
     hints=(
@@ -90,6 +98,8 @@ def cases():
              hidden=True),
         case("greedy_full", "greedy, a prompt of exactly n_ctx = 4 tokens, 3 new tokens",
              (np.array([2, 2, 1, 4]), m["m4"], 1, 3), group="cropping", hidden=True),
+        case("zero_new_visible", "n_new = 0 (returns the prompt [2, 1])",
+             (np.array([2, 1]), m["m8"], 2, 0), group="greedy"),
         case("zero_new", "n_new = 0 (returns the prompt)", (np.array([4, 0, 1]), m["m8"], 2, 0),
              group="greedy", hidden=True),
         case("greedy_long", "greedy, prompt [3], 10 new tokens, n_ctx = 5, n_heads = 1",

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._llama_variants import gqa_variant
 from helpers.llama import model
 
-EXERCISE = Exercise("grouped_query_attention", model.grouped_query_attention,
+CONTRACT = Contract(
+    args={"Q": Arg("[n_heads, N_q, d_h]", lists=True),
+          "K": Arg("[n_kv_heads, N_k, d_h]", lists=True),
+          "V": Arg("[n_kv_heads, N_k, d_h]", lists=True)},
+    returns=Arg("[n_heads, N_q, d_h]"),
+    where=("n_heads % n_kv_heads == 0", "N_q <= N_k"),
+    sizes={"n_heads": (1, 2, 4, 6), "n_kv_heads": (1, 2, 3)},
+    invariants=("the queries are the last N_q of the N_k positions (causal)",))
+
+EXERCISE = Exercise("grouped_query_attention", model.grouped_query_attention, contract=CONTRACT,
                     uses=("softmax", "scaled_dot_product_attention"),
                     refuse=("helpers.llama.model:repeat_kv", "helpers.llama.model:_gqa_float32",
                             "helpers.exercises._llama_variants:gqa_variant"),
@@ -61,8 +70,8 @@ def cases():
     normal = np.random.default_rng(1011).standard_normal
     hidden = [
         case("multi_query", "one key/value head for 6 query heads (multi-query), N_q = 3, "
-             "N_k = 7, d_v = 5 != d_h = 4, large scores",
-             (4 * normal((6, 3, 4)), 4 * normal((1, 7, 4)), normal((1, 7, 5))), group="cache",
+             "N_k = 7, d_h = 4, large scores",
+             (4 * normal((6, 3, 4)), 4 * normal((1, 7, 4)), normal((1, 7, 4))), group="cache",
              hidden=True),
         case("multi_head", "3 query heads and 3 key/value heads (ordinary multi-head), N = 5",
              (normal((3, 5, 6)), normal((3, 5, 6)), normal((3, 5, 6))), hidden=True),

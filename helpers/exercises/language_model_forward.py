@@ -5,13 +5,46 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _lm_params
 from helpers.exercises._variants import _lm
 
 
+def _drawn_lm(rng, dims):
+    """A small language model's params drawn for a contract case."""
+    d = dims["d"]
+    params = {"E": rng.normal(size=(dims["V"], d)), "P": 0.5 * rng.normal(size=(dims["n_ctx"], d)),
+              "blocks": [_drawn_block(rng, d, 2 * d) for _ in range(int(rng.integers(1, 3)))]}
+    if rng.random() < 0.5:
+        params["ln_f_gamma"] = 1.0 + 0.3 * rng.normal(size=d)
+        params["ln_f_beta"] = 0.2 * rng.normal(size=d)
+    return params
+
+
+def _drawn_block(rng, d, d_ff):
+    """One block's params drawn for a contract case (no helper module: bundles keep this)."""
+    s = 1.0 / np.sqrt(d)
+    shapes = {"ln1_gamma": (d,), "ln1_beta": (d,), "W_Q": (d, d), "W_K": (d, d),
+              "W_V": (d, d), "W_O": (d, d), "ln2_gamma": (d,), "ln2_beta": (d,),
+              "W1": (d, d_ff), "b1": (d_ff,), "W2": (d_ff, d), "b2": (d,)}
+    p = {k: rng.normal(size=v) * (s if k.startswith("W") else 0.2) for k, v in shapes.items()}
+    p["ln1_gamma"] += 1.0
+    p["ln2_gamma"] += 1.0
+    return p
+
+
+CONTRACT = Contract(
+    args={"token_ids": Arg("[N]", dtype="int", lists=True,
+                           values=lambda rng, shape, dims: rng.integers(0, dims["V"], shape)),
+          "params": Arg(dict, values=lambda rng, shape, dims: _drawn_lm(rng, dims)),
+          "n_heads": Arg("n_heads")},
+    returns=Arg("[N, V]"), where=("d % n_heads == 0", "N <= n_ctx"),
+    sizes={"d": (2, 4, 6), "n_heads": (1, 2), "V": (3, 5, 7), "n_ctx": (4, 6, 8)},
+    invariants=("params: E [V, d], P [n_ctx, d], blocks, optionally ln_f_gamma, ln_f_beta",
+                "0 <= token_ids < V"))
+
 EXERCISE = Exercise(
-    'language_model_forward', reference.language_model_forward, uses=('embed', 'transformer_block', 'layer_norm', 'lm_head'),
+    'language_model_forward', reference.language_model_forward, contract=CONTRACT, uses=('embed', 'transformer_block', 'layer_norm', 'lm_head'),
     difficulty=2, importance=3, minutes=15,
     hints=(
         r"""Four stages, bottom to top as in the diagram: embed the ids ($E[\boldsymbol{w}] +

@@ -6,13 +6,21 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal, _rng
 from helpers.exercises._variants import _ln
 
 
+CONTRACT = Contract(
+    args={"x": Arg("[..., d]", lists=True), "gamma": Arg("[d]", lists=True),
+          "beta": Arg("[d]", lists=True),
+          "eps": Arg(float, optional=True, low=0.0, high=1.0,
+                     values=lambda rng, shape, dims: float(rng.choice([1e-3, 1e-2, 0.1])))},
+    returns=Arg("[..., d]"), batch=(0, 1, 2), sizes={"d": (2, 3, 4, 5, 6)},
+    invariants=("each vector of the last axis is normalised on its own",))
+
 EXERCISE = Exercise(
-    'layer_norm', reference.layer_norm,
+    'layer_norm', reference.layer_norm, contract=CONTRACT,
     # its float32 fast path, and RMS norm (of centred rows, it is layer norm): issue 23
     refuse=("helpers.bert.model:_layer_norm", "helpers.llama.model:rms_norm",
             "helpers.llama.model:_rms_norm_float32"),
@@ -58,6 +66,8 @@ def cases():
              group="eps"),
         case("explicit_eps", "eps = 0.01 given as an argument, rows of small variance",
              (0.1 * _normal(176, (2, 5)), g5, b5), {"eps": 1e-2}, group="eps"),
+        case("constant_row_visible", "a constant row (variance 0) next to a normal one",
+             (np.array([[-2.0, -2.0, -2.0, -2.0], [0.5, 1.0, -1.0, 2.0]]), g4, b4), group="eps"),
         case("tiny_variance", "rows with variance ~1e-8 and ~1e-6", (tiny, g4, b4), group="eps",
              hidden=True),
         case("constant_row", "a constant row (variance 0) next to a normal one",
@@ -67,6 +77,8 @@ def cases():
              {"eps": 1e-3}, group="eps", hidden=True),
         case("eps_0.1", "eps = 0.1 given as an argument", (_normal(174, (2, 5)), g5, b5),
              {"eps": 0.1}, group="eps", hidden=True),
+        case("row_scales", "rows at scales 1e-2, 1 and 1e3",
+             (_normal(177, (3, 4)) * np.array([[1e-2], [1.0], [1e3]]), g4, b4), group="scales"),
         case("scales", "rows at very different scales (1e-3 to 1e3)", (scales, g5, b5),
              group="scales", hidden=True),
         case("random", "5 random rows, d = 8, offset from 0",

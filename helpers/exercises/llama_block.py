@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._compare import _array_problem
 from helpers.exercises._llama_variants import block_variant
 from helpers.llama import model
@@ -32,8 +32,15 @@ def _compare(case, expected, got):
     return _array_problem(EXERCISE, expected, got)
 
 
+CONTRACT = Contract(
+    args={"x": Arg("[N, d]", dtype=("float64", "float32"), lists=True), "block": Arg(dict),
+          "config": Arg(model.LlamaConfig), "start": Arg(int, optional=True, low=0),
+          "cache": Arg(KVCache, optional=True), "layer": Arg(int, optional=True, low=0)},
+    returns=Arg("[N, d]", dtype=("float64", "float32")), draw=False,
+    invariants=("float64 or the dtype of x: the dtype is not judged",))
+
 EXERCISE = Exercise(
-    "llama_block", model.llama_block, compare=_compare,
+    "llama_block", model.llama_block, contract=CONTRACT, compare=_compare,
     uses=("rms_norm", "apply_rope", "swiglu", "grouped_query_attention", "split_heads",
           "merge_heads"),
     refuse=("helpers.llama.model:forward", "helpers.llama.model:generate",

@@ -6,13 +6,16 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _rng
 from helpers.exercises._variants import _f
 
 
+CONTRACT = Contract(args={"h": Arg("[N, d]", lists=True), "E": Arg("[V, d]", lists=True)},
+                    returns=Arg("[N, V]"))
+
 EXERCISE = Exercise(
-    'lm_head', reference.lm_head,
+    'lm_head', reference.lm_head, contract=CONTRACT,
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""The logit of token $v$ at position $i$ is the dot product of $\boldsymbol{h}_i$
@@ -36,6 +39,8 @@ def cases():
         case("square", "V = d = 4 (E is square, not symmetric)", (r.normal(size=(3, 4)),
                                                                   r.normal(size=(4, 4))),
              group="shapes", hidden=True),
+        case("lists_3", "plain lists, 1 position, d = 3, V = 2",
+             ([[0.5, -1.0, 2.0]], [[1.0, 0.0, -1.0], [0.5, 0.5, 0.5]])),
         case("lists", "plain lists, 2 positions, d = 2, V = 3",
              ([[1.0, 2.0], [-1.0, 0.5]], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), hidden=True),
         case("tall", "6 positions, d = 5, V = 9", (r.normal(size=(6, 5)), r.normal(size=(9, 5))),

@@ -5,9 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import bert
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
-EXERCISE = Exercise("mean_pool", bert.mean_pool,
+CONTRACT = Contract(
+    args={"h": Arg("[..., N, d]", lists=True),
+          "key_mask": Arg("[..., N]", dtype=("bool", "int"), lists=True)},
+    returns=Arg("[..., d]"), batch=(0, 1),
+    invariants=("every sentence has at least one real token",))
+
+EXERCISE = Exercise("mean_pool", bert.mean_pool, contract=CONTRACT,
                     refuse=("helpers.bert:sentence_embeddings", "helpers.bert:encode"),
                     near_miss="is every real token counted once, and nothing else?",
                     difficulty=1, importance=3, minutes=10,
@@ -43,6 +49,9 @@ def cases():
              group="mask"),
         case("int_mask", "a batch h [2, 3, 2] with key_mask given as 0/1 integers",
              (rng.normal(size=(2, 3, 2)), np.array([[1, 1, 0], [1, 0, 0]])), group="mask"),
+        case("large_padding_2", "a batch h [2, 3, 2] with padding values ~1e5, key_mask as 0/1",
+             (np.where(np.array([[1, 1, 0], [1, 0, 0]])[..., None] > 0, 1.0, 1e5)
+              * rng.normal(size=(2, 3, 2)), np.array([[1, 1, 0], [1, 0, 0]])), group="mask"),
     ]
     rng = np.random.default_rng(910)
     mask = np.array([[1, 1, 1, 1, 0], [1, 0, 0, 0, 0], [1, 1, 1, 0, 0]])

@@ -5,13 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f
 
 
+CONTRACT = Contract(args={"H": Arg("[n_heads, N, d_h]", lists=True)}, returns=Arg("[N, d]"))
+
 EXERCISE = Exercise(
-    'merge_heads', reference.merge_heads,
+    'merge_heads', reference.merge_heads, contract=CONTRACT,
     refuse=("helpers.llama.model:_merge_heads",),   # its float32 fast path (issue 23)
     difficulty=1, importance=3, minutes=5,
     hints=(

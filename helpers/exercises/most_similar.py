@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import examples as ex
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
 
 def most_similar(X, i):
@@ -26,7 +26,13 @@ def _compare(case, expected, got):
     return None
 
 
-EXERCISE = Exercise("most_similar", most_similar, compare=_compare, uses=("cosine_similarity",),
+CONTRACT = Contract(
+    args={"X": Arg("[N, d]", lists=True),
+          "i": Arg(int, low=0, values=lambda rng, shape, dims: int(rng.integers(dims["N"])))},
+    returns=Arg(int), where=("N >= 2",),
+    invariants=("0 <= i < N", "ties: the smallest j"))
+
+EXERCISE = Exercise("most_similar", most_similar, contract=CONTRACT, compare=_compare, uses=("cosine_similarity",),
     difficulty=2, importance=1, minutes=10,
     hints=(
         r"""Compute $\cos(\mathbf{x}_i, \mathbf{x}_j)$ for every $j$, leave $j = i$ out, and keep

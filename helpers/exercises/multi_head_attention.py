@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _mha_args, _normal
 from helpers.exercises._variants import _mha
 from helpers.exercises.merge_heads import _merge_interleaved
@@ -15,8 +15,16 @@ from helpers.exercises.split_heads import _split_interleaved
 from helpers.exercises.split_heads import _split_reshape
 
 
+CONTRACT = Contract(
+    args={"X": Arg("[N, d]", lists=True), "W_Q": Arg("[d, d]", lists=True),
+          "W_K": Arg("[d, d]", lists=True), "W_V": Arg("[d, d]", lists=True),
+          "W_O": Arg("[d, d]", lists=True), "n_heads": Arg("n_heads"),
+          "causal": Arg(bool, optional=True)},
+    returns=Arg("[N, d]"), where=("d % n_heads == 0",),
+    sizes={"d": (2, 4, 6, 8), "n_heads": (1, 2, 3, 4)})
+
 EXERCISE = Exercise(
-    'multi_head_attention', reference.multi_head_attention, uses=('split_heads', 'merge_heads', 'scaled_dot_product_attention', 'causal_mask', 'softmax'),
+    'multi_head_attention', reference.multi_head_attention, contract=CONTRACT, uses=('project_qkv', 'split_heads', 'merge_heads', 'scaled_dot_product_attention', 'causal_mask', 'softmax'),
     difficulty=2, importance=3, minutes=20,
     hints=(
         r"""Four steps, as in the equation: project once with the full matrices

@@ -6,12 +6,14 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f
 
 
-EXERCISE = Exercise('pairwise_scores', reference.pairwise_scores, uses=('dot',),
+CONTRACT = Contract(args={"X": Arg("[N, d]", lists=True)}, returns=Arg("[N, N]"))
+
+EXERCISE = Exercise('pairwise_scores', reference.pairwise_scores, contract=CONTRACT, uses=('dot',),
     difficulty=2, importance=3, minutes=10,
     hints=(
         r"""Entry $(i, j)$ pairs row $i$ of $X$ with row $j$ of $X$. A matrix product `A @ B`
@@ -43,6 +45,8 @@ def cases():
              group="shapes"),
         case("random_5x3", "5 random rows, d = 3", (_normal(11, (5, 3)),), hidden=True),
         case("wide_2x6", "2 rows, d = 6", (_normal(12, (2, 6)),), group="shapes", hidden=True),
+        case("row_scales", "rows at scales 1, 10 and 300",
+             (_normal(14, (3, 2)) * np.array([[1.0], [10.0], [300.0]]),), group="scales"),
         case("scales", "rows at very different scales (1e-2 to 1e3)", (X_scales,), group="scales",
              hidden=True),
         case("one_row", "a single row", (np.array([[1.5, -2.0, 0.5]]),), group="shapes",

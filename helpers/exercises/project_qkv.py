@@ -5,12 +5,17 @@ from __future__ import annotations
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f
 
 
-EXERCISE = Exercise('project_qkv', reference.project_qkv, output='tuple', parts=('Q', 'K', 'V'),
+CONTRACT = Contract(
+    args={"X": Arg("[N, d]", lists=True), "W_Q": Arg("[d, d_k]", lists=True),
+          "W_K": Arg("[d, d_k]", lists=True), "W_V": Arg("[d, d_v]", lists=True)},
+    returns=(Arg("[N, d_k]"), Arg("[N, d_k]"), Arg("[N, d_v]")))
+
+EXERCISE = Exercise('project_qkv', reference.project_qkv, contract=CONTRACT, output='tuple', parts=('Q', 'K', 'V'),
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""Each projection is one matrix product, with the tokens on the left because they are row

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.llama import model
 
-EXERCISE = Exercise("rms_norm", model.rms_norm,
+CONTRACT = Contract(
+    args={"x": Arg("[..., d]", dtype=("float64", "float32"), lists=True),
+          "weight": Arg("[d]", lists=True),
+          "eps": Arg(float, optional=True, low=0.0, high=1.0,
+                     values=lambda rng, shape, dims: float(rng.choice([1e-3, 1e-2, 0.1])))},
+    returns=Arg("[..., d]", dtype=("float64", "float32")), batch=(0, 1, 2),
+    invariants=("float64 or the dtype of x: the dtype is not judged",))
+
+EXERCISE = Exercise("rms_norm", model.rms_norm, contract=CONTRACT,
                     refuse=("helpers.llama.model:_rms_norm_float32",),  # fast path (issue 23)
                     nan_hint="is eps inside the square root, "
                     "x / sqrt(mean(x^2) + eps)?",

@@ -6,12 +6,19 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _cat_qkv, _normal, _valid_mask
 from helpers.exercises._variants import _attention, _f, _naive_softmax
 
 
-EXERCISE = Exercise('scaled_dot_product_attention', reference.scaled_dot_product_attention, uses=('softmax',), output='tuple', parts=('output', 'weights'),
+CONTRACT = Contract(
+    args={"Q": Arg("[..., N_q, d_k]", lists=True), "K": Arg("[..., N_k, d_k]", lists=True),
+          "V": Arg("[..., N_k, d_v]", lists=True),
+          "mask": Arg("[..., N_q, N_k]", dtype="bool", lists=True, optional=True)},
+    returns=(Arg("[..., N_q, d_v]"), Arg("[..., N_q, N_k]")), batch=(0,),
+    invariants=("masked keys get weight 0", "each row of weights sums to 1"))
+
+EXERCISE = Exercise('scaled_dot_product_attention', reference.scaled_dot_product_attention, contract=CONTRACT, uses=('softmax',), output='tuple', parts=('output', 'weights'),
     difficulty=2, importance=3, minutes=15,
     hints=(
         r"""Three steps, as in the equation: the scores $QK^\top/\sqrt{d_k}$ (one row per query, one

@@ -7,11 +7,16 @@ import numpy as np
 
 from helpers import bert
 from helpers.examples import IT_SENTENCES
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._bert_inputs import cut_model, tiny_bert
 
+CONTRACT = Contract(
+    args={"ids": Arg("[B, N]", dtype="int", lists=True),
+          "key_mask": Arg("[B, N]", dtype=("bool", "int"), lists=True), "params": Arg(dict)},
+    returns=Arg("[B, d]"), draw=False, invariants=("each row has length 1",))
+
 EXERCISE = Exercise(
-    "sentence_embeddings", bert.sentence_embeddings, uses=("bert_layer", "mean_pool", "gelu"),
+    "sentence_embeddings", bert.sentence_embeddings, contract=CONTRACT, uses=("bert_layer", "mean_pool", "gelu", "layer_norm"),
     refuse=("helpers.bert:encode", "helpers.bert:bert_forward", "helpers.bert:token_vectors"),
     near_miss="does EVERY layer norm (the embeddings' too) use eps=1e-12, and is GELU the "
               "exact (erf) one?",

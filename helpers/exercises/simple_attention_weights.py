@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
 
 def simple_attention_weights(X):
@@ -16,7 +16,9 @@ def simple_attention_weights(X):
     return reference.softmax(scores, axis=-1)                    # rows sum to 1
 
 
-EXERCISE = Exercise("simple_attention_weights", simple_attention_weights,
+CONTRACT = Contract(args={"X": Arg("[N, d]", lists=True)}, returns=Arg("[N, N]"))
+
+EXERCISE = Exercise("simple_attention_weights", simple_attention_weights, contract=CONTRACT,
                     uses=("pairwise_scores", "softmax"),
                     refuse=("helpers.plots:simple_attention_weights",
                             "helpers.reference:simple_self_attention"),
@@ -53,6 +55,8 @@ def cases():
         case("large_hidden", "large vectors (stability), 5 rows", (rng.normal(size=(5, 3)) * 30.0,),
              group="stability", hidden=True),
         case("wide", "2 rows, d = 7", (rng.normal(size=(2, 7)),), group="shapes", hidden=True),
+        case("constant_row", "X with a row of equal entries",
+             (np.array([[1.0, 1.0, 1.0], [0.5, -1.0, 2.0]]),)),
         case("integers_hidden", "integers, 3 rows of 4", ([[2, 0, 1, 1], [0, 1, 0, 3],
                                                           [1, 1, 1, 1]],), hidden=True),
     ]

@@ -6,13 +6,20 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f, _naive_softmax, _softmax_any
 
 
+CONTRACT = Contract(
+    args={"z": Arg("[..., n]", lists=True),
+          "axis": Arg(int, optional=True, low=-3, high=2,
+                      values=lambda rng, shape, dims: int(rng.choice([-1, 0])))},
+    returns=Arg("[..., n]"), batch=(0, 1, 2),
+    invariants=("each slice along axis sums to 1", "finite for every finite input"))
+
 EXERCISE = Exercise(
-    'softmax', reference.softmax,
+    'softmax', reference.softmax, contract=CONTRACT,
     nan_hint='is the softmax stable? Subtract the maximum along the axis before exp',
     difficulty=2, importance=3, minutes=15,
     hints=(

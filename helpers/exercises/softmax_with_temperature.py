@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._scenarios import RAISES
 
 
@@ -17,7 +17,13 @@ def softmax_with_temperature(z, temperature):
     return reference.softmax(np.asarray(z, dtype=np.float64) / temperature, axis=-1)
 
 
-EXERCISE = Exercise("softmax_with_temperature", softmax_with_temperature, uses=("softmax",),
+CONTRACT = Contract(
+    args={"z": Arg("[..., n]", lists=True),
+          "temperature": Arg(float, low=1e-9, values=lambda rng, shape, dims:
+                             float(rng.choice([0.1, 0.5, 2.0, 10.0])))},
+    returns=Arg("[..., n]"), batch=(0, 1))
+
+EXERCISE = Exercise("softmax_with_temperature", softmax_with_temperature, contract=CONTRACT, uses=("softmax",),
                     nan_hint="is the softmax stable? Subtract the maximum of each row of "
                              "z / T before exp",
                     difficulty=1, importance=2, minutes=5,
@@ -53,6 +59,7 @@ def cases():
              expected="ValueError", group="errors"),
         case("negative", "temperature -1.0 must raise a ValueError", (z, -1.0), scenario=RAISES,
              expected="ValueError", group="errors"),
+        case("hot", "scores in the hundreds, T = 200", (np.array([[300.0, 100.0, -200.0]]), 200.0)),
         case("large_rows_hot", "rows, large scores, T = 100", (large * 1.5, 100.0),
              group="stability", hidden=True),
         case("cold", "[1, 3, 2] at T = 0.01 (almost all weight on the largest)",

@@ -5,13 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _normal
 from helpers.exercises._variants import _f
 
 
+CONTRACT = Contract(args={"X": Arg("[N, d]", lists=True), "n_heads": Arg("n_heads")},
+                    returns=Arg("[n_heads, N, d_h]"), where=("d % n_heads == 0",),
+                    sizes={"d": (2, 4, 6, 8), "n_heads": (1, 2, 3, 4)})
+
 EXERCISE = Exercise(
-    'split_heads', reference.split_heads,
+    'split_heads', reference.split_heads, contract=CONTRACT,
     refuse=("helpers.llama.model:_split_heads",),   # its float32 fast path (issue 23)
     difficulty=2, importance=3, minutes=10,
     hints=(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import examples as ex
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._scenarios import RAISES
 
 
@@ -35,7 +35,11 @@ def _compare(case, expected, got):
     return None
 
 
-EXERCISE = Exercise("stack_tokens", stack_tokens, compare=_compare,
+CONTRACT = Contract(args={"vectors": Arg("[N, d]", dtype=("float64", "int"), lists=True)},
+                    returns=Arg("[N, d]"),
+                    invariants=("a ValueError when the vectors' lengths differ",))
+
+EXERCISE = Exercise("stack_tokens", stack_tokens, contract=CONTRACT, compare=_compare,
     difficulty=1, importance=2, minutes=5,
     hints=(
         r"""A list of $N$ vectors of length $d$ is a matrix in waiting: one NumPy call turns it into
@@ -62,6 +66,10 @@ def cases():
     return [
         case("two_tokens", "two tokens of 3 integers each, [[1, 2, 3], [4, 5, 6]]",
              ([[1, 2, 3], [4, 5, 6]],), expected=np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])),
+        case("floats", "two tokens of 2 floats each, [[0.5, -1.0], [2.25, 3.0]]",
+             ([[0.5, -1.0], [2.25, 3.0]],)),
+        case("constant_row", "a token whose entries are equal, [[2, 2, 2], [1, 0, 3]]",
+             ([[2.0, 2.0, 2.0], [1.0, 0.0, 3.0]],)),
         case("ragged", "vectors of lengths 3 and 2: must raise a ValueError",
              ([[1, 2, 3], [4, 5]],), scenario=RAISES, expected="ValueError"),
         case("arrays", "five 1-D arrays of 4 integers", (rows,), hidden=True),

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.llama import model
 
+CONTRACT = Contract(
+    args={"x": Arg("[N, d]", lists=True), "W_gate": Arg("[d, d_ff]", lists=True),
+          "W_up": Arg("[d, d_ff]", lists=True), "W_down": Arg("[d_ff, d]", lists=True)},
+    returns=Arg("[N, d]"), invariants=("float64 or the dtype of x: the dtype is not judged",))
+
 EXERCISE = Exercise(
-    "swiglu", model.swiglu, refuse=("helpers.llama.model:silu",),
+    "swiglu", model.swiglu, contract=CONTRACT, refuse=("helpers.llama.model:silu",),
     difficulty=1, importance=2, minutes=10,
     hints=(
         r"""Two projections up, $\boldsymbol{x} W_{gate}$ and $\boldsymbol{x} W_{up}$, both

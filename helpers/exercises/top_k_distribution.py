@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
 
 def top_k_distribution(logits, k, temperature=1.0):
@@ -17,8 +17,15 @@ def top_k_distribution(logits, k, temperature=1.0):
     return reference.softmax((kept - kept.max()) / temperature)   # [V], 0 off the top k
 
 
+CONTRACT = Contract(
+    args={"logits": Arg("[V]", lists=True),
+          "k": Arg(int, low=1, values=lambda rng, shape, dims: int(rng.integers(1, dims["V"] + 1))),
+          "temperature": Arg(float, optional=True, low=1e-9,
+                             values=lambda rng, shape, dims: float(rng.choice([0.5, 2.0])))},
+    returns=Arg("[V]"), invariants=("1 <= k <= V",))
+
 EXERCISE = Exercise(
-    "top_k_distribution", top_k_distribution, uses=("softmax",),
+    "top_k_distribution", top_k_distribution, contract=CONTRACT, uses=("softmax",),
     nan_hint="is it stable? Subtract the largest kept logit before exp, and "
     "give the dropped tokens -inf (exp(-inf) = 0)",
     difficulty=2, importance=1, minutes=10,
@@ -48,6 +55,7 @@ def cases():
     return [
         case("top2", "top 2 of [2, 1, 0, -1]", ([2.0, 1.0, 0.0, -1.0], 2),
              expected=np.array([e / (e + 1), 1 / (e + 1), 0.0, 0.0])),
+        case("array", "top 2 of an array of 5 logits", (np.array([0.5, -1.0, 2.0, 1.5, 0.0]), 2)),
         case("greedy", "top 1 of [0, 3, 1] (greedy)", ([0.0, 3.0, 1.0], 1),
              expected=np.array([0.0, 1.0, 0.0])),
         case("k_is_v", "k = V at temperature 2 (plain softmax of logits / 2)",

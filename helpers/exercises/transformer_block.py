@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+import numpy as np
 
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._inputs import _block_params, _normal
 from helpers.exercises._variants import _block, _f
 
 
+def _drawn_block(rng, d, d_ff):
+    """One block's params drawn for a contract case (no helper module: bundles keep this)."""
+    s = 1.0 / np.sqrt(d)
+    shapes = {"ln1_gamma": (d,), "ln1_beta": (d,), "W_Q": (d, d), "W_K": (d, d),
+              "W_V": (d, d), "W_O": (d, d), "ln2_gamma": (d,), "ln2_beta": (d,),
+              "W1": (d, d_ff), "b1": (d_ff,), "W2": (d_ff, d), "b2": (d,)}
+    p = {k: rng.normal(size=v) * (s if k.startswith("W") else 0.2) for k, v in shapes.items()}
+    p["ln1_gamma"] += 1.0
+    p["ln2_gamma"] += 1.0
+    return p
+
+
+CONTRACT = Contract(
+    args={"x": Arg("[N, d]", lists=True),
+          "params": Arg(dict, values=lambda rng, shape, dims: _drawn_block(rng, dims["d"],
+                                                                           dims["d_ff"])),
+          "n_heads": Arg("n_heads"), "causal": Arg(bool, optional=True)},
+    returns=Arg("[N, d]"), where=("d % n_heads == 0",),
+    sizes={"d": (2, 4, 6), "n_heads": (1, 2), "d_ff": (2, 4, 8)},
+    invariants=("params holds ln1_gamma, ln1_beta, W_Q, W_K, W_V, W_O, ln2_gamma, "
+                "ln2_beta, W1, b1, W2, b2 of the shapes of d and d_ff",))
+
 EXERCISE = Exercise(
-    'transformer_block', reference.transformer_block, uses=('layer_norm', 'multi_head_attention', 'feed_forward'),
+    'transformer_block', reference.transformer_block, contract=CONTRACT, uses=('layer_norm', 'multi_head_attention', 'feed_forward'),
     difficulty=2, importance=3, minutes=15,
     hints=(
         r"""One line of code per equation, $t^1$ to $h$. Only the attention line looks at
@@ -66,6 +89,8 @@ def cases():
              group="scales", hidden=True),
         case("one_token", "a single token", (n(225, (1, 4)), _block_params(226, 4, 8), 2),
              hidden=True),
+        case("list_input_3", "x as a plain list, 3 tokens, d = 4, n_heads = 1",
+             (n(229, (3, 4), decimals=2).tolist(), _block_params(230, 4, 8), 1)),
         case("list_input", "x as a plain list, 2 tokens, d = 4, n_heads = 2",
              (n(227, (2, 4), decimals=2).tolist(), _block_params(228, 4, 8), 2), hidden=True),
     ]

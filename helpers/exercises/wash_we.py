@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
 
 def wash_we():
@@ -19,8 +19,10 @@ def wash_we():
     return q1, k1, scores, weights, weights @ ex.WASH_V            # z1: [3]
 
 
+CONTRACT = Contract(args={}, returns=(Arg("[3]"), Arg("[3]"), Arg("[4]"), Arg("[4]"), Arg("[3]")))
+
 EXERCISE = Exercise(
-    "wash_we", wash_we, output="tuple", uses=("softmax",),
+    "wash_we", wash_we, contract=CONTRACT, output="tuple", uses=("softmax",),
     parts=("q1", "k1", "the scores q1 . k_j (before scaling)",
            "the weights (scores / 8, then softmax)", "z1"),
     difficulty=2, importance=2, minutes=15,

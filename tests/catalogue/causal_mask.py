@@ -1,6 +1,10 @@
 """Answers to ``causal_mask(n)`` (notebook 05)."""
 
 WRONG = {
+    # issue 22, finding 6: the contract says boolean, and the dtype of a mask is judged
+    "int_zero_one": ("""def causal_mask(n):
+    return np.tril(np.ones((n, n), dtype=int))
+""", "the mask must be boolean"),
     "inverted": ("""def causal_mask(n):
     return np.triu(np.ones((n, n), dtype=bool), k=1)
 """, "mask inverted"),

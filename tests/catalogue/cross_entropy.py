@@ -38,6 +38,21 @@ WRONG = {
 }
 
 CORRECT = {
+    "eps_in_log": """def cross_entropy(logits, targets):
+    z = np.asarray(logits, dtype=float)
+    m = z.max(axis=-1, keepdims=True)
+    log_sum_exp = m[:, 0] + np.log(np.exp(z - m).sum(axis=-1) + 1e-7)
+    t = np.asarray(targets, dtype=int)
+    return float((log_sum_exp - z[np.arange(len(t)), t]).mean())
+""",
+    "log_p_plus_eps": """def cross_entropy(logits, targets):
+    z = np.asarray(logits, dtype=float)
+    t = np.asarray(targets, dtype=int)
+    m = z.max(axis=-1, keepdims=True)
+    log_p = z - m - np.log(np.exp(z - m).sum(axis=-1, keepdims=True))
+    p = np.exp(log_p[np.arange(len(t)), t])
+    return float(np.mean(np.where(p > 1e-6, -np.log(p + 1e-12), -log_p[np.arange(len(t)), t])))
+""",
     "loop_logsumexp": """import math
 
 def cross_entropy(logits, targets):

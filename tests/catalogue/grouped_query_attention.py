@@ -50,6 +50,21 @@ WRONG = {
 }
 
 CORRECT = {
+    # issue 22, finding 1: the contract says V is [n_kv_heads, N_k, d_h], so the output
+    # may be built in np.empty_like(Q)
+    "empty_like_q": """def grouped_query_attention(Q, K, V):
+    Q, K, V = np.asarray(Q, dtype=float), np.asarray(K, dtype=float), np.asarray(V, dtype=float)
+    n_heads, n_q, d_h = Q.shape
+    n_k = K.shape[1]
+    group = n_heads // K.shape[0]
+    allowed = np.arange(n_k)[None, :] <= (n_k - n_q) + np.arange(n_q)[:, None]
+    out = np.empty_like(Q)
+    for c in range(n_heads):
+        scores = np.where(allowed, Q[c] @ K[c // group].T / np.sqrt(d_h), -np.inf)
+        w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        out[c] = (w / w.sum(axis=-1, keepdims=True)) @ V[c // group]
+    return out
+""",
     "loop_over_heads": """def grouped_query_attention(Q, K, V):
     Q, K, V = np.asarray(Q, dtype=float), np.asarray(K, dtype=float), np.asarray(V, dtype=float)
     n_heads, n_q, d_h = Q.shape

@@ -1,6 +1,14 @@
 """Answers to ``layer_norm(x, gamma, beta, eps=1e-5)`` (notebook 07)."""
 
 WRONG = {
+    # issue 22, finding 2: right on every 2-D input, wrong on [B, N, d] and on one vector
+    "all_trailing_axes": ("""def layer_norm(x, gamma, beta, eps=1e-5):
+    x = np.asarray(x, dtype=float)
+    axes = tuple(range(1, x.ndim))
+    mu = x.mean(axis=axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True)
+    return gamma * (x - mu) / np.sqrt(var + eps) + beta
+""", "contract_rank"),
     "ddof_1": ("""def layer_norm(x, gamma, beta, eps=1e-5):
     x = np.asarray(x, dtype=float)
     mu = x.mean(axis=-1, keepdims=True)
@@ -33,6 +41,10 @@ WRONG = {
     mu = x.mean(axis=-1, keepdims=True)
     return gamma * (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5) + beta
 """, "eps argument was ignored"),
+    "in_place": ("""def layer_norm(x, gamma, beta, eps=1e-5):
+    x -= x.mean(axis=-1, keepdims=True)
+    return gamma * x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) + beta
+""", "modified its input `x` in place"),
     "unknown_gamma_squared": ("""def layer_norm(x, gamma, beta, eps=1e-5):
     x = np.asarray(x, dtype=float)
     mu = x.mean(axis=-1, keepdims=True)

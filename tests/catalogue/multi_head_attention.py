@@ -40,6 +40,25 @@ WRONG = {
     "no_scale": (_mha(scale="1.0"), "not divided by sqrt(d_h)"),
     "not_causal": (_mha(masked="False"), "no causal mask"),
     "always_causal": (_mha(masked="True"), "although causal=False"),
+    # its own softmax fails softmax's check (lists, axis) but is right on these scores:
+    # the mistake named is multi_head_attention's own (issue 22)
+    "own_softmax_always_causal": ("""def softmax(z, axis=-1):
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    X = np.asarray(X, dtype=float)
+    N, d = X.shape[-2], X.shape[-1]
+    d_h = d // n_heads
+    heads = []
+    for c in range(n_heads):
+        cols = slice(c * d_h, (c + 1) * d_h)
+        Q, K, V = X @ W_Q[:, cols], X @ W_K[:, cols], X @ W_V[:, cols]
+        s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_h)
+        s = np.where(np.triu(np.ones((N, N), bool), 1), -np.inf, s)
+        heads.append(softmax(s) @ V)
+    return np.concatenate(heads, axis=-1) @ W_O
+""", "causal=False"),
 }
 
 CORRECT = {

@@ -30,6 +30,11 @@ WRONG = {
 }
 
 CORRECT = {
+    # issue 22, finding 6: float64 for a float32 x is right (dtypes of floats are not judged)
+    "float64_for_float32": """def rms_norm(x, weight, eps=1e-5):
+    x = np.array(x, dtype=np.float64)
+    return x / np.sqrt((x ** 2).mean(axis=-1, keepdims=True) + eps) * np.asarray(weight)
+""",
     "rsqrt_power": """def rms_norm(x, weight, eps=1e-5):
     x = np.asarray(x, dtype=np.float64)
     inv_rms = (np.square(x).mean(axis=-1, keepdims=True) + eps) ** -0.5

@@ -44,6 +44,17 @@ WRONG = {
     e = np.exp(z - z.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 """, "first difference"),
+    "float32": ("""def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=np.float32)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+""", "float32: 1e300 overflows"),
+    "in_place": ("""def softmax(z, axis=-1):
+    z -= z.max(axis=axis, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=axis, keepdims=True)
+    return z
+""", "in place"),
 }
 
 CORRECT = {
