@@ -440,11 +440,12 @@ def masking_explorer_figure(X, W_Q, W_K, W_V, tokens: Sequence[str], query: int,
     The scores ``Q K^T / sqrt(d_k)`` are multiplied by ``sharpness`` before the softmax.
     Left: the whole weight matrix, the chosen query outlined; right: its row as bars.
     """
-    Q, K, _ = ref.project_qkv(X, W_Q, W_K, W_V)
-    scores = sharpness * (Q @ K.T) / np.sqrt(Q.shape[-1])        # [N, N]
+    Q, K, V = ref.project_qkv(X, W_Q, W_K, W_V)
     n = len(tokens)
     mask = ref.causal_mask(n) if causal else np.ones((n, n), dtype=bool)
-    weights = ref.softmax(np.where(mask, scores, -np.inf), axis=-1)
+    # the exercise's own function computes the masked weights (issue 23: one name per
+    # exercise's math); scaling Q by ``sharpness`` scales the scores
+    _, weights = ref.scaled_dot_product_attention(sharpness * Q, K, V, mask)   # [N, N]
     fig, axes = new_figure(9.0, 3.6, ncols=2)
     heatmap(axes[0], weights, tokens, tokens, vmin=0, vmax=1, xlabel="key",
             ylabel="query", highlight_row=query, colorbar=False,

@@ -25,6 +25,8 @@ EXERCISE = Exercise(
     "bert_layer", bert.bert_layer, contract=CONTRACT, signature=_signature,
     uses=("layer_norm", "scaled_dot_product_attention", "split_heads", "merge_heads", "gelu"),
     refuse=("helpers.bert:bert_attention", "helpers.bert:bert_forward",
+            "helpers.bert.model:_bert_layer",
+            "helpers.bert.model:_attention_float32",
             "helpers.bert:sentence_embeddings", "helpers.bert:encode",
             "helpers.bert:token_vectors"),
     near_miss="do BOTH layer norms use eps=1e-12, and is GELU the exact (erf) one?",

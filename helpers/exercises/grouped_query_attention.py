@@ -20,7 +20,7 @@ CONTRACT = Contract(
 
 EXERCISE = Exercise("grouped_query_attention", model.grouped_query_attention, contract=CONTRACT,
                     uses=("softmax", "scaled_dot_product_attention"),
-                    refuse=("helpers.llama.model:repeat_kv",
+                    refuse=("helpers.llama.model:repeat_kv", "helpers.llama.model:_gqa_float32",
                             "helpers.exercises._llama_variants:gqa_variant"),
                     difficulty=2, importance=3, minutes=20,
                     hints=(

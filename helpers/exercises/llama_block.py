@@ -44,6 +44,7 @@ EXERCISE = Exercise(
     uses=("rms_norm", "apply_rope", "swiglu", "grouped_query_attention", "split_heads",
           "merge_heads"),
     refuse=("helpers.llama.model:forward", "helpers.llama.model:generate",
+            "helpers.llama.model:_llama_block_float32",
             "helpers.exercises._llama_variants:block_variant"),
     difficulty=3, importance=3, minutes=30,
     hints=(

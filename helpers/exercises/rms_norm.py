@@ -15,7 +15,9 @@ CONTRACT = Contract(
     returns=Arg("[..., d]", dtype=("float64", "float32")), batch=(0, 1, 2),
     invariants=("float64 or the dtype of x: the dtype is not judged",))
 
-EXERCISE = Exercise("rms_norm", model.rms_norm, contract=CONTRACT, nan_hint="is eps inside the square root, "
+EXERCISE = Exercise("rms_norm", model.rms_norm, contract=CONTRACT,
+                    refuse=("helpers.llama.model:_rms_norm_float32",),  # fast path (issue 23)
+                    nan_hint="is eps inside the square root, "
                     "x / sqrt(mean(x^2) + eps)?",
                     difficulty=1, importance=3, minutes=10,
                     hints=(
