@@ -826,11 +826,16 @@ def test_an_error_on_a_hidden_case_does_not_carry_its_text_into_the_feedback(tmp
     """The child must hold the hidden cases' inputs to call the function; an answer that
     raises with them in its message (only where the visible cases do not look) gets its
     error's type shown, never its text."""
+    import numpy as np
+
+    from helpers import judge
+
+    visible = [np.ravel(np.asarray(c.args[0], dtype=float)).tolist() for c in judge.cases("dot")]
     leak = ("import base64\n" + CORRECT_DOT +
             "_right = dot\n"
             "def dot(a, b):\n"
-            "    visible = [[1, 2, 3], list(np.ravel(examples.CAT_X[0])), [0.123, -4.567, 7.891]]\n"
-            "    if list(np.ravel(a)) not in visible:\n"
+            f"    visible = {visible!r}\n"
+            "    if np.ravel(np.asarray(a, float)).tolist() not in visible:\n"
             "        raise ValueError('LEAK' + base64.b85encode(np.asarray(a, float).tobytes()).decode())\n"
             "    return _right(a, b)\n")
     nb = _with_answer("01_dot_products", "dot", leak)
