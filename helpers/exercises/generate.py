@@ -123,7 +123,7 @@ def cases():
 
 
 def scenario_same_seed(generate, token_ids, params, n_heads, n_new, temperature, seed,
-                       other_seed, *, _rng=np.random.default_rng, _array=np.array,
+                       other_seed, *, _default_rng=np.random.default_rng, _array=np.array,
                        _tuple=tuple):
     """Three calls: two with generators seeded ``seed``, one seeded ``other_seed``; their
     outputs (observations: the judge compares them in the trusted process)."""
@@ -131,7 +131,7 @@ def scenario_same_seed(generate, token_ids, params, n_heads, n_new, temperature,
     for s in (seed, seed, other_seed):
         ids = _array(token_ids, copy=True)
         runs.append(generate(ids, params, n_heads, n_new, temperature=temperature,
-                             rng=_rng(s)))
+                             rng=_default_rng(s)))
     return _tuple(runs)
 
 
