@@ -11,6 +11,7 @@ from helpers.exercises import Exercise, case
 
 EXERCISE = Exercise(
     "gelu_backward", training.gelu_backward,
+    refuse=("helpers.training:relu_backward",),   # equal to GELU's far from 0 (bundle probe)
     difficulty=2, importance=1, minutes=10,
     hints=(
         r"""$\mathrm{GELU}(z) = z\,\Phi(z)$ is a product: its derivative is
