@@ -61,7 +61,7 @@ test: $(STAMP)
 	$(BIN)python -m pytest $(PYTEST_ARGS)
 
 check: $(STAMP)
-	$(BIN)python -m pytest tests/test_smoke.py $(PYTEST_ARGS)
+	$(BIN)python -m pytest tests/setup/test_smoke.py $(PYTEST_ARGS)
 
 release: $(STAMP)
 	$(BIN)python -m autograder release

@@ -56,7 +56,7 @@ del _exercises, _reference
 #: The learner's API: the names of ``helpers`` a notebook may import (``from helpers
 #: import softmax``, ``from helpers.checks import check``, ``helpers.plots``...). Every
 #: name a notebook of ``notebooks/`` or ``solutions/`` takes from ``helpers`` is here, and
-#: each of these stays (``tests/test_learner_api.py``); the rest of the package is the
+#: each of these stays (``tests/helpers/test_learner_api.py``); the rest of the package is the
 #: course's own and may change. The modules are imported on demand (``bert``, ``llama``
 #: and ``pretrained`` load a model's code; ``import helpers`` does not load them).
 LEARNER_API = CONTRACT_FUNCTIONS + (

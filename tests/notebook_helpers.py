@@ -16,9 +16,11 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -471,7 +473,7 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.25):
         time.sleep(interval)
 
 
-# The browser tests (tests/test_browser.py, tests/test_browser_formgrader.py) drive
+# The browser tests (tests/notebooks/test_browser.py, tests/autograder/results/test_browser_formgrader.py) drive
 # Debian's Chromium through Playwright, with its background networking off (this machine
 # has no network).
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -503,3 +505,27 @@ def stop_process_group(proc: "subprocess.Popen", timeout: float,
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=after_kill)
+
+
+def png_texts(path: Path) -> dict[str, str]:
+    """The tEXt / zTXt / iTXt chunks of a PNG file."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    texts, i = {}, 8
+    while i < len(data):
+        length, kind = struct.unpack(">I4s", data[i:i + 8])
+        body = data[i + 8:i + 8 + length]
+        if kind == b"tEXt":
+            key, _, value = body.partition(b"\0")
+            texts[key.decode("latin-1")] = value.decode("latin-1")
+        elif kind == b"zTXt":
+            key, _, rest = body.partition(b"\0")
+            texts[key.decode("latin-1")] = zlib.decompress(rest[1:]).decode("latin-1")
+        elif kind == b"iTXt":
+            key, _, rest = body.partition(b"\0")
+            flag, rest = rest[0], rest[2:]
+            _, _, rest = rest.partition(b"\0")
+            _, _, text = rest.partition(b"\0")
+            texts[key.decode("latin-1")] = (zlib.decompress(text) if flag else text).decode()
+        i += 12 + length
+    return texts

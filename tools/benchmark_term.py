@@ -12,7 +12,7 @@ Markdown table with the machine's cores and load average before and after:
 
 The written answers are scored by a stand-in for the instructor (every row of
 manual-template gets full points). The tests build their small classes with
-:func:`canvas_download` (tests/test_term_walkthrough.py, tests/test_merge_identical.py).
+:func:`canvas_download` (tests/autograder/test_term_walkthrough.py, tests/autograder/run/test_merge_identical.py).
 This is a benchmark, not a test: run it by hand on the grading machine.
 """
 

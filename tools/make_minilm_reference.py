@@ -22,7 +22,7 @@ the attention mask, then unit length), written out here in torch. Stored:
   float64 on a grid;
 * ``versions``: a JSON string of the packages used.
 
-``tests/test_bert.py`` checks ``helpers.bert`` against this file (always) and, when
+``tests/helpers/test_bert.py`` checks ``helpers.bert`` against this file (always) and, when
 torch and transformers are installed, checks this file against a fresh run.
 """
 

@@ -23,7 +23,7 @@ Stored (small: top-k slices, not the full ``[N, 49152]`` logits):
 * the JSON: the texts, the chat prompt string (``apply_chat_template``), transformers'
   token ids for a few texts, package versions.
 
-``tests/test_llama.py`` checks ``helpers.llama`` against these always, and against a
+``tests/helpers/test_llama.py`` checks ``helpers.llama`` against these always, and against a
 live ``transformers`` run when torch and transformers are installed.
 """
 

@@ -13,7 +13,7 @@ repository ships and from sentences written here, so the file is reproducible of
 
 The ids come from ``helpers.llama.tokenizer.load_tokenizer()`` (``tokenizers``, built
 from the GGUF file), never from the course's own encoder, which the tests then compare
-with them (tests/test_tokenizer.py).
+with them (tests/helpers/test_tokenizer.py).
 
     .venv/bin/python tools/make_tokenizer_reference.py
 """

@@ -8,7 +8,7 @@ The inputs come from NumPy's generator with the fixed seed ``SEED`` (so they do 
 on torch); the outputs are computed by PyTorch in float64, from its own operators
 (``torch.softmax``, ``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``,
 ``nn.LayerNorm``, ``F.layer_norm``, ``F.cross_entropy``), never by ``helpers``.
-``tests/test_reference_torch.py`` checks that ``helpers`` reproduces the stored outputs
+``tests/helpers/test_reference_torch.py`` checks that ``helpers`` reproduces the stored outputs
 (always) and, when torch is installed, that regenerating gives the same numbers.
 
 Weight layout: the course uses row vectors, ``Q = X @ W_Q`` with ``W_Q [d_model, d_k]``;

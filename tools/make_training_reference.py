@@ -1,5 +1,5 @@
 """Write ``tests/data/training_reference.npz``: gradients computed by ``torch.autograd``
-in float64, for the always-on tests of ``helpers.training`` (``tests/test_training.py``).
+in float64, for the always-on tests of ``helpers.training`` (``tests/helpers/test_training.py``).
 
 For fixed-seed inputs of every backward of ``helpers.training`` (cross-entropy, linear,
 ReLU, GELU, layer norm, causal attention, embedding with repeated ids, a transformer

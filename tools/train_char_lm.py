@@ -29,7 +29,7 @@ Writes
 * ``tests/data/char_lm_reference.npz``: for a fixed prompt, the logits of the PyTorch
   model run in float64 on the stored (float32-rounded) weights, its greedy
   continuation, and a held-out passage with the model's loss on it; the always-on test
-  ``tests/test_pretrained.py`` checks that ``helpers`` reproduces them. PyTorch is used
+  ``tests/helpers/test_pretrained.py`` checks that ``helpers`` reproduces them. PyTorch is used
   for this independent reference and for ``--check-torch`` only.
 
 Usage (learners never run this)::
@@ -40,7 +40,7 @@ Usage (learners never run this)::
 
 ``--check-torch N`` trains a small model N steps in NumPy and in PyTorch (float64) from
 the same initialisation on the same batches and prints both losses at every step
-(``tests/test_train_char_lm.py`` requires them equal to 1e-8).
+(``tests/tools/test_train_char_lm.py`` requires them equal to 1e-8).
 """
 
 from __future__ import annotations

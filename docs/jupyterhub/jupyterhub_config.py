@@ -15,7 +15,7 @@
 #
 #   COURSE_USERS="instructor student1 student2" /opt/course-hub/bin/jupyterhub -f jupyterhub_config.py
 #
-# tests/test_jupyterhub.py loads this file as it is and overrides only the ports, the
+# tests/notebooks/test_jupyterhub.py loads this file as it is and overrides only the ports, the
 # folders (a temporary one) and the user names.
 
 import os

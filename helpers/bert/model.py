@@ -22,7 +22,7 @@ _math_erf = np.frompyfunc(math.erf, 1, 1)
 # which an error inside tanh reaches erf), refined towards the smallest largest error.
 # Beyond |x| = 4, erf(x) is 1 in float32 and the argument of tanh only grows, so tanh
 # saturates. In float32 the result is within 1.4e-7 of math.erf everywhere (a few units
-# in the last place; tests/test_bert.py checks a dense grid).
+# in the last place; tests/helpers/test_bert.py checks a dense grid).
 _ERF_TANH_COEFFS = (1.1283797054566098, 1.644247706014715, -0.04720236700480439,
                     -2.5629445867639564, 5.879380525061311, -6.276365375610294,
                     2.6667997689583665)

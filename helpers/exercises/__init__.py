@@ -319,7 +319,7 @@ def decide(spec: str, observed):
 
 # ---------------------------------------------------------------------------------------
 # The contract as data: what an exercise's arguments and result are, declared once.
-# It validates every written case (tests/test_contracts.py) and draws more from a seed.
+# It validates every written case (tests/helpers/test_contracts.py) and draws more from a seed.
 # ---------------------------------------------------------------------------------------
 
 #: Seed of the drawn visible cases (the instant check and the grader run the same ones).

@@ -3,7 +3,7 @@ run uses two grading processes) and the next one.
 
 Every child is a user of its own (docs/threat_model.md, "each child its own user"):
 these would win if children shared one, e.g. all ran as ``nobody`` without namespaces.
-``tests/test_sandbox_siblings.py`` shows the same with the seccomp filter turned off.
+``tests/autograder/isolation/test_sandbox_siblings.py`` shows the same with the seccomp filter turned off.
 """
 
 from attacks import WRONG_SOFTMAX, Attack

@@ -17,7 +17,7 @@ written as a learner would write them:
 A submission is built from the function's solution notebook (``solutions/``): the
 answer cell whose ``grade_id`` is the function gets the catalogue source, every other
 answer cell keeps the solution's code, and test cells are what learners receive (the
-hidden tests removed). See ``tests/test_catalogue.py``.
+hidden tests removed). See ``tests/autograder/engine/test_catalogue.py``.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ and what changed on disk. Meanwhile a separate run of the command grades
 ``0-honest-first`` alone, so that tests can check that sharing a run with attackers
 changed nothing for an honest student.
 
-The result is cached for the test session: ``tests/test_catalogue.py`` and
-``tests/test_attacks.py`` share the same run.
+The result is cached for the test session: ``tests/autograder/engine/test_catalogue.py`` and
+``tests/autograder/isolation/test_attacks.py`` share the same run.
 """
 
 from __future__ import annotations

@@ -1,0 +1,284 @@
+"""The documented Slurm array job, run on a real (one-node) Slurm: issue 21.
+
+The test takes ``grade.sbatch`` and the ``jobid=$(sbatch ...)`` / ``sbatch --dependency
+... merge`` lines from ``docs/grading.md`` itself (the two fenced ``bash`` blocks after
+"**Slurm**") and changes only the array size (``--array=1-8`` -> ``1-2``), the CPUs
+(``--cpus-per-task=4`` -> ``1``), the memory (``--mem=16G`` -> ``1G``) and the course path
+(``"$HOME/course"`` -> a temporary course folder holding ``submissions/`` and a copy of
+this ``.venv`` made of hard links). It submits them as the documentation says, waits
+for both jobs, and compares the merged folder with one unsharded ``grade`` of the same
+class: every file byte for byte (``grades.csv``, ``summary.csv``, every feedback page,
+...), and ``results.jsonl`` record for record but for ``"seconds"``, the wall time of the
+run that graded the notebook (as in tests/autograder/run/test_merge_identical.py).
+
+The cluster is Debian's ``slurmctld``, ``slurmd`` and ``munged`` (packages ``slurm-wlm``
+and ``munge``; ``.ci/run`` installs them when it runs as root), started in the
+foreground as children of the test, as root, with everything in the test's temporary
+folder: a private munge key and socket (``AuthInfo=socket=...``), a ``slurm.conf`` for
+one node on 127.0.0.1 with this machine's CPUs and memory (from ``slurmd -C``), free
+TCP ports, state, spool, pid and log files. ``SLURM_CONF`` points the client commands
+at it. What works in a container without systemd or a delegated cgroup tree (Slurm
+22.05.8, Debian bookworm)::
+
+    ProctrackType=proctrack/linuxproc      # not proctrack/cgroup
+    TaskPlugin=task/none                   # not task/cgroup or task/affinity
+    JobAcctGatherType=jobacct_gather/none
+    AccountingStorageType=accounting_storage/none   # so no sacct: squeue is polled
+    SlurmUser=root, SlurmdUser=root; munged --force (it runs as root)
+
+The jobs inherit the test's environment (``sbatch``'s default ``--export=ALL``, set
+explicitly with ``SBATCH_EXPORT=ALL``), so ``TMPDIR`` is the test's own folder. Every
+daemon is stopped in a ``finally`` (jobs still queued or running are cancelled first),
+whether the test passes or fails. Skipped unless root with the four programs installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from autograder import REPO_ROOT
+from autograder.run.pool import shard_of
+from benchmark_term import canvas_download
+
+PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo")
+MISSING = [p for p in PROGRAMS if shutil.which(p) is None]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.getuid() != 0, reason="starts slurmctld, slurmd and munged as "
+                       "root (a private one-node Slurm)"),
+    pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not installed "
+                       "(Debian: apt-get install slurm-wlm munge; .ci/run does it as root)"),
+]
+
+#: Generous, because the machine may be shared: the daemons' start, and the two jobs.
+START_DEADLINE_S = 120
+JOBS_DEADLINE_S = 30 * 60
+
+STUDENTS = 4                       # perfect, two typical mistakes, untouched notebook
+ASSIGNMENTS = ["01_dot_products"]
+
+#: What the test changes in the documented script: (documented, used), each once.
+SUBSTITUTIONS = [("--array=1-8", "--array=1-2"), ("--cpus-per-task=4", "--cpus-per-task=1"),
+                 ("--mem=16G", "--mem=1G")]
+
+
+def documented_slurm_blocks() -> tuple[str, str]:
+    """``grade.sbatch`` and the submit lines: the two ```bash blocks after **Slurm**."""
+    text = (REPO_ROOT / "docs" / "grading.md").read_text(encoding="utf-8")
+    start = text.index("**Slurm**")
+    end = text.index("**Kubernetes**", start)
+    blocks = re.findall(r"```bash\n(.*?)```", text[start:end], flags=re.S)
+    assert len(blocks) == 2, blocks
+    return blocks[0], blocks[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def node_line() -> str:
+    """This machine as ``slurmd -C`` sees it (CPUs, sockets, cores, threads, memory)."""
+    out = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    fields = dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+    keys = ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore",
+            "RealMemory")
+    return " ".join(f"{k}={fields[k]}" for k in keys if k in fields)
+
+
+def wait_for(what: str, check, deadline_s: float, logs: list[Path]) -> None:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if check():
+            return
+        time.sleep(1)
+    pytest.fail(f"{what}: not within {deadline_s} s\n" + tails(logs))
+
+
+def tails(paths: list[Path]) -> str:
+    out = []
+    for p in paths:
+        if p.exists():
+            lines = p.read_text(errors="replace").splitlines()[-25:]
+            out.append(f"--- {p.name}\n" + "\n".join(lines))
+    return "\n".join(out)
+
+
+@contextmanager
+def one_node_slurm(root: Path):
+    """munged, slurmctld and slurmd on localhost, all state under ``root``; yields the
+    environment for the client commands (``SLURM_CONF``) and the daemons' log files."""
+    munge, state = root / "munge", root / "slurm"
+    munge.mkdir(mode=0o700, parents=True)
+    (state / "state").mkdir(parents=True)
+    (state / "spool").mkdir()
+    key, sock = munge / "munge.key", munge / "munge.socket"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o400)
+    host = socket.gethostname()
+    conf = state / "slurm.conf"
+    conf.write_text("\n".join([
+        "ClusterName=agtest",
+        f"SlurmctldHost={host}(127.0.0.1)",
+        f"SlurmctldPort={free_port()}",
+        f"SlurmdPort={free_port()}",
+        "SlurmUser=root", "SlurmdUser=root",
+        "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={sock}",
+        f"StateSaveLocation={state}/state", f"SlurmdSpoolDir={state}/spool",
+        f"SlurmctldPidFile={state}/slurmctld.pid", f"SlurmdPidFile={state}/slurmd.pid",
+        f"SlurmctldLogFile={state}/slurmctld.log", f"SlurmdLogFile={state}/slurmd.log",
+        "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
+        "JobAcctGatherType=jobacct_gather/none",
+        "AccountingStorageType=accounting_storage/none", "JobCompType=jobcomp/none",
+        "MpiDefault=none", "SwitchType=switch/none",
+        "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
+        "SchedulerType=sched/backfill", "ReturnToService=2",
+        f"NodeName=node1 NodeAddr=127.0.0.1 NodeHostname={host} {node_line()} State=UNKNOWN",
+        "PartitionName=agtest Nodes=node1 Default=YES MaxTime=INFINITE State=UP",
+        ""]))
+    env = dict(os.environ, SLURM_CONF=str(conf))
+    logs = [munge / "munged.log", state / "slurmctld.log", state / "slurmd.log",
+            root / "daemons.out"]
+    daemons: list[subprocess.Popen] = []
+    out = open(root / "daemons.out", "wb")
+    try:
+        daemons.append(subprocess.Popen(
+            ["munged", "--foreground", "--force", f"--key-file={key}", f"--socket={sock}",
+             f"--pid-file={munge}/munged.pid", f"--log-file={munge}/munged.log",
+             f"--seed-file={munge}/munged.seed"], stdout=out, stderr=subprocess.STDOUT))
+        wait_for("munged's socket", sock.exists, START_DEADLINE_S, logs)
+        daemons.append(subprocess.Popen(["slurmctld", "-D", "-i", "-f", str(conf)], env=env,
+                                        stdout=out, stderr=subprocess.STDOUT))
+        daemons.append(subprocess.Popen(["slurmd", "-D", "-N", "node1", "-f", str(conf)],
+                                        env=env, stdout=out, stderr=subprocess.STDOUT))
+
+        def idle() -> bool:
+            assert all(d.poll() is None for d in daemons), "a daemon exited\n" + tails(logs)
+            r = subprocess.run(["sinfo", "-h", "-o", "%T"], env=env, capture_output=True,
+                               text=True, timeout=60)
+            return r.stdout.strip() == "idle"
+
+        wait_for("the node idle in sinfo", idle, START_DEADLINE_S, logs)
+        yield env, logs
+    finally:
+        # Jobs first (their slurmstepd would outlive slurmd), then the daemons.
+        if len(daemons) == 3 and daemons[1].poll() is None:
+            subprocess.run(["scancel", "--full", "--partition=agtest"], env=env,
+                           capture_output=True, timeout=60)
+            end = time.monotonic() + 60
+            while time.monotonic() < end and subprocess.run(
+                    ["squeue", "-h"], env=env, capture_output=True, text=True,
+                    timeout=60).stdout.strip():
+                time.sleep(1)
+        for d in reversed(daemons):
+            d.terminate()
+        for d in reversed(daemons):
+            try:
+                d.wait(30)
+            except subprocess.TimeoutExpired:
+                d.kill()
+                d.wait(30)
+        out.close()
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_documented_slurm_array_job_merges_to_one_runs_output(tmp_path):
+    sbatch_script, submit = documented_slurm_blocks()
+    course = tmp_path / "course"
+    course.mkdir()
+    # The course's .venv: hard links to this one's files (a symlink would not do: the
+    # sandbox mounts the venv's real path, but runs the kernel by the path invoked, which
+    # then does not exist inside it and every answer is "not defined").
+    r = subprocess.run(["cp", "-al", sys.prefix, str(course / ".venv")], capture_output=True,
+                       text=True, timeout=600)
+    if r.returncode != 0:
+        pytest.skip(f"cannot hard-link {sys.prefix} into {course}: {r.stderr.strip()}")
+    assert '"$HOME/course"' in sbatch_script
+    sbatch_script = sbatch_script.replace('"$HOME/course"', f'"{course}"')
+    for documented, used in SUBSTITUTIONS:
+        assert sbatch_script.count(documented) == 1, (documented, sbatch_script)
+        sbatch_script = sbatch_script.replace(documented, used)
+    (course / "grade.sbatch").write_text(sbatch_script)
+    (course / "submit.sh").write_text("set -euo pipefail\n" + submit)
+
+    deadline = datetime(2026, 10, 1, 23, 59, tzinfo=timezone.utc)
+    canvas_download(tmp_path / "download.zip", STUDENTS, ASSIGNMENTS, deadline)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    def run(*args: str) -> None:
+        r = subprocess.run([".venv/bin/python", "-m", "autograder", *args], cwd=course,
+                           env=env, capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+
+    run("collect", str(tmp_path / "download.zip"), "--out", "submissions")
+    students = sorted(p.name for p in (course / "submissions").iterdir()
+                      if not p.name.startswith("_"))
+    assert len(students) == STUDENTS
+    assert {shard_of(s, 2) for s in students} == {1, 2}     # both array tasks grade someone
+    run("grade", "submissions", "--out", str(tmp_path / "single"), "--jobs", "2")
+
+    with one_node_slurm(tmp_path / "cluster") as (slurm_env, logs):
+        slurm_env = dict(slurm_env, OPENBLAS_NUM_THREADS="1", SBATCH_EXPORT="ALL")
+        # the test's environment reaches a job: its own TMPDIR
+        r = subprocess.run(["sbatch", "--wait", "--output", str(tmp_path / "env.out"),
+                            "--wrap", "printenv TMPDIR"], env=slurm_env, capture_output=True,
+                           text=True, timeout=JOBS_DEADLINE_S)
+        assert r.returncode == 0, (r.stdout, r.stderr, tails(logs))
+        assert (tmp_path / "env.out").read_text().strip() == os.environ["TMPDIR"]
+        r = subprocess.run(["bash", "submit.sh"], cwd=course, env=slurm_env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (r.stdout, r.stderr, tails(logs))
+        job_logs = lambda: sorted(course.glob("slurm-*.out"))     # noqa: E731
+
+        def done() -> bool:
+            q = subprocess.run(["squeue", "-h", "-o", "%i %T %r"], env=slurm_env,
+                               capture_output=True, text=True, timeout=60)
+            assert q.returncode == 0, q.stderr
+            assert "DependencyNeverSatisfied" not in q.stdout, (
+                "the array job failed\n" + q.stdout + tails(job_logs() + logs))
+            return not q.stdout.strip()
+
+        wait_for("the array job and the merge job", done, JOBS_DEADLINE_S,
+                 [*job_logs(), *logs])
+        merged = course / "grading-output"
+        assert merged.is_dir(), tails(job_logs() + logs)
+        assert sorted(p.name for p in (course / "out").iterdir()) == ["shard-1", "shard-2"]
+        for log in job_logs():
+            assert "Traceback" not in log.read_text(), log.read_text()
+
+    single, merged_files = files(tmp_path / "single"), files(merged)
+    assert sorted(single) == sorted(merged_files)
+    assert len([n for n in single if n.startswith("feedback/")]) >= STUDENTS
+    for name in single:
+        if name != "results.jsonl":
+            assert single[name] == merged_files[name], name
+
+    def records(data: bytes) -> list[dict]:
+        return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
+                for line in data.decode().splitlines()]
+
+    assert records(single["results.jsonl"]) == records(merged_files["results.jsonl"])
+    # really graded: the right answers get full marks, the typical mistakes do not
+    points = {r["student_id"]: (r["points"], r["max_points"])
+              for r in records(single["results.jsonl"]) if r["assignment"] == ASSIGNMENTS[0]}
+    assert sorted(points) == students
+    assert points[students[0]][0] == points[students[0]][1] > 0          # perfect
+    assert all(points[s][0] < points[s][1] for s in students[1:])      # mistakes, untouched

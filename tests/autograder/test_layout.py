@@ -1,0 +1,183 @@
+"""The layout shows the architecture. ``autograder/`` has one subpackage per stage of the
+pipeline, and a stage imports only the stages below it:
+
+    cli -> intake | run | release -> results | engine -> notebook | isolation -> safe_text
+
+The security boundary (``isolation/``) is imported by the engine alone; the result schema
+is one module (``results/records.py``); no module of the grader or of the course helpers
+imports another that imports it back. Every import counts: those inside functions too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from autograder import REPO_ROOT
+
+#: What each stage of the grader may import (besides itself, the package's root module
+#: ``autograder`` and ``autograder.safe_text``, which import nothing of the grader).
+STAGES = {
+    "isolation": set(),
+    "notebook": set(),
+    "engine": {"notebook", "isolation"},
+    "results": {"notebook"},
+    "run": {"engine", "notebook", "results"},
+    "intake": {"notebook", "results"},
+    "release": {"engine", "notebook", "results"},
+}
+#: Modules at the package's root: the command line (which may import every stage), its
+#: entry point, the paths and version, text made safe, nbgrader's configuration.
+ROOT_MODULES = {"__init__", "__main__", "cli", "safe_text", "nbgrader_config"}
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """The modules of ``package`` that ``path`` imports anywhere (functions included)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == package:
+                found |= {f"{package}.{a.name}" for a in node.names}
+            elif node.module.startswith(package + "."):
+                found.add(node.module)
+                found |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith(package)}
+    return found
+
+
+def _modules(package: str) -> dict[str, Path]:
+    root = REPO_ROOT / package
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+        name = ".".join(p for p in parts if p != "__init__")
+        out[name] = path
+    return out
+
+
+def _graph(package: str) -> dict[str, set[str]]:
+    modules = _modules(package)
+    return {name: {m for m in _imports(path, package) if m in modules and m != name}
+            for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found, state = [], {}
+
+    def visit(node, stack):
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                found.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
+def _stage(module: str) -> str:
+    """``autograder.run.pool`` -> ``run``; a root module -> its own name."""
+    return module.split(".")[1] if module.count(".") >= 1 else "__init__"
+
+
+def test_imports_inside_functions_are_read():
+    text = "def f():\n    from autograder.run import pool\n    import autograder.engine\n"
+    path = Path(__import__("tempfile").mkdtemp()) / "m.py"
+    path.write_text(text)
+    assert _imports(path, "autograder") == {"autograder.run", "autograder.run.pool",
+                                             "autograder.engine"}
+
+
+def test_every_module_of_the_grader_belongs_to_a_stage():
+    for name in _modules("autograder"):
+        stage = _stage(name)
+        if name.count(".") == 1 and stage not in STAGES:
+            assert stage in ROOT_MODULES, f"{name}: a new root module; put it in a stage"
+        else:
+            assert stage in STAGES or name == "autograder", name
+    for stage in STAGES:
+        init = REPO_ROOT / "autograder" / stage / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and doc.strip(), f"autograder/{stage}/__init__.py: say the stage's purpose"
+
+
+def test_each_stage_imports_only_the_stages_below_it():
+    wrong = []
+    for name, targets in _graph("autograder").items():
+        stage = _stage(name)
+        if stage in ("cli", "__main__"):
+            continue
+        allowed = STAGES.get(stage, set()) | {stage}
+        for target in targets:
+            if target in ("autograder", "autograder.safe_text", "autograder.__version__"):
+                continue
+            if target.count(".") == 1 and _stage(target) not in STAGES:
+                wrong.append(f"{name} -> {target}")      # a root module (cli) from below
+            elif _stage(target) not in allowed:
+                wrong.append(f"{name} -> {target}")
+    assert wrong == []
+
+
+def test_only_the_engine_reaches_the_security_boundary():
+    for name, path in _modules("autograder").items():
+        if name.startswith(("autograder.isolation", "autograder.engine")):
+            continue
+        # any mention counts, not only imports
+        assert "autograder.isolation" not in path.read_text(encoding="utf-8"), name
+
+
+def test_no_import_circles():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+    for package in ("autograder", "helpers"):
+        graph = _graph(package)
+        # a package's __init__ importing its own submodules is how packages re-export
+        graph = {k: {m for m in v if not m.startswith(k + ".")} for k, v in graph.items()}
+        assert _cycles(graph) == [], package
+
+
+def test_the_result_schema_lives_in_records():
+    for name in ("results/feedback", "results/report", "results/export", "run/merge",
+                 "results/outputs"):
+        text = (REPO_ROOT / "autograder" / f"{name}.py").read_text(encoding="utf-8")
+        assert "from autograder.results.records import" in text, name
+    records = (REPO_ROOT / "autograder" / "results" / "records.py").read_text()
+    assert "from autograder.results.feedback" not in records
+
+
+TEST_ROOT = REPO_ROOT / "tests"
+# Folders of tests/ that hold support code or data, not tests of one package.
+SUPPORT_FOLDERS = {"attacks", "catalogue", "data", "fixtures", "lms", "__pycache__"}
+
+
+def test_tests_are_laid_out_like_the_packages_they_test():
+    """tests/autograder/<stage>/ for each stage of the grader (its cross-stage tests one
+    level up), tests/helpers/, tests/notebooks/ (the course as a learner runs it),
+    tests/tools/ and tests/setup/ (the set-up and make check); at tests/ itself only
+    conftest.py and the support modules the folders share, none of them a test."""
+    assert not list(TEST_ROOT.glob("test_*.py")), "a test at the top of tests/"
+    folders = {p.name for p in TEST_ROOT.iterdir() if p.is_dir()} - SUPPORT_FOLDERS
+    assert folders == {"autograder", "helpers", "notebooks", "tools", "setup"}, folders
+    stages = {p.name for p in (TEST_ROOT / "autograder").iterdir() if p.is_dir()} - {"__pycache__"}
+    assert stages <= set(STAGES), stages - set(STAGES)
+    for path in TEST_ROOT.rglob("test_*.py"):
+        assert path.parent.name != "tests", path
+
+
+def test_test_folders_named_like_packages_do_not_shadow_them():
+    """tests/helpers and tests/autograder have no __init__.py (a package there would shadow
+    the real one for a test's imports) and pytest puts the repository first on sys.path
+    (pyproject.toml, ``pythonpath``): the packages the tests import are the repository's."""
+    import helpers
+
+    import autograder
+
+    for name in ("autograder", "helpers", "notebooks", "tools", "setup"):
+        assert not list((TEST_ROOT / name).rglob("__init__.py")), name
+    assert Path(helpers.__file__).resolve() == REPO_ROOT / "helpers" / "__init__.py"
+    assert Path(autograder.__file__).resolve() == REPO_ROOT / "autograder" / "__init__.py"
