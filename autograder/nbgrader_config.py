@@ -25,3 +25,14 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# No nbgrader exchange (the course goes out and comes back through the LMS): formgrader
+# logged "Unwritable directory" on every page and showed a warning (autograder/nbgrader_exchange.py).
+from autograder import nbgrader_exchange  # noqa: E402
+
+nbgrader_exchange.configure(c)
+# formgrader's grading page typesets LaTeX with the MathJax this server serves
+# (jupyter-server-mathjax) instead of a CDN's; nbgrader's own templates stay second.
+from nbgrader.server_extensions.formgrader import handlers as _formgrader  # noqa: E402
+
+c.HTMLExporter.extra_template_basedirs = [str(ROOT / "autograder" / "nbgrader_templates"),
+                                          _formgrader.template_path]

@@ -139,21 +139,16 @@ c.Autograde.autograde_preprocessors = [RefuseToRunStudentCode]
 '''
 
 
-#: ``templates/formgrade/mathjax.html.j2`` of the course folder: nbconvert's ``mathjax``
+#: Copied to ``templates/formgrade/mathjax.html.j2`` of the course folder (``make lab``'s
+#: configuration uses it where it is): nbconvert's ``mathjax``
 #: macro with the locally served MathJax 2 (the ``jupyter-server-mathjax`` package) as its
 #: default URL. formgrader's page calls the macro with no URL, so the CDN's was used. The
 #: URL is relative to that page, always ``<base>/formgrader/submissions/<id>/`` (formgrader
 #: redirects there), so it holds under any base URL (JupyterHub's ``/user/NAME/``). That
 #: package ships only MathJax's STIX-Web fonts: asked for them first, MathJax does not ask
 #: for the TeX fonts it lacks (a 404 on every page).
-MATHJAX_TEMPLATE = """\
-{#- written by `python -m autograder gradebook push`: MathJax served by this server -#}
-{%- from 'base/mathjax.html.j2' import mathjax as nbconvert_mathjax -%}
-{%- macro mathjax(url="../../../static/jupyter_server_mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe") -%}
-<script>window.MathJax = {"HTML-CSS": {availableFonts: [], preferredFont: null, webFont: "STIX-Web", imageFont: null}};</script>
-{{ nbconvert_mathjax(url) }}
-{%- endmacro -%}
-"""
+MATHJAX_TEMPLATE = Path(__file__).resolve().parent.parent / "nbgrader_templates" / \
+    "formgrade" / "mathjax.html.j2"
 
 
 class GradebookError(ValueError):
@@ -437,8 +432,7 @@ def _push(out: Path, solutions: Path = SOLUTIONS_DIR, deadlines: dict | None = N
     (course / "nbgrader_config.py").write_text(CONFIG.format(course_id=COURSE_ID),
                                                 encoding="utf-8")
     (course / "templates" / "formgrade").mkdir(parents=True, exist_ok=True)
-    (course / "templates" / "formgrade" / "mathjax.html.j2").write_text(MATHJAX_TEMPLATE,
-                                                                         encoding="utf-8")
+    shutil.copyfile(MATHJAX_TEMPLATE, course / "templates" / "formgrade" / "mathjax.html.j2")
     manual = read_manual(out)
     due = due_dates(out, sorted({a for a, _ in structure}), deadlines)
     snapshot: dict[str, list] = {}
