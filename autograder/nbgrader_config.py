@@ -26,8 +26,10 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # No nbgrader exchange (the course goes out and comes back through the LMS): formgrader
-# logged "Unwritable directory" on every page and showed a warning (autograder/nbgrader_exchange.py).
-from autograder import nbgrader_exchange  # noqa: E402
+# logged "Unwritable directory" on every page and showed a warning
+# (autograder/results/nbgrader_exchange.py). To use nbgrader's exchange with this lab
+# (as on the JupyterHub of docs/jupyterhub/), remove the next two statements.
+from autograder.results import nbgrader_exchange  # noqa: E402
 
 nbgrader_exchange.configure(c)
 # formgrader's grading page typesets LaTeX with the MathJax this server serves
