@@ -153,3 +153,26 @@ def test_index_pages_late_penalty_and_the_lms_packages(tmp_path, capsys):
     zf = zipfile.ZipFile(canvas)
     (name,) = [n for n in zf.namelist() if canvas_target(n)[0] == "12345"]
     assert "Total 7 / 7 3.5 / 7" in _text(zf.read(name).decode())
+
+
+def test_the_canvas_page_names_a_file_of_the_latest_attempt(tmp_path):
+    """Canvas files a re-uploaded comment only under a file of the submission's current
+    attempt (assignment.rb: ``submission.attachments.where(id: attachment_id)``). 12345
+    handed in 01_a and 02_b in the first download, then 02_b alone, late, in a second:
+    that attempt holds only 900777, so the page must name it, not 01_a's 900001 (the
+    first record in sort order)."""
+    solutions = make_course(tmp_path)
+    subs = make_class(tmp_path, {"12345": {"01_a": "good", "02_b": "good"}})
+    with open(subs / late.SUBMISSIONS_CSV, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(late.SUBMISSION_COLUMNS)
+        w.writerow(["12345", "01_a", "01_a.ipynb", "", "",
+                    "doejane_12345_900001_01_a.ipynb", "2026-10-03T10:00:00+00:00"])
+        w.writerow(["12345", "02_b", "02_b.ipynb", "", "yes",
+                    "doejane_LATE_12345_900777_02_b.ipynb", "2026-10-05T10:00:00+00:00"])
+    out = tmp_path / "out"
+    grade.run(subs, out, solutions=solutions, grade_fn=fake_engine, stream=io.StringIO())
+    dest = tmp_path / "canvas.zip"
+    assert main(["feedback-package", "--lms", "canvas", str(out), "--dest", str(dest)]) == 0
+    [name] = zipfile.ZipFile(dest).namelist()
+    assert canvas_target(name) == ("12345", "900777"), name
