@@ -207,7 +207,12 @@ def cmd_gradebook(args: argparse.Namespace) -> int:
     out = Path(args.out)
     try:
         if args.action == "push":
-            done = gradebook.push(out, Path(args.solutions))
+            from autograder.results import late
+            try:
+                deadlines = late.parse_deadlines(args.deadline)
+            except ValueError as exc:
+                raise gradebook.GradebookError(str(exc)) from None
+            done = gradebook.push(out, Path(args.solutions), deadlines=deadlines)
         elif args.action == "pull":
             done = gradebook.pull(out)
         else:
@@ -435,6 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", help="a grading output folder")
     p.add_argument("--solutions", default=str(SOLUTIONS_DIR),
                    help="push: the solution notebooks that graded OUT (default: solutions/)")
+    p.add_argument("--deadline", action="append", default=[], metavar="[ASSIGNMENT=]WHEN",
+                   help="push: the due date formgrader shows, as export's --deadline "
+                        "(repeatable; default: the deadlines the last `export` stored)")
     p.add_argument("--port", type=_positive(int), default=8899,
                    help="serve: the port (default: %(default)s)")
     p.add_argument("--ip", default="127.0.0.1", help="serve: the address (default: %(default)s)")

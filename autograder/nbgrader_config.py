@@ -25,3 +25,16 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# No nbgrader exchange (the course goes out and comes back through the LMS): formgrader
+# logged "Unwritable directory" on every page and showed a warning
+# (autograder/results/nbgrader_exchange.py). To use nbgrader's exchange with this lab
+# (as on the JupyterHub of docs/jupyterhub/), remove the next two statements.
+from autograder.results import nbgrader_exchange  # noqa: E402
+
+nbgrader_exchange.configure(c)
+# formgrader's grading page typesets LaTeX with the MathJax this server serves
+# (jupyter-server-mathjax) instead of a CDN's; nbgrader's own templates stay second.
+from nbgrader.server_extensions.formgrader import handlers as _formgrader  # noqa: E402
+
+c.HTMLExporter.extra_template_basedirs = [str(ROOT / "autograder" / "nbgrader_templates"),
+                                          _formgrader.template_path]

@@ -100,7 +100,7 @@ def start(specs, checks_only: bool = False) -> None:
     RECORDER.paused = int(checks_only)
     for spec in specs:
         _wrap(spec)
-    check, run = checks.check, exercises.Case.run
+    check, run, run_learner = checks.check, exercises.Case.run, checks._run
 
     def checking(*args, **kwargs):            # check's own calls are not recorded ...
         RECORDER.paused += 1
@@ -109,16 +109,23 @@ def start(specs, checks_only: bool = False) -> None:
         finally:
             RECORDER.paused -= 1
 
-    def running(self, fn):                    # ... the learner's function's calls are
+    def learners(fn, call):                   # ... the learner's function's calls are
         saved = RECORDER.paused
         RECORDER.paused = 0 if getattr(fn, "__module__", None) == "__main__" else saved + 1
         try:
-            return run(self, fn)
+            return call()
         finally:
             RECORDER.paused = saved
 
+    def running(self, fn):                    # a case run by a demo or a plot
+        return learners(fn, lambda: run(self, fn))
+
+    def running_in_check(ex, fn, case):       # a case run by check (helpers.checks._run)
+        return learners(fn, lambda: run_learner(ex, fn, case))
+
     checking.__wrapped__ = check
     checks.check = checking
+    checks._run = running_in_check
     exercises.Case.run = running
 
 

@@ -15,10 +15,15 @@
   it; the HTML a student typed into a written answer is made inert (``<``, ``>`` and
   ``&`` become entities), since formgrader renders Markdown without sanitizing it.
 
-There is deliberately no ``submitted/`` folder: formgrader's "Manage Submissions" page
-would offer to run ``nbgrader autograde`` on it, which executes student code outside the
-sandbox. The course's configuration also replaces nbgrader's autograde steps with one
-that refuses to run.
+``submitted/<student>/<assignment>/`` holds empty folders only: formgrader counts an
+assignment's submissions by them (it showed "Submissions 0"), and with no notebook in
+them its "autograde" button has nothing to run (``nbgrader autograde`` would execute
+student code outside the sandbox). The course's configuration also replaces nbgrader's
+autograde steps with one that refuses to run, uses no nbgrader exchange (students hand
+in through the LMS; nbgrader's default exchange folder logged "Unwritable directory" on
+every page), and points the grading page's MathJax at the copy the server serves
+(``jupyter-server-mathjax``; it came from a CDN). Each assignment's due date is the
+deadline ``export`` stored, or ``push --deadline``.
 
 ``python -m autograder gradebook serve OUT`` starts a Jupyter server on that folder
 (formgrader at ``/formgrader``; no terminals; no kernel can be started) and prints its
@@ -48,6 +53,7 @@ import re
 import shutil
 import sys
 import warnings
+from datetime import timezone
 from pathlib import Path
 
 from autograder import SOLUTIONS_DIR, safe_text
@@ -76,6 +82,7 @@ this folder as both working directory and server root.
 from pathlib import Path
 
 from nbconvert.preprocessors import Preprocessor
+from nbgrader.exchange.abc import ExchangeList, ExchangeReleaseFeedback
 
 HERE = Path(__file__).resolve().parent
 c = get_config()  # noqa: F821  (provided by traitlets)
@@ -91,6 +98,32 @@ c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.feedback_directory = "feedback"
 c.HTMLExporter.sanitize_html = True
 c.FormgradeExtension.debug = False
+# formgrader's grading page loads MathJax from a CDN (nbconvert's `mathjax` macro called
+# with no URL): templates/formgrade/mathjax.html.j2 points it at the copy the
+# jupyter-server-mathjax extension serves, so LaTeX renders offline. nbgrader's own
+# template folder stays second (its formgrade template is the page).
+from nbgrader.server_extensions.formgrader import handlers as _formgrader  # noqa: E402
+
+c.HTMLExporter.extra_template_basedirs = [str(HERE / "templates"), _formgrader.template_path]
+
+
+class NoExchangeList(ExchangeList):
+    """No nbgrader exchange here (students hand in through the LMS, `python -m
+    autograder collect` reads the download): nothing was released through one, so
+    there is nothing to list, and no "unwritable exchange directory" on every page."""
+
+    def start(self):
+        return []
+
+
+class NoExchangeReleaseFeedback(ExchangeReleaseFeedback):
+    def start(self):
+        self.fail("this course folder has no nbgrader exchange: send the feedback with "
+                  "`python -m autograder feedback-package` (docs/grading.md)")
+
+
+c.ExchangeFactory.list = NoExchangeList
+c.ExchangeFactory.release_feedback = NoExchangeReleaseFeedback
 
 
 class RefuseToRunStudentCode(Preprocessor):
@@ -104,6 +137,18 @@ class RefuseToRunStudentCode(Preprocessor):
 c.Autograde.sanitize_preprocessors = [RefuseToRunStudentCode]
 c.Autograde.autograde_preprocessors = [RefuseToRunStudentCode]
 '''
+
+
+#: Copied to ``templates/formgrade/mathjax.html.j2`` of the course folder (``make lab``'s
+#: configuration uses it where it is): nbconvert's ``mathjax``
+#: macro with the locally served MathJax 2 (the ``jupyter-server-mathjax`` package) as its
+#: default URL. formgrader's page calls the macro with no URL, so the CDN's was used. The
+#: URL is relative to that page, always ``<base>/formgrader/submissions/<id>/`` (formgrader
+#: redirects there), so it holds under any base URL (JupyterHub's ``/user/NAME/``). That
+#: package ships only MathJax's STIX-Web fonts: asked for them first, MathJax does not ask
+#: for the TeX fonts it lacks (a 404 on every page).
+MATHJAX_TEMPLATE = Path(__file__).resolve().parent.parent / "nbgrader_templates" / \
+    "formgrade" / "mathjax.html.j2"
 
 
 class GradebookError(ValueError):
@@ -326,15 +371,36 @@ def _solution_cells(solution: dict) -> list[tuple[str, str, str, float]]:
     return found
 
 
-def push(out: Path, solutions: Path = SOLUTIONS_DIR) -> Outcome:
+def due_dates(out: Path, assignments, deadlines: dict | None = None) -> dict[str, object]:
+    """``{assignment: deadline}`` (aware UTC datetimes) of the assignments that have one:
+    from ``deadlines`` (``--deadline``, as ``export`` takes them) when given, else from the
+    late policy the last ``export`` stored (``OUT/late_policy.json``). A homework's
+    deadline is its assignments', as for the late policy."""
+    from autograder.results import late
+
+    stored = late.load_policy(out)
+    homeworks = stored.homeworks if stored else {}
+    if not deadlines:
+        deadlines = stored.deadlines if stored else {}
+    home = {a: name for name, parts in homeworks.items() for a in parts}
+    found = {}
+    for assignment in assignments:
+        when = late._deadline_for({"assignment": assignment}, deadlines, home)
+        if when is not None:
+            found[assignment] = when
+    return found
+
+
+def push(out: Path, solutions: Path = SOLUTIONS_DIR, deadlines: dict | None = None) -> Outcome:
     with warnings.catch_warnings():       # nbgrader's own add_submission warns (SAWarning)
         warnings.simplefilter("ignore")
-        return _push(out, solutions)
+        return _push(out, solutions, deadlines)
 
 
-def _push(out: Path, solutions: Path = SOLUTIONS_DIR) -> Outcome:
+def _push(out: Path, solutions: Path = SOLUTIONS_DIR, deadlines: dict | None = None) -> Outcome:
     """Fill ``OUT/nbgrader/gradebook.db`` (and the shown notebooks) from ``OUT``'s
-    records; pull first when a gradebook is already there."""
+    records; pull first when a gradebook is already there. Each assignment's due date is
+    set from ``deadlines`` or the stored late policy (:func:`due_dates`)."""
     from nbgrader.api import (Comment, Grade, Student, SubmittedAssignment,
                               SubmittedNotebook)
 
@@ -365,15 +431,24 @@ def _push(out: Path, solutions: Path = SOLUTIONS_DIR) -> Outcome:
     course.mkdir(parents=True, exist_ok=True)
     (course / "nbgrader_config.py").write_text(CONFIG.format(course_id=COURSE_ID),
                                                 encoding="utf-8")
+    (course / "templates" / "formgrade").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(MATHJAX_TEMPLATE, course / "templates" / "formgrade" / "mathjax.html.j2")
     manual = read_manual(out)
+    due = due_dates(out, sorted({a for a, _ in structure}), deadlines)
     snapshot: dict[str, list] = {}
     to_grade = 0
     gb = _open(out)
     try:
-        # the assignments, notebooks and graded cells, as in the solutions
+        # the assignments (due date: nbgrader keeps naive UTC), notebooks and graded
+        # cells, as in the solutions
         for (assignment, notebook), solution in structure.items():
             stem = _stem(notebook)
-            gb.update_or_create_assignment(assignment)
+            if assignment in due:
+                gb.update_or_create_assignment(
+                    assignment, duedate=due[assignment].astimezone(timezone.utc)
+                    .replace(tzinfo=None))
+            else:
+                gb.update_or_create_assignment(assignment)
             nb = gb.update_or_create_notebook(stem, assignment)
             wanted_grades, wanted_solutions = set(), set()
             for gid, kind, ctype, points in _solution_cells(solution):
@@ -481,6 +556,13 @@ def _push(out: Path, solutions: Path = SOLUTIONS_DIR) -> Outcome:
     shutil.rmtree(course / "source", ignore_errors=True)
     for assignment in sorted({a for a, _ in structure}):
         (course / "source" / assignment).mkdir(parents=True)
+    # formgrader counts an assignment's submissions as the folders
+    # submitted/<student>/<assignment>/: empty ones, so it counts right (it showed 0) and
+    # nbgrader's autograde still finds no notebook to run
+    shutil.rmtree(course / "submitted", ignore_errors=True)
+    for sid, assignment in sorted({(r["student_id"], r["assignment"]) for r in records
+                                   if r["status"] != "missing"}):
+        (course / "submitted" / sid / assignment).mkdir(parents=True)
     _write_json(course / SNAPSHOT, snapshot)
     return Outcome(course, notebooks=count, to_grade=to_grade, notes=notes)
 
@@ -503,6 +585,8 @@ def serve_command(out: Path, port: int, ip: str = "127.0.0.1", open_browser: boo
         "--ServerApp.jpserver_extensions=nbgrader.server_extensions.assignment_list=False",
         "--ServerApp.jpserver_extensions=nbgrader.server_extensions.course_list=False",
         "--ServerApp.jpserver_extensions=jupyter_server_terminals=False",
+        # MathJax served by this server (the grading page's LaTeX renders offline)
+        "--ServerApp.jpserver_extensions=jupyter_server_mathjax=True",
         "--KernelProvisionerFactory.default_provisioner_name=autograder-no-kernels",
         "--ServerApp.open_browser=" + ("True" if open_browser else "False"),
     ]

@@ -17,7 +17,9 @@ feedback-package --lms canvas|moodle OUT --dest FILE.zip``.
   user's submission (``app/models/assignment.rb``, ``infer_comment_context_from_filename``
   and ``generate_comments_from_files``), the names its own download gives
   (``<name>_<user id>_<attachment id>_<file>``, which ``collect`` records in
-  ``_submissions.csv``'s ``source`` and ``grade`` in each record). Each student gets
+  ``_submissions.csv``'s ``source`` and ``grade`` in each record); the file must be one
+  of the submission's current attempt, so the attachment id is taken from the latest
+  download (``downloaded_at``) that had a file of the student. Each student gets
   one file, ``<name>_<user id>_<attachment id>_feedback.html`` (the name: letters only,
   so that no part of it reads as an id), holding the index and every notebook page:
   Canvas attaches each file to a comment on its own, so links between files would not
@@ -55,14 +57,26 @@ def canvas_name(name: str) -> str:
     return re.sub(r"[\W\d_]", "", name)[:40].lower() or "student"
 
 
+def _downloaded(record: dict) -> float:
+    try:
+        return late.parse_time(str(record.get("downloaded_at") or "")).timestamp()
+    except ValueError:
+        return float("-inf")
+
+
 def _canvas_ids(student_id: str, records: list[dict]) -> tuple[str, str] | None:
-    """``(name part, attachment id)`` from a Canvas file name this student handed in."""
+    """``(name part, attachment id)`` from a Canvas file name this student handed in,
+    from the latest download that had one: Canvas takes a comment only for a file of
+    the submission's current attempt (``submission.attachments``), and a later attempt
+    (a late resubmission of one notebook) holds only the files uploaded with it."""
+    found = None
     for record in sorted(records, key=sort_key):
         source = Path(str(record.get("source") or "").split("!")[0]).name
         m = CANVAS_FILE.match(source)
-        if m and m["uid"] == student_id:
-            return m["name"], m["att"]
-    return None
+        if m and m["uid"] == student_id and (found is None
+                                             or _downloaded(record) > found[0]):
+            found = (_downloaded(record), m["name"], m["att"])
+    return None if found is None else found[1:]
 
 
 def package(out: Path, lms: str, dest: Path, roster: dict[str, dict] | None = None,

@@ -512,7 +512,8 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         if row is not None:
             record.update(submitted_at=row.get("submitted_at", ""),
                           lms_late=row.get("lms_late", ""),
-                          source=row.get("source", ""))   # the LMS's file name (feedback-package)
+                          source=row.get("source", ""),   # the LMS's file name (feedback-package)
+                          downloaded_at=row.get("downloaded_at") or "")   # which download
     write_outputs(records, out)
     journal.unlink(missing_ok=True)
     return records

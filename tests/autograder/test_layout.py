@@ -111,7 +111,9 @@ def test_each_stage_imports_only_the_stages_below_it():
     wrong = []
     for name, targets in _graph("autograder").items():
         stage = _stage(name)
-        if stage in ("cli", "__main__"):
+        # the top: the command line, and nbgrader's configuration of `make lab` (read by
+        # Jupyter, imported by nothing), which takes the exchange classes from results/
+        if stage in ("cli", "__main__", "nbgrader_config"):
             continue
         allowed = STAGES.get(stage, set()) | {stage}
         for target in targets:

@@ -2,20 +2,25 @@
 
 The test takes the fenced ``bash`` blocks of that section, in order, and runs each one
 with bash in a fresh folder, with ``python`` the course's interpreter and ``~`` a
-folder holding two generated Canvas downloads (``~/Downloads/homework1.zip`` and
-``~/Downloads/homework1-late.zip``). Between blocks it does what the text asks of a
-person (fill the scores in). Then it checks what the commands wrote against numbers
-worked out by hand from the class below. The real engine grades; nothing is stubbed.
+folder holding two Canvas downloads (``~/Downloads/homework1.zip`` and
+``~/Downloads/homework1-late.zip``) built by ``tests/lms/canvas.py`` as Canvas's content
+zipper builds them: files named after each student's sortable name, user id and
+attachment id, the late attempt marked ``LATE``, every entry stamped with the download's
+time. Between blocks it does what the text asks of a person (fill the scores in). Then
+it checks what the commands wrote against numbers worked out by hand from the class
+below, down to the feedback package: one page per student, named as Canvas's
+"Re-Upload Submissions" reads names (``canvas_target``), each with an attachment id of
+that student's current attempt. The real engine grades; nothing is stubbed.
 
-The class (Canvas user ids 4711-4715, from tools/benchmark_term.py):
+The class (Canvas user ids 4711-4715; notebooks from tools/benchmark_term.py's kinds):
 
 * 4711 right answers everywhere;
 * 4712 the first typical mistakes (the catalogue's first wrong answer to each notebook's
-  last exercise: 01 5/7, 03 1/4 autograded), then a corrected 01 uploaded late, in a
-  second download, marked `_LATE`;
-* 4713 the second typical mistakes, and two more uploads of 01 in the same download (so
-  with the same entry time, as Canvas writes them), attachment ids 999999 (the mistake)
-  and 1000000 (right): the later upload is 1000000;
+  last exercise: 01 5/7, 03 1/4 autograded), then a corrected 01 uploaded late, a new
+  attempt holding that file only, in a second download, marked ``LATE``;
+* 4713 the second typical mistakes, and two files of 01 in the attempt (so with the same
+  entry time, as Canvas writes them), attachment ids 999999 (the mistake) and 1000000
+  (right): the later upload is 1000000;
 * 4714 the released notebooks, untouched;
 * 4715 right answers, but no 03.
 
@@ -23,12 +28,13 @@ Covers, through the real commands, issue 13's findings 1 (written answers scored
 counted), 2 and 3 (only the homework's columns, every student), 4 (a late
 resubmission in a second download, a late policy), 5 (ids compared as numbers), 6
 (one student regraded), 7 (progress counts what was handed in) and 8 (the item analysis
-class size).
+class size), and issue 21's LMS-faithful Canvas downloads and feedback package.
 """
 
 from __future__ import annotations
 
 import csv
+import html
 import os
 import re
 import subprocess
@@ -40,7 +46,9 @@ from pathlib import Path
 import pytest
 
 from autograder import REPO_ROOT
-from benchmark_term import canvas_download, notebook_texts
+from benchmark_term import notebook_texts
+from lms import canvas
+from lms.canvas import canvas_target
 from notebook_helpers import png_texts
 
 SECTION = "## A term, step by step"
@@ -61,25 +69,53 @@ def rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def make_downloads(home: Path) -> dict:
+#: The class: Canvas user id, sortable name (Canvas names each file after it), and what
+#: each hands in (tools/benchmark_term.py's kinds of notebook).
+CLASS = [(4711, "Lovelace, Ada", "perfect"), (4712, "Turing, Alan", "mistake_1"),
+         (4713, "Hopper, Grace", "mistake_2"), (4714, "Noether, Emmy", "unanswered"),
+         (4715, "Church, Alonzo", "partial")]
+#: The first attachment id of the first download: 4713's two uploads of 01 get
+#: 999999 and 1000000 (Canvas numbers attachments in the order of the zip).
+FIRST_ATTACHMENT = 999_995
+LATE_ATTACHMENT = 900_500
+
+
+def make_downloads(home: Path) -> tuple[dict, dict[str, set[str]]]:
+    """The two Canvas downloads, built by tests/lms/canvas.py as Canvas's content zipper
+    does (names from the sortable names, every entry stamped with the download's time).
+    Returns the notebook texts and ``{user id: attachment ids of the current attempt}``
+    (what Canvas's comment re-upload accepts: the files of the submission as it is)."""
     texts = notebook_texts(ASSIGNMENTS)
     downloads = home / "Downloads"
     downloads.mkdir(parents=True)
-    first = canvas_download(downloads / "homework1.zip", 5, ASSIGNMENTS, DEADLINE,
-                            late_every=0, texts=texts, first_id=4711)
-    # Canvas stamps every entry of a download with the download's time (canvas_download:
-    # two days after the deadline); two uploads of one notebook are told apart by their
-    # attachment ids: 4713's 1000000 came after 999999 (as numbers, not as text)
-    downloaded = (DEADLINE + timedelta(days=2)).timetuple()[:6]
-    with zipfile.ZipFile(first, "a") as zf:
-        for sub, kind in (("999999", "mistake_2"), ("1000000", "perfect")):
-            zf.writestr(zipfile.ZipInfo(f"student002_4713_{sub}_01_dot_products.ipynb",
-                                        date_time=downloaded), texts[kind]["01_dot_products"])
-    later = (DEADLINE + timedelta(days=3)).timetuple()[:6]     # a second download
-    with zipfile.ZipFile(downloads / "homework1-late.zip", "w") as zf:
-        zf.writestr(zipfile.ZipInfo("student001_LATE_4712_900500_01_dot_products.ipynb",
-                                    date_time=later), texts["perfect"]["01_dot_products"])
-    return texts
+    students = []
+    for uid, name, kind in CLASS:
+        uploads = [(f"{a}.ipynb", texts[kind][a].encode()) for a in ASSIGNMENTS
+                   if a in texts[kind]]
+        if uid == 4713:     # two files for 01 in one attempt: the mistake, then the fix
+            uploads.insert(1, ("01_dot_products.ipynb",
+                               texts["perfect"]["01_dot_products"].encode()))
+        students.append(canvas.Student(uid, name, uploads))
+    first = canvas.download(downloads / "homework1.zip", students, DEADLINE + timedelta(days=2),
+                            first_attachment_id=FIRST_ATTACHMENT)
+    current: dict[str, set[str]] = {}
+    for member in zipfile.ZipFile(first).namelist():
+        uid, attachment = canvas_target(member)
+        current.setdefault(uid, set()).add(attachment)
+    assert current["4713"] == {"999999", "1000000", "1000001"}
+    # 4712's corrected 01, after the deadline: a new attempt (Canvas marks it LATE, and
+    # the attempt holds only that file), in a second download, made a day later
+    resubmitted = canvas.Student(4712, "Turing, Alan", [
+        ("01_dot_products.ipynb", texts["perfect"]["01_dot_products"].encode())], late=True)
+    canvas.download(downloads / "homework1-late.zip", [resubmitted],
+                    DEADLINE + timedelta(days=3), first_attachment_id=LATE_ATTACHMENT)
+    current["4712"] = {str(LATE_ATTACHMENT)}
+    return texts, current
+
+
+def _text(page: str) -> str:
+    """A page's text: tags dropped, entities read, spaces joined."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
 
 
 def fill_in(scores: Path) -> None:
@@ -102,9 +138,10 @@ def test_the_documented_term_runs_as_written(tmp_path):
     blocks = walkthrough_blocks()
     commands = [re.findall(r"python -m autograder (\S+)", block) for block in blocks]
     assert commands == [["collect"], ["grade"], ["manual-template"], ["manual-import"],
-                        ["collect", "grade"], ["export"], ["report"]], commands
+                        ["collect", "grade"], ["export"], ["feedback-package"],
+                        ["report"]], commands
     home = tmp_path / "home"
-    texts = make_downloads(home)
+    texts, current = make_downloads(home)
     work = tmp_path / "course"
     work.mkdir()
     env = dict(os.environ, HOME=str(home), TMPDIR=str(tmp_path), OPENBLAS_NUM_THREADS="1",
@@ -152,6 +189,23 @@ def test_the_documented_term_runs_as_written(tmp_path):
     assert grades["4715"] == ["7", "0"]
     [late] = rows(out / "late.csv")
     assert (late["student_id"], late["assignment"]) == ("4712", "01_dot_products")
+    # the names: what Canvas's file names keep of the sortable names (no roster given)
+    assert {line[0] for line in lines[2:]} == {
+        "lovelaceada", "turingalan", "hoppergrace", "noetheremmy", "churchalonzo"}
+    # feedback-package: one page per student, named as Canvas's re-upload reads names
+    # (user id, then a file of the submission's current attempt: 4712's late one)
+    with zipfile.ZipFile(work / "feedback.zip") as zf:
+        pages = {name: zf.read(name).decode() for name in zf.namelist()}
+    assert all(re.fullmatch(r"[a-z]+_\d+_\d+_feedback\.html", name) for name in pages), pages
+    targets = {canvas_target(name): name for name in pages}
+    assert sorted(uid for uid, _ in targets) == ["4711", "4712", "4713", "4714", "4715"]
+    for (uid, attachment), name in targets.items():
+        assert attachment in current[uid], (name, current[uid])
+    ada = pages[targets[next(t for t in targets if t[0] == "4711")]]
+    assert "clear: attention looks at all tokens at once" in ada       # the comment
+    assert "01_dot_products" in ada and "03_simple_self_attention" in ada
+    alan = _text(pages[targets[("4712", str(LATE_ATTACHMENT))]])
+    assert "after the late penalty: 6.3 / 7" in alan, alan[:3000]     # as the gradebook
     # report: every exercise of the two notebooks, the class of five in the title
     items = {r["grade_id"]: r for r in rows(out / "item_analysis.csv")}
     assert {"test_dot", "test_simple_self_attention", "why_no_recurrence"} <= set(items)

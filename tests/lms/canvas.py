@@ -127,3 +127,10 @@ def download(path: Path, students: list[Student], downloaded_at: datetime,
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, data)
     return path
+
+
+def canvas_target(name: str):
+    """(user id, attachment id) as Canvas's infer_comment_context_from_filename reads a
+    file's base name: the first two all-digit pieces of its '_'-split."""
+    digits = [p for p in name.rsplit("/", 1)[-1].split("_") if re.fullmatch(r"\d+", p)]
+    return tuple(digits[:2])

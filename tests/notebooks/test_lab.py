@@ -64,9 +64,23 @@ def test_make_lab_answers_on_its_port_with_course_and_nbgrader():
         status, body = get(f"{base}/formgrader/api/assignments?token={token}")
         names = {a["name"] for a in json.loads(body)}
         assert set(assignments()) <= names
+        # no nbgrader exchange is used: no warning on the page (nbgrader's default
+        # exchange folder does not exist here), and releasing through one says what to do
+        status, page = get(f"{base}/formgrader/manage_assignments?token={token}")
+        assert status == 200 and b"warning-exchange" not in page
+        request = urllib.request.Request(
+            f"{base}/formgrader/api/assignment/01_dot_products/release"
+            f"?token={token}", data=b"{}", method="POST")
+        with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as response:
+            result = json.loads(response.read())
+        assert result["success"] is False
+        assert "make bundle" in result["error"] + result.get("log", "")
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+    logged = proc.stdout.read().decode(errors="replace")
+    # formgrader logged "Unwritable directory ... exchange" on every page before
+    assert "Unwritable directory" not in logged, logged[-3000:]

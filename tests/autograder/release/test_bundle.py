@@ -217,11 +217,6 @@ def _kind(cell) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    "known regression of this round's merge, to fix first next session: check() now runs "
-    "the visible cases drawn from each exercise's contract, and in the whole-course bundle "
-    "a learner function calling a left-out course function (helpers.softmax) on those new "
-    "inputs finds no recording (the recorded calls cover the notebook's own examples)"))
 def test_every_notebook_of_the_bundle_runs_unanswered_and_answered(built, tmp_path):
     """Each notebook of the whole-course bundle, run twice in the bundle's helpers:
     as handed out (every demo, plot and worked example runs; only the answer cells'

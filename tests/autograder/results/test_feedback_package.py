@@ -3,7 +3,7 @@ penalty of export's policy on the index and the notebook pages, and ``feedback-p
 writing the zip Moodle ("upload multiple feedback files in a zip") and Canvas (comment
 re-upload) take back, named as their own import code parses names (read from
 moodle/moodle mod/assign/feedback/file/importziplib.php and instructure/canvas-lms
-app/models/assignment.rb; mirrored by ``moodle_target`` and ``canvas_target`` below).
+app/models/assignment.rb; mirrored by ``moodle_target`` below and ``tests/lms/canvas.py``'s ``canvas_target``).
 Through the command line, on a class graded by the engine's stand-in of tests/fake_class.py."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from autograder.cli import main
 from autograder.results import late
 from autograder.run import pool as grade
 from fake_class import fake_engine, make_class, make_course, read_csv
+from lms.canvas import canvas_target
 
 HOSTILE = '<script>alert(1)</script>_9_assignfeedback_file_/../x'
 
@@ -34,13 +35,6 @@ def moodle_target(path: str):
         rest = [info[4] if len(info) > 4 else ""] + parts
         return info[1], info[2], info[3], "/".join(rest)
     return None
-
-
-def canvas_target(name: str):
-    """(user id, attachment id) as Canvas's infer_comment_context_from_filename reads a
-    file's base name: the first two all-digit pieces of its '_'-split."""
-    digits = [p for p in name.rsplit("/", 1)[-1].split("_") if re.fullmatch(r"\d+", p)]
-    return tuple(digits[:2])
 
 
 def _class(tmp_path):
@@ -153,3 +147,26 @@ def test_index_pages_late_penalty_and_the_lms_packages(tmp_path, capsys):
     zf = zipfile.ZipFile(canvas)
     (name,) = [n for n in zf.namelist() if canvas_target(n)[0] == "12345"]
     assert "Total 7 / 7 3.5 / 7" in _text(zf.read(name).decode())
+
+
+def test_the_canvas_page_names_a_file_of_the_latest_attempt(tmp_path):
+    """Canvas files a re-uploaded comment only under a file of the submission's current
+    attempt (assignment.rb: ``submission.attachments.where(id: attachment_id)``). 12345
+    handed in 01_a and 02_b in the first download, then 02_b alone, late, in a second:
+    that attempt holds only 900777, so the page must name it, not 01_a's 900001 (the
+    first record in sort order)."""
+    solutions = make_course(tmp_path)
+    subs = make_class(tmp_path, {"12345": {"01_a": "good", "02_b": "good"}})
+    with open(subs / late.SUBMISSIONS_CSV, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(late.SUBMISSION_COLUMNS)
+        w.writerow(["12345", "01_a", "01_a.ipynb", "", "",
+                    "doejane_12345_900001_01_a.ipynb", "2026-10-03T10:00:00+00:00"])
+        w.writerow(["12345", "02_b", "02_b.ipynb", "", "yes",
+                    "doejane_LATE_12345_900777_02_b.ipynb", "2026-10-05T10:00:00+00:00"])
+    out = tmp_path / "out"
+    grade.run(subs, out, solutions=solutions, grade_fn=fake_engine, stream=io.StringIO())
+    dest = tmp_path / "canvas.zip"
+    assert main(["feedback-package", "--lms", "canvas", str(out), "--dest", str(dest)]) == 0
+    [name] = zipfile.ZipFile(dest).namelist()
+    assert canvas_target(name) == ("12345", "900777"), name

@@ -11,11 +11,13 @@ import csv
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -105,13 +107,16 @@ def test_push_fills_the_gradebook_with_autograde_scores_and_written_answers_to_g
     finally:
         gb.close()
     # what formgrader shows: the course notebook with the student's answers, built
-    # without running anything; no submitted/ folder that nbgrader could autograde
+    # without running anything; submitted/ holds an empty folder per submission
+    # (formgrader counts those) and nothing nbgrader could autograde
     shown = json.loads((course / "autograded" / "111" / "01_a" / "01_a.ipynb").read_text())
     by_id = {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in shown["cells"]}
     assert by_id["f"]["source"] == "def f(x):\n    return x  # <b>mine</b>"
     assert by_id["why"]["source"] == "Because &lt;i&gt;so&lt;/i&gt;."     # inert HTML
     assert by_id["test_f"]["outputs"][0]["text"] == "autograder: 1 / 1 point(s), ok\n"
-    assert not (course / "submitted").exists()
+    assert sorted(str(p.relative_to(course / "submitted"))
+                  for p in (course / "submitted").rglob("*")) == [
+        "111", "111/01_a", "111/02_b", "222", "222/01_a"]
     assert not (course / "autograded" / "222" / "02_b").exists()
     assert sorted(p.name for p in (course / "source").iterdir()) == ["01_a", "02_b"]
     assert not any((course / "source").rglob("*.ipynb"))
@@ -279,9 +284,51 @@ def _request(url: str, method: str = "GET", body: bytes | None = None) -> tuple[
 SERVER_START_TIMEOUT = 120
 
 
+def _due(out, assignment):
+    gb = Gradebook(gradebook.db_url(out), gradebook.COURSE_ID)
+    try:
+        return gb.find_assignment(assignment).duedate
+    finally:
+        gb.close()
+
+
+def test_push_takes_the_due_dates_from_the_stored_late_policy_or_deadline(tmp_path):
+    from datetime import datetime
+    _, solutions, out = _graded(tmp_path)
+    _push(out, solutions)
+    assert _due(out, "01_a") is None and _due(out, "02_b") is None   # none known yet
+    # the deadlines export stored (late_policy.json); nbgrader keeps naive UTC times
+    assert main(["export", str(out), "--format", "canvas", "--dest", str(tmp_path / "x"),
+                 "--deadline", "2026-10-01T23:59+02:00", "--deadline", "02_b=2026-10-08T12:00",
+                 "--late-policy", "10"]) == 0
+    _push(out, solutions)
+    assert _due(out, "01_a") == datetime(2026, 10, 1, 21, 59)
+    assert _due(out, "02_b") == datetime(2026, 10, 8, 12, 0)
+    # --deadline given to push wins; a homework's deadline is its notebooks'
+    assert main(["gradebook", "push", str(out), "--solutions", str(solutions),
+                 "--deadline", "01_a=2026-11-01T08:00"]) == 0
+    assert _due(out, "01_a") == datetime(2026, 11, 1, 8, 0)
+    assert _due(out, "02_b") == datetime(2026, 10, 8, 12, 0)      # kept, not cleared
+    assert main(["export", str(out), "--format", "canvas", "--dest", str(tmp_path / "x"),
+                 "--homework", "HW 1=01_a,02_b", "--deadline", "HW 1=2026-12-24T18:00",
+                 "--late-policy", "10"]) == 0
+    _push(out, solutions)
+    assert _due(out, "01_a") == _due(out, "02_b") == datetime(2026, 12, 24, 18, 0)
+
+
+def test_push_refuses_a_deadline_that_is_not_a_time(tmp_path, capsys):
+    _, solutions, out = _graded(tmp_path)
+    assert main(["gradebook", "push", str(out), "--solutions", str(solutions),
+                 "--deadline", "01_a=soon"]) != 0
+    assert "not a time" in capsys.readouterr().err
+    assert not (out / "nbgrader").exists()
+
+
 @pytest.mark.slow
 def test_serve_starts_formgrader_where_no_kernel_or_terminal_can_start(tmp_path):
     _, solutions, out = _graded(tmp_path)
+    assert main(["export", str(out), "--format", "canvas", "--dest", str(tmp_path / "x"),
+                 "--deadline", "2026-10-01T23:59", "--late-policy", "10"]) == 0
     _push(out, solutions)
     port, token = _free_port(), "gradebook-test-" + os.urandom(8).hex()
     env = dict(os.environ, TMPDIR=str(tmp_path), BROWSER="true",
@@ -305,15 +352,31 @@ def test_serve_starts_formgrader_where_no_kernel_or_terminal_can_start(tmp_path)
                                 + (tmp_path / "serve.log").read_text(errors="replace")[-3000:])
                 time.sleep(0.5)
         assert status == 200
-        assert [a["name"] for a in json.loads(body)] == ["01_a", "02_b"]
+        assignments = json.loads(body)
+        assert [a["name"] for a in assignments] == ["01_a", "02_b"]
+        # the overview: submissions counted (it showed 0), the due date export stored
+        # (it showed None), and no exchange (nbgrader's default one is not writable here)
+        assert [a["num_submissions"] for a in assignments] == [2, 1]
+        assert [a["display_duedate"] for a in assignments] == ["2026-10-01 23:59:00 UTC"] * 2
+        status, page = _request(f"{base}/formgrader/manage_assignments?token={token}")
+        assert status == 200 and b"warning-exchange" not in page
         status, body = _request(f"{base}/formgrader/api/submitted_notebooks/01_a/01_a"
                                 f"?token={token}")
         rows = json.loads(body)
         assert sorted(r["student"] for r in rows) == ["111", "222"]
         assert all(r["needs_manual_grade"] for r in rows)
-        status, page = _request(f"{base}/formgrader/submissions/{rows[0]['id']}/?token={token}")
+        page_url = f"{base}/formgrader/submissions/{rows[0]['id']}/"
+        status, page = _request(f"{page_url}?token={token}")
         assert status == 200 and b'id="why-comment"' in page
         assert b"Because &lt;i&gt;so" in page and b"<i>so</i>" not in page
+        # MathJax comes from this server (jupyter-server-mathjax), not from a CDN
+        scripts = re.findall(r'<script src="([^"]*)"', page.decode())
+        mathjax = [src for src in scripts if "mathjax" in src.lower()]
+        assert len(mathjax) == 1 and "://" not in mathjax[0], scripts
+        src = urllib.parse.urljoin(page_url, mathjax[0])
+        assert src.startswith(f"{base}/static/jupyter_server_mathjax/MathJax.js"), src
+        status, script = _request(f"{src}&token={token}")
+        assert status == 200 and b"MathJax" in script
         # nothing of a student can run from this server
         status, _ = _request(f"{base}/api/kernels?token={token}", "POST",
                              json.dumps({"name": "python3"}).encode())
@@ -322,7 +385,7 @@ def test_serve_starts_formgrader_where_no_kernel_or_terminal_can_start(tmp_path)
         assert status == 404
         # nbgrader autograde is refused, even on a submitted/ folder put there by hand
         submitted = out / "nbgrader" / "submitted" / "111" / "01_a"
-        submitted.mkdir(parents=True)
+        submitted.mkdir(parents=True, exist_ok=True)
         (submitted / "01_a.ipynb").write_bytes(
             (out / "nbgrader" / "autograded" / "111" / "01_a" / "01_a.ipynb").read_bytes())
         status, body = _request(f"{base}/formgrader/api/submission/01_a/111/autograde"
@@ -330,9 +393,19 @@ def test_serve_starts_formgrader_where_no_kernel_or_terminal_can_start(tmp_path)
         result = json.loads(body)
         assert result["success"] is False
         assert "nbgrader autograde is disabled here" in result["error"] + result.get("log", "")
+        # releasing feedback through an exchange says where feedback goes instead
+        status, body = _request(f"{base}/formgrader/api/assignment/01_a/111/release_feedback"
+                                f"?token={token}", "POST", b"{}")
+        result = json.loads(body)
+        assert result["success"] is False
+        assert "feedback-package" in result["error"] + result.get("log", "")
     finally:
         stop_process_group(proc, timeout=30)
         log.close()
+    # no page logged nbgrader's "Unwritable directory ... exchange" (every page did)
+    logged = (tmp_path / "serve.log").read_text(errors="replace")
+    assert "Unwritable directory" not in logged and "exchange" not in logged.lower().replace(
+        "no nbgrader exchange", ""), logged[-3000:]
 
 
 def test_a_push_follows_the_solutions_cells_added_and_removed(tmp_path):
