@@ -329,3 +329,25 @@ def test_an_optional_argument_before_a_required_one_is_drawn_by_position():
     for c in drawn:
         dQ, dK, dV = c.expected()
         assert dQ.shape == np.shape(c.args[0]) and dV.shape == np.shape(c.args[2])
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_a_bundle_keeps_the_contract_without_the_case_builders_modules(name):
+    """A student bundle keeps each exercise module's EXERCISE, so its CONTRACT and the
+    functions that draw values, but only the exercise package's files of
+    KEEP_EXERCISE_FILES: a drawing function imports what else it needs inside its body,
+    and the stripped module imports nothing the bundle lacks."""
+    import ast
+
+    from autograder import REPO_ROOT
+    from autograder.release.bundle import KEEP_EXERCISE_FILES, strip_exercise_module
+
+    source = (REPO_ROOT / "helpers" / "exercises" / f"{name}.py").read_text(encoding="utf-8")
+    stripped = ast.parse(strip_exercise_module(source))
+    kept = {"helpers.exercises." + f[:-3] for f in KEEP_EXERCISE_FILES if f != "__init__.py"}
+    for node in stripped.body:
+        if isinstance(node, ast.ImportFrom) and node.module.startswith("helpers.exercises."):
+            assert node.module in kept, f"{name}'s bundle copy imports {node.module}"
+    namespace: dict = {"__name__": f"helpers.exercises.{name}"}
+    exec(compile(stripped, name, "exec"), namespace)
+    assert namespace["EXERCISE"].contract is not None

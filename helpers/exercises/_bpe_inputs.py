@@ -63,3 +63,13 @@ def drawn_words(rng) -> list[str]:
 def drawn_merges(rng) -> list[tuple[str, str]]:
     """The merges BPE learns from :func:`drawn_words`: 1 to 6 of them."""
     return [tuple(m) for m in T.train_bpe(drawn_words(rng), int(rng.integers(1, 7)))]
+
+
+def small_vocab() -> dict[str, int]:
+    """A copy of :func:`small_bpe`'s vocabulary (drawn cases of decode and encode)."""
+    return dict(small_bpe()[1])
+
+
+def small_merges() -> list[tuple[str, str]]:
+    """A copy of :func:`small_bpe`'s merges (drawn cases of encode)."""
+    return list(small_bpe()[0])
