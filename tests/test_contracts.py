@@ -351,3 +351,20 @@ def test_a_bundle_keeps_the_contract_without_the_case_builders_modules(name):
     namespace: dict = {"__name__": f"helpers.exercises.{name}"}
     exec(compile(stripped, name, "exec"), namespace)
     assert namespace["EXERCISE"].contract is not None
+
+
+def test_the_range_of_an_array_is_checked_with_its_dimensions():
+    """Token ids below V (``high="V - 1"``, V bound by E or by a params dict's fields),
+    and a fixed range (apply_rope's positions)."""
+    E, P = np.zeros((4, 2)), np.zeros((3, 2))
+    assert _problems("embed", [0, 3, 1], E, P) == []
+    assert _problems("embed", [0, 4, 1], E, P) == [
+        "token_ids holds 4, outside [0, 3] (the contract says 0 <= token_ids <= V - 1)"]
+    assert _problems("embed", [-1, 0], E, P)[0].startswith("token_ids holds -1, outside [0, 3]")
+    lm = next(c for c in exercises.get("loss_and_grads").all_cases() if c.name == "batch")
+    p, ids, targets, heads = lm.args                       # V = 6, from params["E"]
+    assert _problems("loss_and_grads", p, ids, np.where(targets == 5, 6, targets),
+                     heads)[0].startswith("targets holds 6, outside [0, 5]")
+    x = np.zeros((2, 4))
+    assert _problems("apply_rope", x, [0, 5000]) == []
+    assert _problems("apply_rope", x, [0, 5001])[0].startswith("positions holds 5001")

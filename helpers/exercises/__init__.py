@@ -336,7 +336,8 @@ class Arg:
     the same size in every argument and the result of one call; ``...`` stands for the
     leading batch axes, as many as :attr:`Contract.batch` allows; a number is a fixed
     size); a bare name ``"n"``: an int equal to that dimension; ``int``, ``float`` or
-    ``bool``: a scalar, between ``low`` and ``high``; another type (``dict``, ``list``,
+    ``bool``: a scalar, between ``low`` and ``high`` (for an array: every entry; a bound
+    of an array may name dimensions, ``high="V - 1"``); another type (``dict``, ``list``,
     a model configuration, ``str``): a value of that type, drawn by ``values``; a tuple of
     kinds ``(str, str)``: a tuple of that many values of those kinds (a pair). What a
     structure holds: ``items``, the kind of every item of a list or tuple (or of every value
@@ -495,6 +496,31 @@ def _check_arg(name: str, arg: Arg, value, dims: dict, batches: list, contract) 
     return []
 
 
+def _bound(value, dims: dict):
+    """A bound of an :class:`Arg`: a number, or an expression of dimensions (``"V - 1"``)."""
+    return eval(value, {}, dict(dims)) if isinstance(value, str) else value   # noqa: S307
+
+
+def _range_problems(name: str, arg: Arg, value, dims: dict) -> list[str]:
+    """What entries of array ``value`` lie outside ``[arg.low, arg.high]``."""
+    import numpy as np
+
+    arr = np.asarray(value)
+    if not arr.size or arr.dtype.kind not in "iuf" or arg.low is None and arg.high is None:
+        return []
+    try:
+        lo, hi = _bound(arg.low, dims), _bound(arg.high, dims)
+    except NameError:                   # a dimension no argument binds: not checked
+        return []
+    bad = (arr < lo if lo is not None else False) | (arr > hi if hi is not None else False)
+    if not np.any(bad):
+        return []
+    first = arr[bad].flat[0].item()
+    return [f"{name} holds {first!r}, outside [{lo}, {hi}] (the contract says "
+            f"{arg.low if arg.low is not None else '-inf'} <= {name} <= "
+            f"{arg.high if arg.high is not None else 'inf'})"]
+
+
 def _kind_name(kind) -> str:
     if isinstance(kind, Arg):
         return kind.shape if isinstance(kind.shape, str) else _kind_name(kind.shape)
@@ -595,6 +621,9 @@ def contract_problems(ex: "Exercise", case: "Case") -> list[str]:
             continue
         if not ok:
             out.append(f"{cond} does not hold ({dims})")
+    for name, arg in contract.args.items():            # ranges: every dimension is bound
+        if arg.is_array and bound.get(name) is not None and not out:
+            out += _range_problems(name, arg, bound[name], dims)
     if out or case.scenario:                # a scenario's result is its observations
         return out
     expected = copy.deepcopy(case.answer) if case.answer is not None else case.run(ex.reference)
@@ -630,7 +659,8 @@ def _draw_value(arg: Arg, rng, dims: dict, batch: tuple, dtype: str):
                 out[..., 0] = True
             return out
         if dtype == "int":
-            return rng.integers(int(arg.low or 0), int(arg.high or 9) + 1, size=shape)
+            lo, hi = _bound(arg.low, dims), _bound(arg.high, dims)
+            return rng.integers(int(lo or 0), int(9 if hi is None else hi) + 1, size=shape)
         return rng.standard_normal(shape).astype(dtype)
     if isinstance(arg.shape, str):
         return int(dims[arg.shape])

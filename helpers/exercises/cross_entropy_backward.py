@@ -9,7 +9,7 @@ from helpers.exercises import Arg, Contract, Exercise, case, ids_below
 
 CONTRACT = Contract(
     args={"logits": Arg("[..., V]"),
-          "targets": Arg("[...]", dtype="int",
+          "targets": Arg("[...]", dtype="int", low=0, high="V - 1",
                          values=ids_below("V"))},
     returns=Arg("[..., V]"), batch=(1, 2),
     invariants=("targets has the shape of logits without its last axis", "0 <= targets < V"))

@@ -16,7 +16,7 @@ def _compare(case, expected, got):
 
 
 CONTRACT = Contract(
-    args={"token_ids": Arg("[..., N]", dtype="int", lists=True,
+    args={"token_ids": Arg("[..., N]", dtype="int", low=0, high="V - 1", lists=True,
                            values=ids_below("V")),
           "d_X": Arg("[..., N, d]"), "vocab_size": Arg("V"), "n_ctx": Arg("n_ctx")},
     returns=(Arg("[V, d]"), Arg("[n_ctx, d]")), batch=(0, 1), where=("N <= n_ctx",),

@@ -32,9 +32,9 @@ def _drawn_params(rng, dims):
 CONTRACT = Contract(
     args={"params": Arg(dict, fields=PARAMS,
                         values=lambda rng, shape, dims: _drawn_params(rng, dims)),
-          "token_ids": Arg("[..., N]", dtype="int",
+          "token_ids": Arg("[..., N]", dtype="int", low=0, high="V - 1",
                            values=ids_below("V")),
-          "targets": Arg("[..., N]", dtype="int",
+          "targets": Arg("[..., N]", dtype="int", low=0, high="V - 1",
                          values=ids_below("V")),
           "n_heads": Arg("n_heads")},
     returns=(Arg(float), Arg(dict, fields=PARAMS)), batch=(0, 1),
