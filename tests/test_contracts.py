@@ -368,3 +368,51 @@ def test_the_range_of_an_array_is_checked_with_its_dimensions():
     x = np.zeros((2, 4))
     assert _problems("apply_rope", x, [0, 5000]) == []
     assert _problems("apply_rope", x, [0, 5001])[0].startswith("positions holds 5001")
+
+
+# ---------------------------------------------------------------------------------------
+# The "inputs and output" text of each exercise is rendered from its contract
+# ---------------------------------------------------------------------------------------
+
+
+def test_the_inputs_and_output_text_is_rendered_from_the_contract():
+    from helpers.exercises import _render
+
+    text = _render.contract(exercises.get("layer_norm"))
+    assert text.split("\n") == [
+        "**Inputs and output** (its contract: what `check()` and the grader call it with):",
+        "",
+        "- `x`: an array `[..., d]` (or nested lists)",
+        "- `gamma`: an array `[d]` (or nested lists)",
+        "- `beta`: an array `[d]` (or nested lists)",
+        "- `eps` (optional): a float from 0.0 to 1.0",
+        "- returns an array `[..., d]`",
+        "- `...` stands for 0, 1 or 2 leading axes, the same in every argument",
+        "- each vector of the last axis is normalised on its own"]
+    encode = _render.contract(exercises.get("encode"))
+    assert "- `merges`: a `list`, each item a tuple `(str, str)`" in encode
+    assert "- `vocab`: a `dict`, each key `str`, each value `int`" in encode
+    embed = _render.contract(exercises.get("embed_backward"))
+    assert "- `token_ids`: an array `[..., N]` of int (or nested lists), entries from 0 " \
+           "to V - 1" in embed
+    assert "- `vocab_size`: an int >= 1, the size `V` of the shapes" in embed
+    assert "- returns a tuple of 2: an array `[V, d]`; an array `[n_ctx, d]`" in embed
+
+
+@pytest.mark.parametrize("nb", list(exercises.NOTEBOOKS))
+def test_each_exercise_cell_shows_its_rendered_contract(nb):
+    """In solutions/ and in the released notebooks/, after the author's instructions."""
+    import json
+
+    from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR
+    from helpers.exercises import _render
+
+    for root in (SOLUTIONS_DIR, NOTEBOOKS_DIR):
+        cells = json.loads((root / nb / f"{nb}.ipynb").read_text(encoding="utf-8"))["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        for name in exercises.NOTEBOOKS[nb]:
+            ex = exercises.get(name)
+            if ex.hints:                     # the cells sync-exercises renders
+                assert _render.contract(ex) + "\n\n" + _render.HINTS_START in text, (
+                    f"{root.name}/{nb}: {name}'s cell lacks its contract: run "
+                    f"`python -m autograder sync-exercises` and `regenerate`")

@@ -12,11 +12,11 @@ def _int(low, high):
 
 
 CONTRACT = Contract(
-    args={"step": Arg(int, low=0, high=1000, values=_int(0, 130)),
-          "steps": Arg(int, low=1, high=1000, values=_int(50, 120)),
+    args={"step": Arg(int, low=0, values=_int(0, 130)),
+          "steps": Arg(int, low=1, values=_int(50, 120)),
           "peak_lr": Arg(float, low=0.0, high=1.0,
                          values=lambda rng, shape, dims: float(rng.choice([5e-4, 1e-3, 3e-3]))),
-          "warmup": Arg(int, low=1, high=1000, values=_int(1, 20)),
+          "warmup": Arg(int, low=1, values=_int(1, 20)),
           "min_ratio": Arg(float, optional=True, low=0.0, high=1.0,
                            values=lambda rng, shape, dims: float(rng.choice([0.05, 0.2, 0.5])))},
     returns=Arg(float), invariants=("warmup < steps",))
