@@ -18,6 +18,7 @@ import json
 
 from autograder.results.outputs import write_outputs
 from autograder.results.records import MANUAL, provenance, read_manual, read_records, sort_key
+from autograder.run.pool import credit_of
 
 
 class MergeConflict(ValueError):
@@ -31,12 +32,22 @@ def _comparable(record: dict) -> dict:
 def merge(inputs: list[Path], out: Path, allow_mixed: bool = False) -> list[dict]:
     """Merge the grading outputs ``inputs`` into ``out``; return the merged records.
     :class:`MergeConflict` when they were graded with different ``solutions/`` or grader
-    versions (each record says which), unless ``allow_mixed``."""
+    versions (each record says which), unless ``allow_mixed``; and, always, when they were
+    graded with different ``grade --credit`` settings."""
     manual = _merged_manual(inputs + [out])   # first: its conflicts say what differs
     merged: dict[tuple, tuple[dict, Path]] = {}
     seen: dict[tuple[str, str], Path] = {}
+    credits: dict[str, Path] = {}
     for folder in inputs:
         records = read_records(folder)
+        for credit in sorted({credit_of(r) for r in records}):
+            credits.setdefault(credit, folder)
+        if len(credits) > 1:          # never merged: --allow-mixed is about versions
+            (a, fa), (b, fb) = list(credits.items())[:2]
+            raise MergeConflict(
+                f"{fa} was graded with --credit {a} and {fb} with --credit {b}: a test "
+                f"cell's points would mean all or nothing for some students and a fraction "
+                f"of case groups for others; regrade one of them with the other's --credit")
         for stamp in provenance(records):
             seen.setdefault(stamp, folder)
         if len(seen) > 1 and not allow_mixed:

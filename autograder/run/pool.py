@@ -442,6 +442,7 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         course = {key: cells for key, cells in course.items() if key in handed_in}
     students = [s for s in everyone if in_shard(s.student_id, shard)]
     stream = sys.stderr if stream is None else stream
+    limits = limits or Limits()
     kept: list[dict] = []
     if only is not None:
         only = set(only)
@@ -452,6 +453,8 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
                              + ", ".join(safe_text.terminal(u) for u in unknown))
         students = [s for s in students if s.student_id in only]
         kept = [r for r in read_records(Path(out)) if r["student_id"] not in only]
+        _refuse_mixed_credit(kept, limits.credit, f"of the other students in {out}",
+                             "Regrade these students")
     for student in students:
         for path in student.ignored:
             print(f"note: not a course notebook, not graded: {safe_text.terminal(path)}",
@@ -465,7 +468,9 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     journal = out / JOURNAL
     from autograder import __version__
 
-    stamp = {"solutions": solutions_digest(solutions), "grader": __version__}
+    # which solutions/ and grader decided a record, and how a failing cell scores
+    stamp = {"solutions": solutions_digest(solutions), "grader": __version__,
+             "credit": limits.credit}
     earlier = _read_journal(journal) if resume else []
     wanted = {(s.student_id, a, n) for s in students for (a, n) in course}
     stale = [r for r in earlier if r.get("solutions") != stamp["solutions"]
@@ -480,6 +485,8 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
               f"solutions/ or another grader version: graded again", file=stream)
     stale_ids = {id(r) for r in stale}
     earlier = [r for r in earlier if sort_key(r) in wanted and id(r) not in stale_ids]
+    _refuse_mixed_credit(earlier, limits.credit, f"in the journal {journal}",
+                         "Resume")
     done = {sort_key(r) for r in earlier}
     if resume:
         print(f"resume: {len(done)} notebook(s) already graded in {journal.name}",
@@ -495,7 +502,7 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
 
         restore = _stop_on_sigterm()
         try:
-            records = grade_class(students, course, limits or Limits(), jobs or default_jobs(),
+            records = grade_class(students, course, limits, jobs or default_jobs(),
                                   grade_fn, progress, at_exit=at_exit, done=done,
                                   on_record=keep)
         except KeyboardInterrupt:
@@ -517,6 +524,29 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     write_outputs(records, out)
     journal.unlink(missing_ok=True)
     return records
+
+
+class MixedCredit(ValueError):
+    """Records graded with another ``--credit`` would be joined with this run's."""
+
+
+def credit_of(record: dict) -> str:
+    """The ``grade --credit`` a record was graded with (``all`` before it was recorded)."""
+    return str(record.get("credit", "all"))
+
+
+def _refuse_mixed_credit(records: list[dict], credit: str, where: str, how: str) -> None:
+    """:class:`MixedCredit` when ``records`` (to be kept beside this run's) were graded
+    with another ``--credit`` than ``credit``: one test cell's points would mean all or
+    nothing for some students and a fraction of case groups for others."""
+    other = sorted({credit_of(r) for r in records} - {credit})
+    if other:
+        n = sum(1 for r in records if credit_of(r) != credit)
+        raise MixedCredit(
+            f"{n} notebook(s) {where} were graded with --credit {other[0]}, and this run "
+            f"asks for --credit {credit}: one class's points must mean one thing. {how} "
+            f"with --credit {other[0]}, or grade everyone with --credit {credit} into a "
+            f"new --out")
 
 
 def _read_journal(path: Path) -> list[dict]:

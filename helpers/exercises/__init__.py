@@ -41,7 +41,7 @@ from typing import Any, Callable
 __all__ = ["Case", "Mistake", "Exercise", "NOTEBOOKS", "PREPARE", "get", "names",
            "of_notebook", "notebook_of", "case", "answer_functions", "module_file", "Arg",
            "Contract", "contract_problems", "draw_cases", "VISIBLE_SEED", "HIDDEN_SEED",
-           "decide"]
+           "decide", "ids_below"]
 
 #: Graded exercises per notebook (assignment), in course order.
 NOTEBOOKS: dict[str, tuple[str, ...]] = {
@@ -336,13 +336,20 @@ class Arg:
     the same size in every argument and the result of one call; ``...`` stands for the
     leading batch axes, as many as :attr:`Contract.batch` allows; a number is a fixed
     size); a bare name ``"n"``: an int equal to that dimension; ``int``, ``float`` or
-    ``bool``: a scalar, between ``low`` and ``high``; another type (``dict``, ``list``,
-    a model configuration): a value of that type, drawn by ``values``. ``dtype``: the array's dtypes
+    ``bool``: a scalar, between ``low`` and ``high`` (for an array: every entry; a bound
+    of an array may name dimensions, ``high="V - 1"``); another type (``dict``, ``list``,
+    a model configuration, ``str``): a value of that type, drawn by ``values``; a tuple of
+    kinds ``(str, str)``: a tuple of that many values of those kinds (a pair). What a
+    structure holds: ``items``, the kind of every item of a list or tuple (or of every value
+    of a dict), ``keys``, the kind of a dict's keys, ``fields``, a dict's named entries
+    (name -> :class:`Arg`; their dimensions bind like arguments'); a kind is a type, a
+    tuple of kinds, or an :class:`Arg`. ``dtype``: the array's dtypes
     (``"float64"``, ``"float32"``, ``"int"``, ``"bool"``). ``lists``: plain (nested)
-    lists are accepted in place of the array. ``optional``: a keyword with a default,
-    which cases may leave out (or pass as ``None`` for an array). ``values(rng, shape, dims)``:
-    how drawn values look (default: standard normal floats, ints in ``[low, high]``,
-    booleans with the first key allowed)."""
+    lists are accepted in place of the array (or of the tuple). ``optional``: a keyword
+    with a default, which cases may leave out (or pass as ``None`` for an array; one
+    followed by a required argument is passed positionally, ``None`` when left out).
+    ``values(rng, shape, dims)``: how drawn values look (default: standard normal floats,
+    ints in ``[low, high]``, booleans with the first key allowed)."""
 
     shape: Any = float
     dtype: Any = "float64"
@@ -351,6 +358,9 @@ class Arg:
     high: float | None = None
     optional: bool = False
     values: Callable | None = None
+    items: Any = None
+    keys: Any = None
+    fields: dict | None = None
 
     @property
     def is_array(self) -> bool:
@@ -376,7 +386,9 @@ class Contract:
     (``"d % n_heads == 0"``); ``dtype_judged``: whether the output's dtype is judged (it
     is for masks: booleans); ``invariants``: what else holds, in words; ``draw=False``:
     the contract validates the written cases but draws none (the models' exercises, whose
-    inputs are whole models, not drawn yet)."""
+    inputs are whole models, not drawn yet); ``scenario``: the scenario every case runs
+    through (its arguments are the exercise's; a drawn case runs it too, and a case of it
+    has its arguments validated, not its observations)."""
 
     args: dict
     returns: Any
@@ -386,6 +398,7 @@ class Contract:
     dtype_judged: bool = False
     invariants: tuple[str, ...] = ()
     draw: bool = True
+    scenario: str | None = None
 
 
 def _dtype_ok(arg: Arg, arr, from_list: bool) -> bool:
@@ -473,15 +486,103 @@ def _check_arg(name: str, arg: Arg, value, dims: dict, batches: list, contract) 
         if dims.setdefault(arg.shape, int(value)) != int(value):
             return [f"{name} = {value} but {arg.shape} = {dims[arg.shape]} elsewhere"]
         return []
-    if arg.shape not in (int, float, bool):             # a structure: dict, list, a config
-        return [] if isinstance(value, arg.shape) else [
-            f"{name} is a {type(value).__name__}; the contract says {arg.shape.__name__}"]
+    if isinstance(arg.shape, tuple) or arg.shape not in (int, float, bool):
+        return _check_structure(name, arg, value, dims, batches, contract)
     want = {int: numbers.Integral, float: numbers.Real, bool: bool}[arg.shape]
     if not isinstance(value, want) or (arg.shape is not bool and isinstance(value, bool)):
         return [f"{name} = {value!r} is not a {arg.shape.__name__}"]
     if arg.low is not None and value < arg.low or arg.high is not None and value > arg.high:
         return [f"{name} = {value!r} is outside [{arg.low}, {arg.high}]"]
     return []
+
+
+def _bound(value, dims: dict):
+    """A bound of an :class:`Arg`: a number, or an expression of dimensions (``"V - 1"``)."""
+    return eval(value, {}, dict(dims)) if isinstance(value, str) else value   # noqa: S307
+
+
+def _range_problems(name: str, arg: Arg, value, dims: dict) -> list[str]:
+    """What entries of array ``value`` lie outside ``[arg.low, arg.high]``."""
+    import numpy as np
+
+    arr = np.asarray(value)
+    if not arr.size or arr.dtype.kind not in "iuf" or arg.low is None and arg.high is None:
+        return []
+    try:
+        lo, hi = _bound(arg.low, dims), _bound(arg.high, dims)
+    except NameError:                   # a dimension no argument binds: not checked
+        return []
+    bad = (arr < lo if lo is not None else False) | (arr > hi if hi is not None else False)
+    if not np.any(bad):
+        return []
+    first = arr[bad].flat[0].item()
+    return [f"{name} holds {first!r}, outside [{lo}, {hi}] (the contract says "
+            f"{arg.low if arg.low is not None else '-inf'} <= {name} <= "
+            f"{arg.high if arg.high is not None else 'inf'})"]
+
+
+def _kind_name(kind) -> str:
+    if isinstance(kind, Arg):
+        return kind.shape if isinstance(kind.shape, str) else _kind_name(kind.shape)
+    if isinstance(kind, tuple):
+        return "(" + ", ".join(_kind_name(k) for k in kind) + ")"
+    return kind.__name__
+
+
+def _check_kind(name: str, kind, value, dims: dict, batches: list, contract,
+                lists: bool = False) -> list[str]:
+    """What is wrong with ``value`` as a value of ``kind`` (a type, a tuple of kinds or an
+    :class:`Arg`)."""
+    import numbers
+
+    if isinstance(kind, Arg):
+        return _check_arg(name, kind, value, dims, batches, contract)
+    if isinstance(kind, tuple):
+        if not isinstance(value, tuple) and not (lists and isinstance(value, list)):
+            return [f"{name} is a {type(value).__name__}; the contract says a tuple "
+                    f"{_kind_name(kind)}"]
+        if len(value) != len(kind):
+            return [f"{name} has {len(value)} items; the contract says {_kind_name(kind)}"]
+        out = []
+        for i, (k, v) in enumerate(zip(kind, value)):
+            out += _check_kind(f"{name}[{i}]", k, v, dims, batches, contract, lists)
+        return out
+    want = {int: numbers.Integral, float: numbers.Real}.get(kind, kind)
+    if not isinstance(value, want) or (kind in (int, float) and isinstance(value, bool)):
+        return [f"{name} is a {type(value).__name__}; the contract says {_kind_name(kind)}"]
+    return []
+
+
+def _check_structure(name: str, arg: Arg, value, dims: dict, batches: list,
+                     contract) -> list[str]:
+    """A str, a list, a dict, a tuple of kinds or another type, and what it holds."""
+    shape = arg.shape
+    if isinstance(shape, tuple):
+        return _check_kind(name, shape, value, dims, batches, contract, arg.lists)
+    if not isinstance(value, shape) and not (arg.lists and shape is tuple and
+                                             isinstance(value, list)):
+        return [f"{name} is a {type(value).__name__}; the contract says {shape.__name__}"]
+    out: list[str] = []
+    if isinstance(value, dict):
+        if arg.keys is not None:
+            for k in value:
+                out += _check_kind(f"a key of {name}", arg.keys, k, dims, batches, contract,
+                                   arg.lists)
+        if arg.items is not None:
+            for k, v in value.items():
+                out += _check_kind(f"{name}[{k!r}]", arg.items, v, dims, batches, contract,
+                                   arg.lists)
+        for k, sub in (arg.fields or {}).items():
+            if k not in value:
+                if not sub.optional:
+                    out.append(f"{name} has no entry {k!r}")
+                continue
+            out += _check_arg(f"{name}[{k!r}]", sub, value[k], dims, batches, contract)
+    elif isinstance(value, (list, tuple)) and arg.items is not None:
+        for i, v in enumerate(value):
+            out += _check_kind(f"{name}[{i}]", arg.items, v, dims, batches, contract,
+                               arg.lists)
+    return out[:5]
 
 
 def contract_problems(ex: "Exercise", case: "Case") -> list[str]:
@@ -493,7 +594,7 @@ def contract_problems(ex: "Exercise", case: "Case") -> list[str]:
     import numpy as np
 
     contract = ex.contract
-    if contract is None or case.scenario:
+    if contract is None or case.scenario and case.scenario != contract.scenario:
         return []
     sig = inspect.signature(ex.signature)
     try:
@@ -520,7 +621,10 @@ def contract_problems(ex: "Exercise", case: "Case") -> list[str]:
             continue
         if not ok:
             out.append(f"{cond} does not hold ({dims})")
-    if out:
+    for name, arg in contract.args.items():            # ranges: every dimension is bound
+        if arg.is_array and bound.get(name) is not None and not out:
+            out += _range_problems(name, arg, bound[name], dims)
+    if out or case.scenario:                # a scenario's result is its observations
         return out
     expected = copy.deepcopy(case.answer) if case.answer is not None else case.run(ex.reference)
     returns = contract.returns
@@ -555,7 +659,8 @@ def _draw_value(arg: Arg, rng, dims: dict, batch: tuple, dtype: str):
                 out[..., 0] = True
             return out
         if dtype == "int":
-            return rng.integers(int(arg.low or 0), int(arg.high or 9) + 1, size=shape)
+            lo, hi = _bound(arg.low, dims), _bound(arg.high, dims)
+            return rng.integers(int(lo or 0), int(9 if hi is None else hi) + 1, size=shape)
         return rng.standard_normal(shape).astype(dtype)
     if isinstance(arg.shape, str):
         return int(dims[arg.shape])
@@ -570,6 +675,23 @@ def _draw_value(arg: Arg, rng, dims: dict, batch: tuple, dtype: str):
     lo = 0.0 if arg.low is None else arg.low
     hi = lo + 1.0 if arg.high is None else arg.high
     return float(rng.uniform(lo, hi))
+
+
+def ids_below(dim: str) -> Callable:
+    """``values`` for an :class:`Arg` of ids: ints in ``[0, dims[dim])``, never one id
+    along a whole last axis longer than 2 (no drawn case, visible or hidden, depends on
+    the seed for that trait: a constant row)."""
+
+    def draw(rng, shape, dims):
+        import numpy as np
+
+        n = int(dims[dim])
+        ids = rng.integers(0, n, shape)
+        if n > 1 and len(shape) and shape[-1] > 2:
+            ids[..., 0] = (ids[..., -1] + 1) % n
+        return np.asarray(ids)
+
+    return draw
 
 
 def _all_dims(contract: Contract) -> list[str]:
@@ -599,7 +721,8 @@ def _draw_dims(contract: Contract, rng, ones: bool) -> dict:
 def draw_cases(ex: "Exercise", seed: int, hidden: bool = False) -> list[dict]:
     """Cases drawn from ``ex``'s contract with ``seed``: one per kind of input it allows:
     ``rank<r>`` for each number of batch axes (the rank of the first batched argument),
-    ``size1`` (dimensions of size 1), ``lists`` (plain lists where array-likes are
+    ``size1`` (dimensions of size 1) (a contract with neither arrays nor dimensions, of
+    strings, lists and numbers: ``draw1`` and ``draw2``, two draws of its values), ``lists`` (plain lists where array-likes are
     accepted), ``<dtype>`` for each further dtype named, ``keywords`` (every optional
     argument passed). Named ``contract_<kind>`` (hidden: ``contract_<kind>_hidden``);
     the expected outputs come from the reference."""
@@ -614,8 +737,11 @@ def draw_cases(ex: "Exercise", seed: int, hidden: bool = False) -> list[dict]:
     first = next((a for a in contract.args.values() if a.is_array and "..." in a.tokens),
                  next((a for a in contract.args.values() if a.is_array), None))
     base = len([t for t in first.tokens if t != "..."]) if first else 0
-    kinds = [(f"rank{base + b}", {"batch": b}) for b in contract.batch]
-    kinds.append(("size1", {"ones": True}))
+    if first is None and not _all_dims(contract):     # no shape to vary: two draws
+        kinds = [("draw1", {}), ("draw2", {})]
+    else:
+        kinds = [(f"rank{base + b}", {"batch": b}) for b in contract.batch]
+        kinds.append(("size1", {"ones": True}))
     if any(a.lists for a in contract.args.values()):
         kinds.append(("lists", {"lists": True}))
     extra = sorted({d for a in contract.args.values() if a.is_array
@@ -630,22 +756,34 @@ def draw_cases(ex: "Exercise", seed: int, hidden: bool = False) -> list[dict]:
         batch = tuple(int(rng.choice((1, 2, 3) if how.get("ones") else (2, 3)))
                       for _ in range(b))
         args, kwargs, words = [], {}, []
-        for name, arg in contract.args.items():
+        arg_list = list(contract.args.items())
+        for i, (name, arg) in enumerate(arg_list):
+            # an optional argument before a required one goes by position (None: left out)
+            positional = not arg.optional or any(not a.optional for _, a in arg_list[i + 1:])
             if arg.optional and not how.get("keywords"):
+                if positional:
+                    args.append(None)
+                    words.append(f"{name} = None")
                 continue
             dtype = arg.dtypes[0]
             if how.get("dtype") in arg.dtypes:
                 dtype = how["dtype"]
             value = _draw_value(arg, rng, dims, batch, dtype)
             if how.get("lists") and arg.lists:
-                value = value.tolist()
-            if arg.optional:
-                kwargs[name] = value
-            else:
+                value = value.tolist() if isinstance(value, np.ndarray) else list(value)
+            if positional:
                 args.append(value)
-            shape = np.shape(value)
-            words.append(f"{name} {list(shape)}" if arg.is_array else f"{name} = {value!r}")
+            else:
+                kwargs[name] = value
+            shape = np.shape(value) if arg.is_array else ()
+            text = repr(value)
+            if not arg.is_array and len(text) > 60:
+                text = f"a {type(value).__name__}" + (
+                    f" of {len(value)} {'entries' if isinstance(value, dict) else 'items'}"
+                    if hasattr(value, "__len__") else "")
+            words.append(f"{name} {list(shape)}" if arg.is_array else f"{name} = {text}")
         out.append(case(f"contract_{kind}" + ("_hidden" if hidden else ""),
                         f"drawn from the contract ({kind}): " + ", ".join(words),
-                        args, kwargs, group="contract", hidden=hidden))
+                        args, kwargs, group="contract", hidden=hidden,
+                        scenario=contract.scenario))
     return out

@@ -31,3 +31,45 @@ def small_bpe(n_merges: int = 80) -> tuple[list, dict]:
     tokens = list(T.CONTROL_TOKENS) + [T._byte_table()[b] for b in range(256)]
     tokens += [a + b for a, b in merges]
     return [tuple(m) for m in merges], {t: i for i, t in enumerate(tokens)}
+
+
+# Values drawn for the contracts' cases (helpers.exercises.draw_cases). The exercise
+# modules import these inside their drawing functions: a student bundle keeps those
+# functions but not this module, and never draws.
+
+#: Pieces of drawn text: words, runs of spaces, tabs and newlines, punctuation, ASCII
+#: digits, characters of two, three and four bytes, control tokens.
+TEXT_PIECES = ("the", " cat", " sat", "Hello", " world", ",", "!", "'s", " ", "  ", "\n",
+               "\t", "é", " café", "😀", "日本", "0", "7", "42", " 3", "<|endoftext|>",
+               "<|im_start|>", "<|im_end|>")
+
+
+def drawn_text(rng) -> str:
+    """1 to 8 pieces of :data:`TEXT_PIECES`."""
+    return "".join(str(p) for p in rng.choice(TEXT_PIECES, size=int(rng.integers(1, 9))))
+
+
+def drawn_tokens(rng, alphabet=("a", "b", "c"), low: int = 2, high: int = 10) -> list[str]:
+    """``low`` to ``high`` tokens of a small alphabet (so that pairs repeat)."""
+    return [str(t) for t in rng.choice(alphabet, size=int(rng.integers(low, high + 1)))]
+
+
+def drawn_words(rng) -> list[str]:
+    """1 to 8 words of 1 to 6 of the letters a-d (some repeated)."""
+    return ["".join(drawn_tokens(rng, ("a", "b", "c", "d"), 1, 6))
+            for _ in range(int(rng.integers(1, 9)))]
+
+
+def drawn_merges(rng) -> list[tuple[str, str]]:
+    """The merges BPE learns from :func:`drawn_words`: 1 to 6 of them."""
+    return [tuple(m) for m in T.train_bpe(drawn_words(rng), int(rng.integers(1, 7)))]
+
+
+def small_vocab() -> dict[str, int]:
+    """A copy of :func:`small_bpe`'s vocabulary (drawn cases of decode and encode)."""
+    return dict(small_bpe()[1])
+
+
+def small_merges() -> list[tuple[str, str]]:
+    """A copy of :func:`small_bpe`'s merges (drawn cases of encode)."""
+    return list(small_bpe()[0])

@@ -8,12 +8,14 @@ An exercise's markdown cell in ``solutions/`` reads, top to bottom::
 
     What to write: inputs with shapes, output, ...    <- the author's own text, kept
 
+    **Inputs and output** (its contract): ...         <- contract(ex)
+
     <details><summary><b>Hint 1: the idea</b></summary>
     ...                                                <- hints(ex)
     </details>
 
-Authors edit the heading's signature, the header and the hints only in the module
-(``Exercise(..., difficulty=, importance=, minutes=, hints=)``); :func:`sync_cell` puts
+Authors edit the heading's signature, the header, the contract and the hints only in the
+module (``Exercise(..., difficulty=, importance=, minutes=, hints=, contract=)``); :func:`sync_cell` puts
 them into the cell (``python -m autograder sync-exercises``, also run by ``release``),
 and a test fails when a notebook differs from the render.
 """
@@ -29,6 +31,8 @@ HEADER_START = "**Difficulty:**"
 #: How an exercise cell starts, and how its hints start.
 HEADING_START = "## Exercise "
 HINTS_START = "<details><summary><b>Hint 1"
+#: How the block rendered from the exercise's contract starts.
+CONTRACT_START = "**Inputs and output**"
 
 _FULL, _EMPTY = "●", "○"
 
@@ -61,6 +65,92 @@ def header(ex) -> str:
     return (f"{HEADER_START} {_dots(ex.difficulty)} ({ex.difficulty} of 3) · "
             f"**Importance:** {_dots(ex.importance)} ({ex.importance} of 3) · "
             f"**Time:** about {ex.minutes} minutes")
+
+
+def _bounds(arg) -> str:
+    if arg.low is None and arg.high is None:
+        return ""
+    if arg.high is None:
+        return f" >= {arg.low}"
+    if arg.low is None:
+        return f" <= {arg.high}"
+    return f" from {arg.low} to {arg.high}"
+
+
+def _kind(kind) -> str:
+    """A kind of :class:`helpers.exercises.Arg` (a type, a tuple of kinds, an Arg) in words."""
+    from helpers.exercises import Arg
+
+    if isinstance(kind, Arg):
+        return describe(kind)
+    if isinstance(kind, tuple):
+        return "a tuple `(" + ", ".join(_kind(k).strip("`") for k in kind) + ")`"
+    return f"`{kind.__name__}`"
+
+
+def describe(arg, shapes: tuple[str, ...] = ()) -> str:
+    """One argument (or result) of a contract in words: ``an array `[..., d]` (or nested
+    lists)``, ``an int >= 1``, ``a list, each item `str```. ``shapes``: the dimensions
+    the contract's arrays name (an int that is one of them says so)."""
+    shape = arg.shape
+    if arg.is_array:
+        dtypes = [d for d in arg.dtypes if d != "float64"] if "float64" in arg.dtypes \
+            else list(arg.dtypes)
+        text = f"an array `{shape}`"
+        if dtypes:
+            text += " of " + " or ".join(dtypes) + ("" if "float64" not in arg.dtypes else
+                                                   " or float64")
+        if arg.lists:
+            text += " (or nested lists)"
+        if arg.low is not None or arg.high is not None:
+            text += ", entries" + _bounds(arg)
+        return text
+    if isinstance(shape, str):
+        return "an int >= 1" + (f", the size `{shape}` of the shapes" if shape in shapes
+                                else "")
+    if isinstance(shape, tuple):
+        return _kind(shape) + (" (or a list)" if arg.lists else "")
+    if shape in (int, float, bool):
+        return {int: "an int", float: "a float", bool: "a bool"}[shape] + _bounds(arg)
+    text = f"a `{shape.__name__}`"
+    if arg.fields:
+        return text + " holding " + ", ".join(
+            f"`{k}`" + (f" `{f.shape}`" if f.is_array else f" ({describe(f)})")
+            + (" (optional)" if f.optional else "") for k, f in arg.fields.items())
+    if arg.keys is not None:
+        text += f", each key {_kind(arg.keys)}"
+    if arg.items is not None:
+        text += f", each {'value' if shape is dict else 'item'} {_kind(arg.items)}"
+    return text
+
+
+def contract(ex) -> str:
+    """The exercise's inputs and output as its contract states them (``""`` without one):
+    one line per argument, the result, what ``...`` stands for, and what else holds."""
+    c = ex.contract
+    if c is None:
+        return ""
+    lines = [f"{CONTRACT_START} (its contract: what `check()` and the grader call it with):", ""]
+    returns = c.returns if isinstance(c.returns, tuple) else (c.returns,)
+    shapes = tuple(t for a in list(c.args.values()) + list(returns) if a.is_array
+                   for t in a.tokens)
+    for name, arg in c.args.items():
+        lines.append(f"- `{name}`{' (optional)' if arg.optional else ''}: "
+                     f"{describe(arg, shapes)}")
+    if len(returns) > 1:
+        lines.append(f"- returns a tuple of {len(returns)}: "
+                     + "; ".join(describe(r) for r in returns))
+    else:
+        lines.append(f"- returns {describe(returns[0])}")
+    arrays = list(c.args.values()) + list(returns)
+    if any(a.is_array and "..." in a.tokens for a in arrays):
+        counts = [str(b) for b in c.batch]
+        n = counts[0] if len(counts) == 1 else ", ".join(counts[:-1]) + " or " + counts[-1]
+        lines.append(f"- `...` stands for {n} leading axes, the same in every argument")
+    if c.where:
+        lines.append("- where " + ", ".join(f"`{w}`" for w in c.where))
+    lines += [f"- {text}" for text in c.invariants]
+    return "\n".join(lines)
 
 
 def hints(ex) -> str:
@@ -106,9 +196,11 @@ def sync_cell(source: str, ex, k: int) -> str:
         body.pop(0)
     if body and body[0].startswith(HEADER_START):
         body.pop(0)
-    cut = next((i for i, line in enumerate(body) if line.startswith(HINTS_START)), len(body))
+    cut = next((i for i, line in enumerate(body) if line.startswith((CONTRACT_START,
+                                                                      HINTS_START))), len(body))
     instructions = "\n".join(body[:cut]).strip("\n")
     parts = [heading(ex, k), header(ex)] + ([instructions] if instructions else [])
+    parts += [contract(ex)] if ex.contract is not None else []
     parts.append(hints(ex))
     return "\n\n".join(parts)
 
@@ -118,7 +210,9 @@ def instructions(source: str) -> str:
     lines = source.strip("\n").split("\n")[1:]
     while lines and (not lines[0].strip() or lines[0].startswith(HEADER_START)):
         lines.pop(0)
-    cut = next((i for i, line in enumerate(lines) if line.startswith(HINTS_START)), len(lines))
+    cut = next((i for i, line in enumerate(lines) if line.startswith((CONTRACT_START,
+                                                                       HINTS_START))),
+               len(lines))
     return "\n".join(lines[:cut]).strip("\n")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._compare import nested_problem
 
 PARTS = ("theta", "m", "v")
@@ -15,8 +15,26 @@ def _compare(case, expected, got):
     return nested_problem(EXERCISE, expected, got, parts=PARTS)
 
 
+def _choice(*options):
+    return lambda rng, shape, dims: float(rng.choice(options))
+
+
+CONTRACT = Contract(
+    args={"theta": Arg("[...]"), "grad": Arg("[...]"),
+          "m": Arg("[...]", values=lambda rng, shape, dims: 0.1 * rng.standard_normal(shape)),
+          "v": Arg("[...]", values=lambda rng, shape, dims: 0.1 * rng.random(shape)),
+          "t": Arg(int, low=1, values=lambda rng, shape, dims: int(rng.choice([1, 2, 3, 10]))),
+          "lr": Arg(float, low=0.0, high=1.0, values=_choice(1e-3, 1e-2, 0.1)),
+          "beta1": Arg(float, optional=True, low=0.0, high=1.0, values=_choice(0.8, 0.9)),
+          "beta2": Arg(float, optional=True, low=0.0, high=1.0, values=_choice(0.9, 0.99)),
+          "eps": Arg(float, optional=True, low=0.0, high=1.0, values=_choice(1e-8, 1e-6, 1e-3)),
+          "weight_decay": Arg(float, optional=True, low=0.0, high=1.0,
+                              values=_choice(0.01, 0.05, 0.1))},
+    returns=(Arg("[...]"), Arg("[...]"), Arg("[...]")), batch=(1, 2),
+    invariants=("theta, grad, m and v have one shape", "v >= 0"))
+
 EXERCISE = Exercise(
-    "adamw_update", training.adamw_update, compare=_compare,
+    "adamw_update", training.adamw_update, contract=CONTRACT, compare=_compare,
     refuse=("helpers.training:adamw_step",),
     difficulty=2, importance=3, minutes=15,
     hints=(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._compare import nested_problem
 
 PARTS = ("dQ", "dK", "dV")
@@ -15,8 +15,16 @@ def _compare(case, expected, got):
     return nested_problem(EXERCISE, expected, got, parts=PARTS)
 
 
+CONTRACT = Contract(
+    args={"Q": Arg("[..., N_q, d_k]"), "K": Arg("[..., N_k, d_k]"), "V": Arg("[..., N_k, d_v]"),
+          "mask": Arg("[N_q, N_k]", dtype="bool", optional=True),
+          "d_out": Arg("[..., N_q, d_v]")},
+    returns=(Arg("[..., N_q, d_k]"), Arg("[..., N_k, d_k]"), Arg("[..., N_k, d_v]")),
+    batch=(0, 1, 2),
+    invariants=("mask: True where a query may attend, or None; every query sees a key",))
+
 EXERCISE = Exercise(
-    "attention_backward", training.attention_backward, compare=_compare,
+    "attention_backward", training.attention_backward, contract=CONTRACT, compare=_compare,
     refuse=("helpers.training:_attention_back",),
     difficulty=3, importance=3, minutes=20,
     hints=(

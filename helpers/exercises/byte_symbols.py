@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
 
 def _compare(case, expected, got):
@@ -17,8 +17,16 @@ def _compare(case, expected, got):
             f"({len(got)}); first difference at character {at}")
 
 
+def _text(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import drawn_text
+    return drawn_text(rng)
+
+
+CONTRACT = Contract(args={"text": Arg(str, values=_text)}, returns=Arg(str),
+                    invariants=("one character per UTF-8 byte of text",))
+
 EXERCISE = Exercise(
-    "byte_symbols", tokenizer.byte_symbols, compare=_compare,
+    "byte_symbols", tokenizer.byte_symbols, contract=CONTRACT, compare=_compare,
     difficulty=2, importance=3, minutes=15,
     hints=(
         r"""Two steps. `text.encode("utf-8")` gives the bytes (0 to 255; `é` is two of them,

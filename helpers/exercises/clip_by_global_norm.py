@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._compare import nested_problem
 
 PARTS = ("grads", "norm")
@@ -15,8 +15,24 @@ def _compare(case, expected, got):
     return nested_problem(EXERCISE, expected, got, parts=PARTS)
 
 
+def _grads(rng, shape, dims):
+    """A model's layout: arrays, and a list of dicts of arrays, at a random scale."""
+    s = float(rng.choice([0.1, 1.0, 3.0]))
+    d = int(rng.integers(1, 4))
+    return {"E": s * rng.standard_normal((3, d)), "b": s * rng.standard_normal(d),
+            "blocks": [{"W1": s * rng.standard_normal((d, 2))}
+                       for _ in range(int(rng.integers(1, 3)))]}
+
+
+CONTRACT = Contract(
+    args={"grads": Arg(dict, values=_grads),
+          "max_norm": Arg(float, low=0.0,
+                          values=lambda rng, shape, dims: float(rng.choice([0.5, 1.0, 2.0])))},
+    returns=(Arg(dict), Arg(float)),
+    invariants=("grads: arrays, or dicts and lists of them; the result has its layout",))
+
 EXERCISE = Exercise(
-    "clip_by_global_norm", training.clip_by_global_norm, compare=_compare,
+    "clip_by_global_norm", training.clip_by_global_norm, contract=CONTRACT, compare=_compare,
     refuse=("helpers.training:global_norm",),
     difficulty=2, importance=2, minutes=10,
     hints=(

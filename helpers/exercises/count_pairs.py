@@ -7,7 +7,7 @@ A dictionary with tuple keys cannot cross the grader's wire, so each case runs
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
 _ROWS = "helpers.exercises.count_pairs:scenario_rows"
 
@@ -47,8 +47,17 @@ def _compare(case, expected, got):
     return "; ".join(parts + [shown])
 
 
+def _tokens(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import drawn_tokens
+    return drawn_tokens(rng)
+
+
+CONTRACT = Contract(args={"tokens": Arg(list, items=str, values=_tokens)},
+                    returns=Arg(dict, keys=(str, str), items=int), scenario=_ROWS,
+                    invariants=("the counts add up to len(tokens) - 1",))
+
 EXERCISE = Exercise(
-    "count_pairs", tokenizer.count_pairs, compare=_compare,
+    "count_pairs", tokenizer.count_pairs, contract=CONTRACT, compare=_compare,
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""A list of $N$ tokens has $N - 1$ adjacent pairs: `(tokens[0], tokens[1])`,

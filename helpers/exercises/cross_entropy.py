@@ -12,7 +12,7 @@ from helpers.exercises._variants import _f, _ids, _naive_softmax, _nll_rows
 
 CONTRACT = Contract(
     args={"logits": Arg("[N, V]", lists=True),
-          "targets": Arg("[N]", dtype="int", lists=True,
+          "targets": Arg("[N]", dtype="int", low=0, high="V - 1", lists=True,
                          values=lambda rng, shape, dims: rng.integers(0, dims["V"], shape))},
     returns=Arg(float), invariants=("0 <= targets < V", "finite for large logits"))
 

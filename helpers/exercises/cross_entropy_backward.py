@@ -5,10 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case, ids_below
+
+CONTRACT = Contract(
+    args={"logits": Arg("[..., V]"),
+          "targets": Arg("[...]", dtype="int", low=0, high="V - 1",
+                         values=ids_below("V"))},
+    returns=Arg("[..., V]"), batch=(1, 2),
+    invariants=("targets has the shape of logits without its last axis", "0 <= targets < V"))
 
 EXERCISE = Exercise(
-    "cross_entropy_backward", training.cross_entropy_backward,
+    "cross_entropy_backward", training.cross_entropy_backward, contract=CONTRACT,
     difficulty=2, importance=3, minutes=10,
     nan_hint="is the softmax stable (subtract each row's maximum before exp)?",
     hints=(

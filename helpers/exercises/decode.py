@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._bpe_inputs import small_bpe
 
 
@@ -32,8 +32,23 @@ def _tokens(ids, vocab):
     return [token_of[int(i)] for i in ids]
 
 
+def _ids(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import small_vocab
+    n = len(small_vocab())
+    return [int(i) for i in rng.integers(0, n, size=int(rng.integers(1, 12)))]
+
+
+def _vocab(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import small_vocab
+    return small_vocab()
+
+
+CONTRACT = Contract(args={"ids": Arg(list, items=int, values=_ids),
+                          "vocab": Arg(dict, keys=str, items=int, values=_vocab)},
+                    returns=Arg(str), invariants=("every id is a value of vocab",))
+
 EXERCISE = Exercise(
-    "decode", tokenizer.decode, compare=_compare,
+    "decode", tokenizer.decode, contract=CONTRACT, compare=_compare,
     difficulty=2, importance=3, minutes=10,
     hints=(
         r"""Ids to tokens (invert `vocab`), tokens to their byte-level characters, characters

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case, ids_below
 from helpers.exercises._compare import nested_problem
 
 PARTS = ("dE", "dP")
@@ -15,8 +15,15 @@ def _compare(case, expected, got):
     return nested_problem(EXERCISE, expected, got, parts=PARTS)
 
 
+CONTRACT = Contract(
+    args={"token_ids": Arg("[..., N]", dtype="int", low=0, high="V - 1", lists=True,
+                           values=ids_below("V")),
+          "d_X": Arg("[..., N, d]"), "vocab_size": Arg("V"), "n_ctx": Arg("n_ctx")},
+    returns=(Arg("[V, d]"), Arg("[n_ctx, d]")), batch=(0, 1), where=("N <= n_ctx",),
+    sizes={"V": (2, 3, 5, 7), "n_ctx": (4, 5, 6, 8)}, invariants=("0 <= token_ids < V",))
+
 EXERCISE = Exercise(
-    "embed_backward", training.embed_backward, compare=_compare,
+    "embed_backward", training.embed_backward, contract=CONTRACT, compare=_compare,
     refuse=("helpers.training:_embed_back",),
     difficulty=2, importance=3, minutes=10,
     hints=(

@@ -3,11 +3,33 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._bpe_inputs import small_bpe
 
+def _text(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import drawn_text
+    return drawn_text(rng)
+
+
+def _merges(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import small_merges
+    return small_merges()
+
+
+def _vocab(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import small_vocab
+    return small_vocab()
+
+
+CONTRACT = Contract(args={"text": Arg(str, values=_text),
+                          "merges": Arg(list, items=(str, str), lists=True, values=_merges),
+                          "vocab": Arg(dict, keys=str, items=int, values=_vocab)},
+                    returns=Arg(list, items=int),
+                    invariants=("vocab holds the control tokens, the 256 byte characters and "
+                                "the token of every merge",))
+
 EXERCISE = Exercise(
-    "encode", tokenizer.encode, output="ids",
+    "encode", tokenizer.encode, contract=CONTRACT, output="ids",
     uses=("byte_symbols", "encode_word", "pretokenize"),
     difficulty=2, importance=3, minutes=10,
     hints=(

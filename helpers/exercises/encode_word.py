@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._bpe_inputs import small_bpe
 
 
@@ -28,8 +28,23 @@ def _merge_until_done(word, merges, choose):
     return tokens
 
 
+def _word(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import drawn_tokens
+    return "".join(drawn_tokens(rng, ("a", "b", "c", "d"), 1, 8))
+
+
+def _merges(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import drawn_merges
+    return drawn_merges(rng)
+
+
+CONTRACT = Contract(args={"word": Arg(str, values=_word),
+                          "merges": Arg(list, items=(str, str), lists=True, values=_merges)},
+                    returns=Arg(list, items=str),
+                    invariants=("joined, the result is word",))
+
 EXERCISE = Exercise(
-    "encode_word", tokenizer.encode_word, compare=_compare, uses=("merge_pair",),
+    "encode_word", tokenizer.encode_word, contract=CONTRACT, compare=_compare, uses=("merge_pair",),
     difficulty=2, importance=3, minutes=15,
     hints=(
         r"""The position of a merge in `merges` is its rank: 0 was learned first. Start from

@@ -7,10 +7,13 @@ import math
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
+
+CONTRACT = Contract(args={"z": Arg("[...]"), "d_out": Arg("[...]")}, returns=Arg("[...]"),
+                    batch=(1, 2, 3), invariants=("d_out has the shape of z",))
 
 EXERCISE = Exercise(
-    "gelu_backward", training.gelu_backward,
+    "gelu_backward", training.gelu_backward, contract=CONTRACT,
     refuse=("helpers.training:relu_backward",),   # equal to GELU's far from 0 (bundle probe)
     difficulty=2, importance=1, minutes=10,
     hints=(

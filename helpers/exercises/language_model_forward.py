@@ -33,10 +33,17 @@ def _drawn_block(rng, d, d_ff):
     return p
 
 
+#: One block's parameters and the model's, by name (their dimensions bind with token_ids').
+BLOCK = {k: Arg("[" + ", ".join(v) + "]") for k, v in reference.BLOCK_PARAM_SHAPES.items()}
+PARAMS = {"E": Arg("[V, d]"), "P": Arg("[n_ctx, d]"),
+          "blocks": Arg(list, items=Arg(dict, fields=BLOCK)),
+          "ln_f_gamma": Arg("[d]", optional=True), "ln_f_beta": Arg("[d]", optional=True)}
+
 CONTRACT = Contract(
-    args={"token_ids": Arg("[N]", dtype="int", lists=True,
+    args={"token_ids": Arg("[N]", dtype="int", low=0, high="V - 1", lists=True,
                            values=lambda rng, shape, dims: rng.integers(0, dims["V"], shape)),
-          "params": Arg(dict, values=lambda rng, shape, dims: _drawn_lm(rng, dims)),
+          "params": Arg(dict, fields=PARAMS,
+                        values=lambda rng, shape, dims: _drawn_lm(rng, dims)),
           "n_heads": Arg("n_heads")},
     returns=Arg("[N, V]"), where=("d % n_heads == 0", "N <= n_ctx"),
     sizes={"d": (2, 4, 6), "n_heads": (1, 2), "V": (3, 5, 7), "n_ctx": (4, 6, 8)},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._compare import nested_problem
 
 PARTS = ("dx", "dgamma", "dbeta")
@@ -15,8 +15,15 @@ def _compare(case, expected, got):
     return nested_problem(EXERCISE, expected, got, parts=PARTS)
 
 
+CONTRACT = Contract(
+    args={"x": Arg("[..., d]"), "gamma": Arg("[d]"), "d_out": Arg("[..., d]"),
+          "eps": Arg(float, optional=True, low=0.0, high=1.0,
+                     values=lambda rng, shape, dims: float(rng.choice([1e-3, 1e-2, 0.1])))},
+    returns=(Arg("[..., d]"), Arg("[d]"), Arg("[d]")), batch=(1, 2),
+    sizes={"d": (2, 3, 4, 5, 6)}, invariants=("d_out has the shape of x",))
+
 EXERCISE = Exercise(
-    "layer_norm_backward", training.layer_norm_backward, compare=_compare,
+    "layer_norm_backward", training.layer_norm_backward, contract=CONTRACT, compare=_compare,
     refuse=("helpers.training:_ln_back",),
     difficulty=3, importance=3, minutes=20,
     hints=(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._compare import nested_problem
 
 PARTS = ("dx", "dW", "db")
@@ -15,8 +15,13 @@ def _compare(case, expected, got):
     return nested_problem(EXERCISE, expected, got, parts=PARTS)
 
 
+CONTRACT = Contract(
+    args={"x": Arg("[..., n_in]"), "W": Arg("[n_in, n_out]"), "d_out": Arg("[..., n_out]")},
+    returns=(Arg("[..., n_in]"), Arg("[n_in, n_out]"), Arg("[n_out]")), batch=(1, 2),
+    invariants=("d_out has the leading axes of x",))
+
 EXERCISE = Exercise(
-    "linear_backward", training.linear_backward, compare=_compare,
+    "linear_backward", training.linear_backward, contract=CONTRACT, compare=_compare,
     refuse=("helpers.training:_linear_back",),
     difficulty=2, importance=3, minutes=10,
     hints=(

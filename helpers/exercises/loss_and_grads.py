@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers import training
-from helpers.exercises import Exercise, case
+from helpers import reference, training
+from helpers.exercises import Arg, Contract, Exercise, case, ids_below
 from helpers.exercises._compare import nested_problem
 
 PARTS = ("loss", "grads")
@@ -15,8 +15,36 @@ def _compare(case, expected, got):
     return nested_problem(EXERCISE, expected, got, parts=PARTS)
 
 
+#: One block's parameters, by name (their dimensions bind with E's).
+BLOCK = {k: Arg("[" + ", ".join(v) + "]") for k, v in reference.BLOCK_PARAM_SHAPES.items()}
+#: The model's parameters, as language_model_forward takes them.
+PARAMS = {"E": Arg("[V, d]"), "P": Arg("[n_ctx, d]"),
+          "blocks": Arg(list, items=Arg(dict, fields=BLOCK)),
+          "ln_f_gamma": Arg("[d]", optional=True), "ln_f_beta": Arg("[d]", optional=True)}
+
+
+def _drawn_params(rng, dims):
+    """A model of 1 or 2 blocks, with or without the final layer norm."""
+    return _params(int(rng.integers(10_000)), dims["V"], dims["d"], int(rng.integers(1, 3)),
+                   dims["d_ff"], dims["n_ctx"], final=bool(rng.integers(2)))
+
+
+CONTRACT = Contract(
+    args={"params": Arg(dict, fields=PARAMS,
+                        values=lambda rng, shape, dims: _drawn_params(rng, dims)),
+          "token_ids": Arg("[..., N]", dtype="int", low=0, high="V - 1",
+                           values=ids_below("V")),
+          "targets": Arg("[..., N]", dtype="int", low=0, high="V - 1",
+                         values=ids_below("V")),
+          "n_heads": Arg("n_heads")},
+    returns=(Arg(float), Arg(dict, fields=PARAMS)), batch=(0, 1),
+    where=("d % n_heads == 0", "N <= n_ctx"),
+    sizes={"d": (2, 4, 6), "n_heads": (1, 2), "V": (3, 5, 7), "n_ctx": (4, 6, 8),
+           "d_ff": (2, 4, 8)},
+    invariants=("0 <= token_ids, targets < V", "grads has the layout of params"))
+
 EXERCISE = Exercise(
-    "loss_and_grads", training.loss_and_grads, compare=_compare,
+    "loss_and_grads", training.loss_and_grads, contract=CONTRACT, compare=_compare,
     uses=("cross_entropy_backward", "embed_backward", "layer_norm_backward",
           "transformer_block_backward"),
     refuse=("helpers.training:_loss_and_grads",),

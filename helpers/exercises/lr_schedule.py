@@ -5,10 +5,24 @@ from __future__ import annotations
 import math
 
 from helpers import training
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
+
+def _int(low, high):
+    return lambda rng, shape, dims: int(rng.integers(low, high + 1))
+
+
+CONTRACT = Contract(
+    args={"step": Arg(int, low=0, values=_int(0, 130)),
+          "steps": Arg(int, low=1, values=_int(50, 120)),
+          "peak_lr": Arg(float, low=0.0, high=1.0,
+                         values=lambda rng, shape, dims: float(rng.choice([5e-4, 1e-3, 3e-3]))),
+          "warmup": Arg(int, low=1, values=_int(1, 20)),
+          "min_ratio": Arg(float, optional=True, low=0.0, high=1.0,
+                           values=lambda rng, shape, dims: float(rng.choice([0.05, 0.2, 0.5])))},
+    returns=Arg(float), invariants=("warmup < steps",))
 
 EXERCISE = Exercise(
-    "lr_schedule", training.lr_schedule, output="scalar",
+    "lr_schedule", training.lr_schedule, contract=CONTRACT, output="scalar",
     difficulty=1, importance=2, minutes=10,
     hints=(
         r"""Two pieces. While `step < warmup` the rate climbs in a straight line and reaches

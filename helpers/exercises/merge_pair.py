@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 
 
 def _compare(case, expected, got):
@@ -16,8 +16,23 @@ def _compare(case, expected, got):
     return f"expected {list(expected)} ({len(expected)} tokens), got {got} ({len(got)} tokens)"
 
 
+def _tokens(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import drawn_tokens
+    return drawn_tokens(rng)
+
+
+def _pair(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import drawn_tokens
+    return tuple(drawn_tokens(rng, low=2, high=2))
+
+
+CONTRACT = Contract(args={"tokens": Arg(list, items=str, values=_tokens),
+                          "pair": Arg((str, str), lists=True, values=_pair)},
+                    returns=Arg(list, items=str),
+                    invariants=("joined, the result is the tokens joined",))
+
 EXERCISE = Exercise(
-    "merge_pair", tokenizer.merge_pair, compare=_compare,
+    "merge_pair", tokenizer.merge_pair, contract=CONTRACT, compare=_compare,
     difficulty=2, importance=3, minutes=10,
     hints=(
         r"""Walk the list from the left with an index `i`. Where `tokens[i]` and

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Exercise, case
+from collections.abc import Callable
+
+from helpers.exercises import Arg, Contract, Exercise, case
 
 SCENARIO = "helpers.exercises.numerical_gradient:scenario_function"
 
@@ -32,8 +34,16 @@ def scenario_function(numerical_gradient, name, x, **kwargs):
     return numerical_gradient(functions[name], x, **kwargs)
 
 
+CONTRACT = Contract(
+    args={"f": Arg(Callable), "x": Arg("[...]"),
+          "h": Arg(float, optional=True, low=0.0, high=1.0)},
+    returns=Arg("[...]"), batch=(1, 2), draw=False,
+    invariants=("f takes an array shaped like x and returns a number",
+                "f cannot cross the sandbox's wire: every case is a scenario that builds it "
+                "by name, so no case is drawn"))
+
 EXERCISE = Exercise(
-    "numerical_gradient", training.numerical_gradient,
+    "numerical_gradient", training.numerical_gradient, contract=CONTRACT,
     difficulty=1, importance=3, minutes=10,
     hints=(
         r"""Nudge one entry at a time: for entry $k$, evaluate $f$ with $x_k + h$ and with

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from helpers import tokenizer
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.tokenizer import CONTROL_TOKENS, GPT2_PATTERN
 
 
@@ -43,8 +43,16 @@ def _pieces(text, controls=True, digits=True, digits_after=False, split=None):
     return out
 
 
+def _text(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import drawn_text
+    return drawn_text(rng)
+
+
+CONTRACT = Contract(args={"text": Arg(str, values=_text)}, returns=Arg(list, items=str),
+                    invariants=("joined, the pieces give text",))
+
 EXERCISE = Exercise(
-    "pretokenize", tokenizer.pretokenize, compare=_compare,
+    "pretokenize", tokenizer.pretokenize, contract=CONTRACT, compare=_compare,
     difficulty=2, importance=3, minutes=15,
     hints=(
         r"""Three rules, in this order. (1) A control token written in the text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._bpe_inputs import words
 
 
@@ -55,8 +55,19 @@ def _train(words_list, n_merges, choose, weight=True):
     return merges
 
 
+def _words(rng, shape, dims):
+    from helpers.exercises._bpe_inputs import drawn_words
+    return drawn_words(rng)
+
+
+CONTRACT = Contract(
+    args={"words": Arg(list, items=str, values=_words),
+          "n_merges": Arg(int, low=0, values=lambda rng, shape, dims: int(rng.integers(1, 7)))},
+    returns=Arg(list, items=(str, str)),
+    invariants=("at most n_merges merges: fewer when no pair is left",))
+
 EXERCISE = Exercise(
-    "train_bpe", tokenizer.train_bpe, compare=_compare, uses=("count_pairs", "merge_pair"),
+    "train_bpe", tokenizer.train_bpe, contract=CONTRACT, compare=_compare, uses=("count_pairs", "merge_pair"),
     difficulty=3, importance=3, minutes=25,
     hints=(
         r"""Keep every distinct word as its list of tokens (its characters at first) and how
@@ -98,6 +109,8 @@ def cases():
              "the smaller tuple", (["zy", "yx"], 1), group="ties", expected=[("y", "x")]),
         case("boundaries", "['xa', 'xa', 'ax'], 1 merge: pairs are counted inside words only",
              (["xa", "xa", "ax"], 1), expected=[("x", "a")]),
+        case("none", "n_merges = 0: nothing to learn", (["ab", "ba", "ab"], 0), group="edge",
+             expected=[]),
         case("shakespeare", "the 3,268 words of the first 12,000 characters of Hamlet's "
              "first act, 15 merges", (words(0, 12_000), 15), group="corpus"),
         case("shakespeare_b", "the words of 8,000 characters of Hamlet from character 12,000, "

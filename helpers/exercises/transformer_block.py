@@ -22,10 +22,14 @@ def _drawn_block(rng, d, d_ff):
     return p
 
 
+#: The block's parameters, by name (their dimensions bind with x's).
+BLOCK = {k: Arg("[" + ", ".join(v) + "]") for k, v in reference.BLOCK_PARAM_SHAPES.items()}
+
 CONTRACT = Contract(
     args={"x": Arg("[N, d]", lists=True),
-          "params": Arg(dict, values=lambda rng, shape, dims: _drawn_block(rng, dims["d"],
-                                                                           dims["d_ff"])),
+          "params": Arg(dict, fields=BLOCK,
+                        values=lambda rng, shape, dims: _drawn_block(rng, dims["d"],
+                                                                     dims["d_ff"])),
           "n_heads": Arg("n_heads"), "causal": Arg(bool, optional=True)},
     returns=Arg("[N, d]"), where=("d % n_heads == 0",),
     sizes={"d": (2, 4, 6), "n_heads": (1, 2), "d_ff": (2, 4, 8)},

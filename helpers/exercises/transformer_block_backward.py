@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers import training
-from helpers.exercises import Exercise, case
+from helpers import reference, training
+from helpers.exercises import Arg, Contract, Exercise, case
 from helpers.exercises._compare import nested_problem
 
 PARTS = ("dx", "grads")
@@ -15,8 +15,21 @@ def _compare(case, expected, got):
     return nested_problem(EXERCISE, expected, got, parts=PARTS)
 
 
+#: The block's parameters, by name (their dimensions bind with x's).
+BLOCK = {k: Arg("[" + ", ".join(v) + "]") for k, v in reference.BLOCK_PARAM_SHAPES.items()}
+
+CONTRACT = Contract(
+    args={"x": Arg("[..., N, d]"),
+          "params": Arg(dict, fields=BLOCK,
+                        values=lambda rng, shape, dims: _block(rng, dims["d"], dims["d_ff"])),
+          "n_heads": Arg("n_heads"), "d_out": Arg("[..., N, d]"),
+          "causal": Arg(bool, optional=True)},
+    returns=(Arg("[..., N, d]"), Arg(dict, fields=BLOCK)), batch=(0, 1),
+    where=("d % n_heads == 0",), sizes={"d": (2, 4, 6), "n_heads": (1, 2), "d_ff": (2, 4, 8)},
+    invariants=("grads has the keys of params",))
+
 EXERCISE = Exercise(
-    "transformer_block_backward", training.transformer_block_backward, compare=_compare,
+    "transformer_block_backward", training.transformer_block_backward, contract=CONTRACT, compare=_compare,
     uses=("linear_backward", "layer_norm_backward", "attention_backward"),
     refuse=("helpers.training:_block_back", "helpers.training:_mha_back",
             "helpers.training:multi_head_attention_backward",

@@ -21,22 +21,11 @@ from helpers.checks import CheckFailed
 #: Exercises that do not declare a contract YET. It only shrinks: a new exercise (notebooks
 #: 11, 12, ...) declares ``contract=Contract(...)`` in its module from the start (listing it
 #: here is a stopgap a reviewer must accept, with a reason).
-NO_CONTRACT_YET = {                     # every exercise of notebooks 00-10 has one
-    # notebook 11 (the tokenizer), merged from main after the contracts were written:
-    "byte_symbols", "count_pairs", "merge_pair", "train_bpe", "encode_word", "decode",
-    "pretokenize", "encode",
-    # notebook 12 (training), merged after the contracts were written:
-    "numerical_gradient", "cross_entropy_backward", "linear_backward", "gelu_backward",
-    "layer_norm_backward", "attention_backward", "embed_backward",
-    "transformer_block_backward", "loss_and_grads", "adamw_update", "lr_schedule",
-    "clip_by_global_norm",
-}
+NO_CONTRACT_YET: set[str] = set()     # every exercise of notebooks 00-12 has one
 
 #: Exercises whose hidden cases still have traits no visible case has (finding 5), with
 #: what is missing. This list only shrinks: fix an exercise by adding a visible twin.
-TWINS_TODO: dict[str, str] = {
-    "train_bpe": "n_merges = 0 only in a hidden case (notebook 11's author adds a visible twin)",
-}
+TWINS_TODO: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", exercises.names())
@@ -61,7 +50,10 @@ def test_every_case_lies_inside_its_contract(name):
     outside = {k: v for k, v in outside.items() if v}
     assert not outside, f"{name}: cases outside the contract: {outside}"
     kinds = {c.name for c in ex.all_cases() if c.group == "contract" and not c.hidden}
-    assert "contract_size1" in kinds or not ex.contract.args or not ex.contract.draw, kinds
+    shaped = any(a.is_array for a in ex.contract.args.values()) or \
+        exercises._all_dims(ex.contract)
+    want = "contract_size1" if shaped else "contract_draw1"   # strings, lists, numbers
+    assert want in kinds or not ex.contract.args or not ex.contract.draw, kinds
 
 
 def test_the_contract_catches_gqa_values_wider_than_the_keys():
@@ -271,3 +263,156 @@ def test_the_findings_graded_by_the_real_command_for_a_one_student_class(tmp_pat
          ).read_text(encoding="utf-8")
     for gid in ("test_grouped_query_attention", "test_rms_norm"):
         assert rows[gid]["status"] == "ok", rows[gid]["message"]
+
+
+# ---------------------------------------------------------------------------------------
+# Arguments that are not arrays: strings, lists of pairs, vocabularies, parameter dicts
+# ---------------------------------------------------------------------------------------
+
+
+def _problems(name, *args, **kwargs):
+    ex = exercises.get(name)
+    return exercises.contract_problems(ex, exercises.Case(name, "probe", "", args, kwargs))
+
+
+def test_the_contract_checks_what_strings_lists_and_dicts_hold():
+    merges, vocab = [("a", "b")], {"a": 0, "b": 1, "ab": 2}
+    assert _problems("encode_word", "ab", merges) == []
+    assert _problems("encode_word", "ab", [["a", "b"]]) == []          # lists accepted
+    assert _problems("encode_word", b"ab", merges) == [
+        "word is a bytes; the contract says str"]
+    assert _problems("encode_word", "ab", [("a", "b", "c")]) == [
+        "merges[0] has 3 items; the contract says (str, str)"]
+    assert _problems("encode_word", "ab", [("a", 1)]) == [
+        "merges[0][1] is a int; the contract says str"]
+    assert _problems("merge_pair", ["a", "b"], "ab") == [
+        "pair is a str; the contract says a tuple (str, str)"]
+    assert _problems("decode", [0, 2], vocab) == []
+    assert _problems("decode", [0, 2.0], vocab) == ["ids[1] is a float; the contract says int"]
+    assert _problems("decode", [0], {0: "a"}) == [
+        "a key of vocab is a int; the contract says str",
+        "vocab[0] is a str; the contract says int"]
+    assert _problems("train_bpe", ["ab"], -1) == ["n_merges = -1 is outside [0, None]"]
+
+
+def test_a_dict_of_parameters_binds_its_dimensions():
+    """transformer_block_backward's params: each entry's shape, named by d and d_ff, binds
+    with x's d; a missing entry and a W1 of another d are outside the contract."""
+    ex = exercises.get("transformer_block_backward")
+    good = next(c for c in ex.all_cases() if c.name == "small")
+    x, params, n_heads, d_out = good.args
+    assert _problems("transformer_block_backward", x, params, n_heads, d_out) == []
+    missing = {k: v for k, v in params.items() if k != "W_Q"}
+    assert _problems("transformer_block_backward", x, missing, n_heads, d_out) == [
+        "params has no entry 'W_Q'"]
+    wide = dict(params, W1=np.zeros((5, 8)))
+    [problem] = _problems("transformer_block_backward", x, wide, n_heads, d_out)
+    assert problem.startswith("params['W1'] has shape (5, 8): its d = 5, but d = 4")
+    # a model's blocks: a list of such dicts, inside loss_and_grads' params
+    lm = next(c for c in exercises.get("loss_and_grads").all_cases() if c.name == "batch")
+    p, ids, targets, heads = lm.args
+    assert _problems("loss_and_grads", p, ids, targets, heads) == []
+    bad = dict(p, blocks=[dict(p["blocks"][0], b2=np.zeros(3))])
+    [problem] = _problems("loss_and_grads", bad, ids, targets, heads)
+    assert problem.startswith("params['blocks'][0]['b2'] has shape (3,): its d = 3, but d = 4")
+
+
+def test_an_optional_argument_before_a_required_one_is_drawn_by_position():
+    """attention_backward(Q, K, V, mask, d_out): a drawn case passes mask positionally,
+    None unless it is the keywords case, and the reference accepts every drawn case."""
+    drawn = [c for c in exercises.get("attention_backward").all_cases()
+             if c.group == "contract"]
+    assert drawn and all(len(c.args) == 5 and not c.kwargs for c in drawn)
+    masks = {c.name: c.args[3] for c in drawn if not c.hidden}
+    assert all(m is None for k, m in masks.items() if k != "contract_keywords")
+    assert masks["contract_keywords"].dtype == bool
+    for c in drawn:
+        dQ, dK, dV = c.expected()
+        assert dQ.shape == np.shape(c.args[0]) and dV.shape == np.shape(c.args[2])
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_a_bundle_keeps_the_contract_without_the_case_builders_modules(name):
+    """A student bundle keeps each exercise module's EXERCISE, so its CONTRACT and the
+    functions that draw values, but only the exercise package's files of
+    KEEP_EXERCISE_FILES: a drawing function imports what else it needs inside its body,
+    and the stripped module imports nothing the bundle lacks."""
+    import ast
+
+    from autograder import REPO_ROOT
+    from autograder.release.bundle import KEEP_EXERCISE_FILES, strip_exercise_module
+
+    source = (REPO_ROOT / "helpers" / "exercises" / f"{name}.py").read_text(encoding="utf-8")
+    stripped = ast.parse(strip_exercise_module(source))
+    kept = {"helpers.exercises." + f[:-3] for f in KEEP_EXERCISE_FILES if f != "__init__.py"}
+    for node in stripped.body:
+        if isinstance(node, ast.ImportFrom) and node.module.startswith("helpers.exercises."):
+            assert node.module in kept, f"{name}'s bundle copy imports {node.module}"
+    namespace: dict = {"__name__": f"helpers.exercises.{name}"}
+    exec(compile(stripped, name, "exec"), namespace)
+    assert namespace["EXERCISE"].contract is not None
+
+
+def test_the_range_of_an_array_is_checked_with_its_dimensions():
+    """Token ids below V (``high="V - 1"``, V bound by E or by a params dict's fields),
+    and a fixed range (apply_rope's positions)."""
+    E, P = np.zeros((4, 2)), np.zeros((3, 2))
+    assert _problems("embed", [0, 3, 1], E, P) == []
+    assert _problems("embed", [0, 4, 1], E, P) == [
+        "token_ids holds 4, outside [0, 3] (the contract says 0 <= token_ids <= V - 1)"]
+    assert _problems("embed", [-1, 0], E, P)[0].startswith("token_ids holds -1, outside [0, 3]")
+    lm = next(c for c in exercises.get("loss_and_grads").all_cases() if c.name == "batch")
+    p, ids, targets, heads = lm.args                       # V = 6, from params["E"]
+    assert _problems("loss_and_grads", p, ids, np.where(targets == 5, 6, targets),
+                     heads)[0].startswith("targets holds 6, outside [0, 5]")
+    x = np.zeros((2, 4))
+    assert _problems("apply_rope", x, [0, 5000]) == []
+    assert _problems("apply_rope", x, [0, 5001])[0].startswith("positions holds 5001")
+
+
+# ---------------------------------------------------------------------------------------
+# The "inputs and output" text of each exercise is rendered from its contract
+# ---------------------------------------------------------------------------------------
+
+
+def test_the_inputs_and_output_text_is_rendered_from_the_contract():
+    from helpers.exercises import _render
+
+    text = _render.contract(exercises.get("layer_norm"))
+    assert text.split("\n") == [
+        "**Inputs and output** (its contract: what `check()` and the grader call it with):",
+        "",
+        "- `x`: an array `[..., d]` (or nested lists)",
+        "- `gamma`: an array `[d]` (or nested lists)",
+        "- `beta`: an array `[d]` (or nested lists)",
+        "- `eps` (optional): a float from 0.0 to 1.0",
+        "- returns an array `[..., d]`",
+        "- `...` stands for 0, 1 or 2 leading axes, the same in every argument",
+        "- each vector of the last axis is normalised on its own"]
+    encode = _render.contract(exercises.get("encode"))
+    assert "- `merges`: a `list`, each item a tuple `(str, str)`" in encode
+    assert "- `vocab`: a `dict`, each key `str`, each value `int`" in encode
+    embed = _render.contract(exercises.get("embed_backward"))
+    assert "- `token_ids`: an array `[..., N]` of int (or nested lists), entries from 0 " \
+           "to V - 1" in embed
+    assert "- `vocab_size`: an int >= 1, the size `V` of the shapes" in embed
+    assert "- returns a tuple of 2: an array `[V, d]`; an array `[n_ctx, d]`" in embed
+
+
+@pytest.mark.parametrize("nb", list(exercises.NOTEBOOKS))
+def test_each_exercise_cell_shows_its_rendered_contract(nb):
+    """In solutions/ and in the released notebooks/, after the author's instructions."""
+    import json
+
+    from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR
+    from helpers.exercises import _render
+
+    for root in (SOLUTIONS_DIR, NOTEBOOKS_DIR):
+        cells = json.loads((root / nb / f"{nb}.ipynb").read_text(encoding="utf-8"))["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        for name in exercises.NOTEBOOKS[nb]:
+            ex = exercises.get(name)
+            if ex.hints:                     # the cells sync-exercises renders
+                assert _render.contract(ex) + "\n\n" + _render.HINTS_START in text, (
+                    f"{root.name}/{nb}: {name}'s cell lacks its contract: run "
+                    f"`python -m autograder sync-exercises` and `regenerate`")
