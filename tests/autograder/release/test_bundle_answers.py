@@ -87,10 +87,6 @@ def answers_in(bundle: Path, names: list[str], work: Path, timeout: int = 1500) 
     return sorted(leaks)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "under review after this round's merge: notebook 12's helpers/training.py holds private "
-    "copies of earlier exercises; the probe found _merge, gelu and relu_backward (now refused) "
-    "and had not been re-run on the whole course when the session ended"))
 @pytest.mark.parametrize("assignment", ["06_multi_head_attention", "07_transformer_block"])
 def test_no_function_of_a_homework_bundle_returns_a_left_out_answer(assignment, tmp_path):
     built = tmp_path / "hw"
@@ -111,10 +107,6 @@ def test_the_probe_finds_an_answer_left_in_the_bundle(tmp_path):
     assert any(leak.startswith("helpers.reference:split_heads gives") for leak in leaks), leaks
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "under review after this round's merge: notebook 12's helpers/training.py holds private "
-    "copies of earlier exercises; the probe found _merge, gelu and relu_backward (now refused) "
-    "and had not been re-run on the whole course when the session ended"))
 @pytest.mark.slow
 def test_no_function_of_the_whole_course_bundle_returns_an_answer(whole_course_bundle,
                                                                    tmp_path):
