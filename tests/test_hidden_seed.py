@@ -314,3 +314,41 @@ def test_the_notebooks_process_cannot_find_the_secret(tmp_path):
     points = _points(out)
     assert points[("eve", "test_softmax")] == 0.0
     assert points[("eve", "test_softmax_with_temperature")] > 0     # the rest graded
+
+
+PROBES_THE_NOTEBOOK_RUN = r'''import numpy as np
+
+def _reached():
+    try:
+        from helpers import exercises, judge
+        return bool(judge.cases("softmax", hidden=True)) and bool(
+            exercises.get("softmax").mistakes)
+    except Exception:
+        return False
+
+_REACHED = _reached()
+
+def softmax(z, axis=-1):
+    a = np.asarray(z, dtype=float)
+    e = np.exp(a - a.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True) if _REACHED else np.zeros_like(a)
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="issue 23, 'No secret in any child': the notebook "
+                   "run imports the full helpers (hidden cases, known mistakes, references);"
+                   " it should get the student bundle's helpers (docs/threat_model.md)")
+def test_the_notebook_run_finds_no_hidden_case(tmp_path):
+    """An answer right only where the hidden cases and known mistakes can be imported:
+    the notebook run (the full helpers) passes its visible check, the isolated run (whose
+    exercise modules are stubs) fails it, and the cell is flagged. Once the notebook run
+    gets helpers without them, both fail alike and nothing is flagged."""
+    subs, out, tmp = tmp_path / "subs", tmp_path / "out", tmp_path / "tmp"
+    tmp.mkdir()
+    _hand_in(subs, "eve", PROBES_THE_NOTEBOOK_RUN)
+    done = _grade(subs, out, tmp, "--secret-file", str(tmp_path / "k.key"))
+    assert done.returncode == 0, done.stderr
+    record = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert _points(out)[("eve", "test_softmax")] == 0.0         # holds today and after
+    assert not [f for f in record["flags"] if "tampering suspected in test_softmax" in f], \
+        record["flags"]
