@@ -148,7 +148,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         records = run(Path(args.submissions), Path(args.out), jobs=args.jobs, limits=limits,
                       shard=shard, resume=args.resume, only=args.student,
                       assignments=[a.strip() for a in args.assignments.split(",") if a.strip()]
-                      if args.assignments else None)
+                      if args.assignments else None, secret_file=args.secret_file)
     except UnsafeToGrade as exc:
         print(f"grade: error: {exc}", file=sys.stderr)
         return CANNOT_RUN
@@ -416,6 +416,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="points of a test cell: all or nothing (all, the default), or the "
                         "fraction of its case groups passed (cases); tampering or a missing "
                         "answer still scores 0")
+    p.add_argument("--secret-file", metavar="FILE",
+                   help="the instructor's grading secret, from which each student's hidden "
+                        "inputs are drawn (default: $AUTOGRADER_SECRET_FILE, else "
+                        "OUT/grading-secret.key; made, mode 0600, when missing). Give every "
+                        "shard of a class the same file")
     p.add_argument("--student", nargs="+", action="extend", metavar="ID",
                    help="regrade only these students into an existing OUT (the other "
                         "students' grades there are kept)")

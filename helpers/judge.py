@@ -7,7 +7,8 @@ hidden cases in a sandbox and judges the returned values here, in its own proces
 judge never runs learner code: it takes outputs (or the error raised) and the
 :class:`~helpers.exercises.Case` they answer.
 
-    cases(name, hidden=False, group=None)   the visible (or hidden) cases of an exercise
+    cases(name, hidden=False, group=None, seed=None)
+                                            the visible (or hidden) cases of an exercise
     compare(name, case, got)                None when right; else the case, the problem and
                                             the known mistake that gives exactly ``got``
     error_text(name, case, error, exc)      the same words for a case that raised
@@ -70,9 +71,12 @@ def groups(name: str, hidden: bool | None = None) -> list[str]:
     return out
 
 
-def cases(name: str, hidden: bool = False, group: str | None = None) -> list[Case]:
-    """The visible (``hidden=False``) or hidden cases of exercise ``name``."""
-    selected = [c for c in _exercise(name).all_cases() if c.hidden == hidden]
+def cases(name: str, hidden: bool = False, group: str | None = None,
+          seed: int | None = None) -> list[Case]:
+    """The visible (``hidden=False``) or hidden cases of exercise ``name``; the hidden
+    ones drawn from its contract with ``seed`` (the grader's per-student seed; the
+    default seed when None)."""
+    selected = [c for c in _exercise(name).all_cases(seed) if c.hidden == hidden]
     if group is not None:
         selected = [c for c in selected if c.group == group]
         if not selected:

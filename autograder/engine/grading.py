@@ -128,10 +128,10 @@ class _Verdict:
 def _load_cases(function: str) -> tuple[tuple, tuple[bool, ...], tuple[str, ...],
                                          tuple[str | None, ...], tuple[tuple[str, str], ...],
                                          dict]:
-    """The visible then hidden cases of exercise ``function``, which are hidden, their
-    encoded arguments, their scenarios, the ``(name, "module:function")`` of the
-    course functions it uses, and the large arrays the arguments name rather than carry
-    (computed once per grading process; cases are fixed)."""
+    """The visible then hidden cases of exercise ``function`` (hidden ones drawn with the
+    default seed), which are hidden, their encoded arguments, their scenarios, the
+    ``(name, "module:function")`` of the course functions it uses, and the large arrays
+    the arguments name rather than carry (computed once per grading process)."""
     from helpers import exercises, judge
 
     visible = list(judge.cases(function, hidden=False))
@@ -146,9 +146,51 @@ def _load_cases(function: str) -> tuple[tuple, tuple[bool, ...], tuple[str, ...]
             tuple(c.scenario for c in cases), uses, store)
 
 
+@lru_cache(maxsize=64)
+def _student_cases(function: str, seed: int) -> tuple:
+    """:func:`_load_cases` with the hidden cases drawn from ``seed`` (a student's, see
+    :mod:`autograder.run.secret`). The cases that do not depend on the seed (written
+    ones, drawn visible ones) are the default's, with their encoded arguments; the
+    seeded ones travel inline, never by file (the arrays folder beside an exercise's
+    helpers copy is read by every student's child: no student's hidden input goes
+    there)."""
+    import copy
+
+    from helpers import exercises
+
+    base = _load_cases(function)
+    ex = exercises.get(function)
+    default, seeded = ex.all_cases(), ex.all_cases(hidden_seed=seed)
+    index = {id(c): k for k, c in enumerate(default)}
+    if all(id(c) in index for c in seeded):
+        return base
+    b_cases, _, b_payloads, _, uses, store = base
+    cases, payloads = [], []
+    for c in seeded:
+        k = index.get(id(c))
+        if k is not None:
+            cases.append(b_cases[k])
+            payloads.append(b_payloads[k])
+        else:
+            cases.append(copy.deepcopy(c))
+            payloads.append(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs)))))
+    return (tuple(cases), tuple(c.hidden for c in cases), tuple(payloads),
+            tuple(c.scenario for c in cases), uses, store)
+
+
+def _cases_for(function: str, seed: int | None) -> tuple:
+    """The cases exercise ``function`` is graded on: a student's seed draws its hidden
+    ones (the default seed when None)."""
+    from helpers import exercises
+
+    if seed is None or not exercises.get(function).draws_hidden:
+        return _load_cases(function)
+    return _student_cases(function, int(seed))
+
+
 def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
              source: Source, res: _Resources, cell_timeout: float, notebook_timeout: float,
-             limits: confine.Limits) -> _Verdict:
+             limits: confine.Limits, hidden_seed: int | None = None) -> _Verdict:
     """Step 2 for one exercise: its outputs on every case, from a child whose ``helpers``
     lacks its reference (and what it refuses), in which the earlier course functions it
     uses are the course's own, compared here with ``helpers.judge.compare``.
@@ -159,7 +201,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
     other answer cells is not run again."""
     from helpers import exercises, judge
 
-    cases, hidden, payloads, scenarios, uses, store = _load_cases(function)
+    cases, hidden, payloads, scenarios, uses, store = _cases_for(function, hidden_seed)
     groups = [str(getattr(c, "group", "") or "") for c in cases]
     own = {gid for gid, names in _answer_functions(source).items() if function in names}
     for cell in merged.cells:               # the learner's own cell does not parse: say so
@@ -462,12 +504,16 @@ def _points_text(x: float) -> str:
 def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 30,
                    notebook_timeout: float = 120, memory_mb: int = 2048,
                    solutions: Path | None = None,
-                   hidden_feedback: str = "full", credit: str = "all") -> NotebookResult:
+                   hidden_feedback: str = "full", credit: str = "all",
+                   hidden_seed: int | None = None) -> NotebookResult:
     """Grade one submitted notebook against ``solutions/<assignment>/`` (see module doc).
     ``hidden_feedback``: ``full`` shows a failing hidden case's inputs and expected
     values, ``brief`` only that a hidden case of a group failed, and the likely mistake.
     ``credit``: ``all`` (all or nothing per test cell) or ``cases`` (the fraction of its
-    case groups passed; see :func:`_exercise_cell`).
+    case groups passed; see :func:`_exercise_cell`). ``hidden_seed``: the seed the
+    hidden cases are drawn from (the student's, :mod:`autograder.run.secret`; the
+    exercises' default seed when None). It stays in this process: the children get
+    the cases' inputs, never the seed.
 
     Takes at most ``2 * notebook_timeout`` seconds plus a few: the notebook run, then the
     isolated runs sharing a second budget. ``solutions`` replaces the repository's
@@ -528,7 +574,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     for fn in dict.fromkeys(s.function for ss in specs.values() for s in ss):
         left = max(1.0, budget_end - time.monotonic())
         verdicts[fn] = _verdict(fn, merged, specs, source, res, min(cell_timeout, left), left,
-                                limits)
+                                limits, hidden_seed)
     missing = {fn: gid for gid, names in answer_functions.items() if gid in merged.missing
                for fn in names}
     if res.worker.mode == "fallback":

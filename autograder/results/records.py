@@ -263,6 +263,8 @@ def solutions_digest(solutions: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def provenance(records: list[dict]) -> set[tuple[str, str]]:
-    """The distinct ``(solutions hash, grader version)`` of ``records``."""
-    return {(str(r.get("solutions", "?")), str(r.get("grader", "?"))) for r in records}
+def provenance(records: list[dict]) -> set[tuple[str, str, str]]:
+    """The distinct ``(solutions hash, grader version, grading secret's key id)`` of
+    ``records`` (the key id is empty for records graded without a secret)."""
+    return {(str(r.get("solutions", "?")), str(r.get("grader", "?")),
+             str(r.get("hidden_key", ""))) for r in records}

@@ -31,9 +31,9 @@ def _comparable(record: dict) -> dict:
 
 def merge(inputs: list[Path], out: Path, allow_mixed: bool = False) -> list[dict]:
     """Merge the grading outputs ``inputs`` into ``out``; return the merged records.
-    :class:`MergeConflict` when they were graded with different ``solutions/`` or grader
-    versions (each record says which), unless ``allow_mixed``; and, always, when they were
-    graded with different ``grade --credit`` settings."""
+    :class:`MergeConflict` when they were graded with different ``solutions/``, grader
+    versions or grading secrets (each record says which), unless ``allow_mixed``; and,
+    always, when they were graded with different ``grade --credit`` settings."""
     manual = _merged_manual(inputs + [out])   # first: its conflicts say what differs
     merged: dict[tuple, tuple[dict, Path]] = {}
     seen: dict[tuple[str, str], Path] = {}
@@ -52,6 +52,12 @@ def merge(inputs: list[Path], out: Path, allow_mixed: bool = False) -> list[dict
             seen.setdefault(stamp, folder)
         if len(seen) > 1 and not allow_mixed:
             (a, fa), (b, fb) = list(seen.items())[:2]
+            if a[:2] == b[:2]:
+                raise MergeConflict(
+                    f"{fa} and {fb} were graded with different grading secrets (key ids "
+                    f"{a[2] or 'none'} and {b[2] or 'none'}): their students' hidden inputs "
+                    f"come from different secrets. Grade every shard with the same "
+                    f"--secret-file, or pass --allow-mixed to merge anyway")
             raise MergeConflict(
                 f"{fa} was graded with solutions {a[0]} (grader {a[1]}) and {fb} with "
                 f"solutions {b[0]} (grader {b[1]}): regrade one of them, or pass "

@@ -129,8 +129,11 @@ def _send(conn, obj) -> None:
 
 
 def _grade_one(student_id: str, assignment: str, notebook: str, source: str, tmp: Path,
-               limits: Limits, cells: list[SourceCell], grade_fn: GradeFunction) -> dict:
-    """Grade one notebook from a private copy (the engine never sees SUBMISSIONS)."""
+               limits: Limits, cells: list[SourceCell], grade_fn: GradeFunction,
+               secret: bytes | None = None) -> dict:
+    """Grade one notebook from a private copy (the engine never sees SUBMISSIONS). With
+    the instructor's ``secret``, its hidden cases are drawn from the student's seed
+    (:mod:`autograder.run.secret`), computed here, in the trusted grading process."""
     start = time.monotonic()
     try:
         copy = tmp / assignment / notebook
@@ -139,6 +142,10 @@ def _grade_one(student_id: str, assignment: str, notebook: str, source: str, tmp
         more = {} if limits.hidden_feedback == "full" else {"hidden_feedback": limits.hidden_feedback}
         if limits.credit != "all":
             more["credit"] = limits.credit
+        if secret is not None:
+            from autograder.run import secret as hidden
+
+            more["hidden_seed"] = hidden.hidden_seed(secret, student_id, assignment, notebook)
         result = grade_fn(copy, assignment, cell_timeout=limits.cell_timeout,
                           notebook_timeout=limits.notebook_timeout, memory_mb=limits.memory_mb,
                           **more)
@@ -158,7 +165,7 @@ def _close_engine_worker() -> None:
 
 
 def _slot_main(conn, limits: Limits, course: dict, grade_fn: GradeFunction, workdir: str,
-               at_exit: Callable[[], None] | None) -> None:
+               at_exit: Callable[[], None] | None, secret: bytes | None = None) -> None:
     """Body of a grading process: grade the students it is sent, one at a time.
 
     The process lives for many students so that the engine's pre-warmed worker (a second
@@ -187,7 +194,8 @@ def _slot_main(conn, limits: Limits, course: dict, grade_fn: GradeFunction, work
             os.chdir(tmp)
             for assignment, notebook, source in task["jobs"]:
                 _send(conn, _grade_one(task["student_id"], assignment, notebook, source, Path(tmp),
-                                       limits, course[(assignment, notebook)], grade_fn))
+                                       limits, course[(assignment, notebook)], grade_fn,
+                                       secret))
             os.chdir("/")
         _send(conn, {"done": task["student_id"]})
 
@@ -208,7 +216,8 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Sour
                 limits: Limits, jobs: int, grade_fn: GradeFunction, progress=None,
                 budget_margin: float = 30.0, at_exit: Callable[[], None] | None = None,
                 done: set[tuple[str, str, str]] = frozenset(),
-                on_record: Callable[[dict], None] | None = None) -> list[dict]:
+                on_record: Callable[[dict], None] | None = None,
+                secret: bytes | None = None) -> list[dict]:
     """Grade every course notebook of every student with ``grade_fn`` (the engine's
     ``grade_notebook`` or a stand-in with its signature); return one record per notebook.
 
@@ -220,6 +229,8 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Sour
     and the run goes on. A notebook the student did not hand in is recorded as
     ``missing``. Notebooks in ``done`` (student, assignment, notebook) are skipped (an
     interrupted run being resumed); ``on_record`` sees every record as it is made.
+    ``secret``: the instructor's grading secret (the hidden cases' per-student seeds);
+    the grading processes inherit it by fork, and no child of theirs gets it.
     """
     ctx = multiprocessing.get_context("fork")
     # Private copies of the notebooks live here; removed at the end even if a grading
@@ -244,7 +255,8 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Sour
     def start_slot() -> _Slot:
         parent_end, child_end = ctx.Pipe(duplex=True)
         process = ctx.Process(target=_slot_main, name="grader",
-                              args=(child_end, limits, course, grade_fn, workdir, at_exit),
+                              args=(child_end, limits, course, grade_fn, workdir, at_exit,
+                                    secret),
                               daemon=False)
         process.start()
         child_end.close()
@@ -393,7 +405,8 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         shard: tuple[int, int] | None = None, solutions: Path = SOLUTIONS_DIR,
         grade_fn: GradeFunction | None = None, stream=None, resume: bool = False,
         only: Iterable[str] | None = None,
-        assignments: Iterable[str] | None = None) -> list[dict]:
+        assignments: Iterable[str] | None = None,
+        secret_file: str | os.PathLike | None = None) -> list[dict]:
     """Grade ``submissions`` into ``out``; return the records. Raises ``FileNotFoundError``
     / ``ValueError`` when the grader cannot run at all (no such folder, no course, OUT
     inside SUBMISSIONS), and :class:`autograder.engine.UnsafeToGrade` when student code
@@ -406,7 +419,12 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     by default every course notebook some student of SUBMISSIONS handed in (the whole
     folder, not only this shard, so that every shard grades the same homework). A course
     notebook nobody handed in gets no record: it was not assigned, and is not "missing"
-    for the whole class in the table, ``summary.csv`` or the report."""
+    for the whole class in the table, ``summary.csv`` or the report.
+
+    The real engine draws every student's hidden cases from a seed derived from the
+    instructor's secret (:mod:`autograder.run.secret`): ``secret_file``
+    (``grade --secret-file``), else ``$AUTOGRADER_SECRET_FILE``, else
+    ``out/grading-secret.key``, made on first use."""
     from autograder.run.progress import Progress
 
     at_exit = None
@@ -468,21 +486,36 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
     journal = out / JOURNAL
     from autograder import __version__
 
-    # which solutions/ and grader decided a record, and how a failing cell scores
+    # which solutions/, grader and secret decided a record, and how a failing cell scores
     stamp = {"solutions": solutions_digest(solutions), "grader": __version__,
              "credit": limits.credit}
+    secret = None
+    if at_exit is not None:          # the real engine: hidden cases seeded per student
+        from autograder.run import secret as hidden
+
+        secret = hidden.load(hidden.location(out, secret_file),
+                             warn=lambda text: print(f"warning: {text}", file=stream))
+        stamp["hidden_key"] = hidden.key_id(secret)
     earlier = _read_journal(journal) if resume else []
     wanted = {(s.student_id, a, n) for s in students for (a, n) in course}
     stale = [r for r in earlier if r.get("solutions") != stamp["solutions"]
-             or r.get("grader") != stamp["grader"]]
+             or r.get("grader") != stamp["grader"]
+             or r.get("hidden_key") != stamp.get("hidden_key")]
     older = {r["student_id"] for r in kept if r.get("solutions") != stamp["solutions"]}
     if older:
         print(f"note: {len(older)} other student(s) in {safe_text.terminal(str(out))} were "
               "graded with another solutions/ (their records are kept as they are; "
               "grade everyone again to bring them up to date)", file=stream)
+    other_key = {r["student_id"] for r in kept
+                 if r.get("hidden_key") != stamp.get("hidden_key")}
+    if other_key and secret is not None:
+        print(f"note: {len(other_key)} other student(s) in {safe_text.terminal(str(out))} "
+              "were graded with another grading secret (other hidden inputs); pass their "
+              "secret with --secret-file to grade with the same one", file=stream)
     if stale:
         print(f"resume: {len(stale)} notebook(s) of the journal were graded with other "
-              f"solutions/ or another grader version: graded again", file=stream)
+              f"solutions/, another grader version or another grading secret: graded "
+              f"again", file=stream)
     stale_ids = {id(r) for r in stale}
     earlier = [r for r in earlier if sort_key(r) in wanted and id(r) not in stale_ids]
     _refuse_mixed_credit(earlier, limits.credit, f"in the journal {journal}",
@@ -504,7 +537,7 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         try:
             records = grade_class(students, course, limits, jobs or default_jobs(),
                                   grade_fn, progress, at_exit=at_exit, done=done,
-                                  on_record=keep)
+                                  on_record=keep, secret=secret)
         except KeyboardInterrupt:
             progress.close()
             raise Interrupted(f"stopped: the notebooks graded so far are kept in "

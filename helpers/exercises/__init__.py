@@ -188,6 +188,7 @@ class Exercise:
         self.mistakes: list[Mistake] = []
         self._build: Callable[[], list[dict]] | None = None
         self._cases: dict[int, tuple[Case, ...]] = {}
+        self._written: tuple | None = None     # (visible, written hidden, draws hidden)
 
     def __repr__(self) -> str:
         return f"<Exercise {self.name}>"
@@ -198,6 +199,7 @@ class Exercise:
         """Decorator: ``build()`` returns the exercise's cases (see :func:`case`)."""
         self._build = build
         self._cases = {}
+        self._written = None
         return build
 
     def mistake(self, key: str, message: str, sampler: Callable | None = None) -> Callable:
@@ -221,22 +223,38 @@ class Exercise:
         """Every case, visible then hidden (built once per seed): the written ones in
         declaration order, each followed by the ones drawn from the contract (visible:
         from :data:`VISIBLE_SEED`; hidden: from ``hidden_seed``, :data:`HIDDEN_SEED` when
-        None; a per-student seed gives each student other hidden inputs)."""
+        None; a per-student seed gives each student other hidden inputs). The written
+        cases and the drawn visible ones are the same objects for every seed (built
+        once); the grader keeps the cases of the last :data:`SEEDS_KEPT` other seeds."""
         seed = HIDDEN_SEED if hidden_seed is None else int(hidden_seed)
         if seed not in self._cases:
             if self._build is None:
                 raise ValueError(f"exercise {self.name!r} declares no cases")
-            written = [Case(self.name, **c) for c in self._build()]
-            # a student bundle's stored cases already hold the drawn visible ones
-            drawn = (self.contract is not None
-                     and not any(c.name.startswith("contract_") for c in written))
-            visible = [c for c in written if not c.hidden]
-            hidden = [c for c in written if c.hidden]
+            if self._written is None:
+                written = [Case(self.name, **c) for c in self._build()]
+                # a student bundle's stored cases already hold the drawn visible ones
+                drawn = (self.contract is not None
+                         and not any(c.name.startswith("contract_") for c in written))
+                visible = [c for c in written if not c.hidden]
+                if drawn:
+                    visible += [Case(self.name, **c) for c in draw_cases(self, VISIBLE_SEED)]
+                self._written = (tuple(visible), tuple(c for c in written if c.hidden), drawn)
+            visible, hidden, drawn = self._written
             if drawn:
-                visible += [Case(self.name, **c) for c in draw_cases(self, VISIBLE_SEED)]
-                hidden += [Case(self.name, **c) for c in draw_cases(self, seed, hidden=True)]
-            self._cases[seed] = tuple(visible + hidden)
+                hidden += tuple(Case(self.name, **c)
+                                for c in draw_cases(self, seed, hidden=True))
+            others = [k for k in self._cases if k != HIDDEN_SEED]
+            if seed != HIDDEN_SEED:
+                for k in others[:max(0, len(others) - SEEDS_KEPT + 1)]:
+                    del self._cases[k]             # oldest first: dicts keep their order
+            self._cases[seed] = visible + hidden
         return self._cases[seed]
+
+    @property
+    def draws_hidden(self) -> bool:
+        """Whether the hidden cases depend on the seed (a contract that draws)."""
+        self.all_cases()
+        return bool(self._written[2] and self.contract.draw and self.contract.args)
 
     @property
     def notebook(self) -> str:
@@ -326,6 +344,9 @@ def decide(spec: str, observed):
 VISIBLE_SEED = 1111
 #: Default seed of the drawn hidden cases (the grader may pass another: a per-student one).
 HIDDEN_SEED = 2222
+#: Seeds besides :data:`HIDDEN_SEED` whose cases an exercise keeps built (a grading
+#: process grades one student's notebook at a time: one seed in use).
+SEEDS_KEPT = 4
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,8 @@ def test_shards_and_merge_command(small_class, graded, tmp_path):
     for i in (1, 2):
         part = tmp_path / f"part{i}"
         result = cli("grade", str(small_class), "--out", str(part), "--jobs", "1",
-                     "--shard", f"{i}/2", "--timeout", "120", "--cell-timeout", "30")
+                     "--shard", f"{i}/2", "--timeout", "120", "--cell-timeout", "30",
+                     "--secret-file", str(out / "grading-secret.key"))   # the class's one
         assert result.returncode == 0, result.stderr
         parts.append(part)
     students = [{r["student_id"] for r in read_csv(p / "summary.csv")} for p in parts]

@@ -279,9 +279,20 @@ def _write(nb: dict, root: Path, student: str, assignment: str) -> None:
     path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
 
 
+#: The grading secret of the catalogue's runs: fixed, so that every run draws the same
+#: hidden inputs for a student (what a wrong answer is caught by stays the same from run
+#: to run; tests/test_hidden_seed.py checks right answers on many students' draws).
+TEST_SECRET = "catalogue-" + "0123456789abcdef" * 3
+
+
 def _command(submissions: Path, out: Path) -> list[str]:
+    key = out.parent / "catalogue-grading-secret.key"
+    if not key.exists():
+        key.write_text(TEST_SECRET + "\n")
+        key.chmod(0o600)
     return [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
-            "--jobs", str(JOBS), "--timeout", str(TIMEOUT), "--cell-timeout", str(CELL_TIMEOUT)]
+            "--jobs", str(JOBS), "--timeout", str(TIMEOUT), "--cell-timeout", str(CELL_TIMEOUT),
+            "--secret-file", str(key)]
 
 
 #: Functions of one notebook whose answers do not use each other (nor does either's

@@ -46,8 +46,12 @@ def test_examples_cover_the_issue_list(example_class):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, example_class):
     out = tmp_path_factory.mktemp("graded")
+    key = tmp_path_factory.mktemp("secret") / "grading-secret.key"
+    key.write_text("examples-" + "0123456789abcdef" * 3 + "\n")   # the same draws every run
+    key.chmod(0o600)
     records = grade.run(example_class / "submissions", out, jobs=2, stream=io.StringIO(),
-                        limits=grade.Limits(cell_timeout=10, notebook_timeout=60, memory_mb=1024))
+                        limits=grade.Limits(cell_timeout=10, notebook_timeout=60, memory_mb=1024),
+                        secret_file=key)
     return out, {(r["student_id"], f"{r['assignment']}/{r['notebook']}"): r for r in records}
 
 

@@ -22,7 +22,9 @@ ASSIGNMENTS = ["01_dot_products", "03_simple_self_attention"]
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TMPDIR=str(cwd))
+    # one grading secret for the class (the shards and the single run), kept outside OUT
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TMPDIR=str(cwd),
+               AUTOGRADER_SECRET_FILE=str(cwd / "grading-secret.key"))
     result = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, env=env,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, (args, result.stdout, result.stderr)

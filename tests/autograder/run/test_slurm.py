@@ -233,7 +233,10 @@ def test_documented_slurm_array_job_merges_to_one_runs_output(tmp_path):
                       if not p.name.startswith("_"))
     assert len(students) == STUDENTS
     assert {shard_of(s, 2) for s in students} == {1, 2}     # both array tasks grade someone
-    run("grade", "submissions", "--out", str(tmp_path / "single"), "--jobs", "2")
+    # the documented secret file, made by this first grade; the array job's shards use it
+    run("grade", "submissions", "--out", str(tmp_path / "single"), "--jobs", "2",
+        "--secret-file", "grading-secret.key")
+    assert (course / "grading-secret.key").is_file()
 
     with one_node_slurm(tmp_path / "cluster") as (slurm_env, logs):
         slurm_env = dict(slurm_env, OPENBLAS_NUM_THREADS="1", SBATCH_EXPORT="ALL")
