@@ -183,3 +183,13 @@ def test_test_folders_named_like_packages_do_not_shadow_them():
         assert not list((TEST_ROOT / name).rglob("__init__.py")), name
     assert Path(helpers.__file__).resolve() == REPO_ROOT / "helpers" / "__init__.py"
     assert Path(autograder.__file__).resolve() == REPO_ROOT / "autograder" / "__init__.py"
+
+
+def test_no_test_module_imports_another():
+    """What tests share lives in the support modules at tests/ (a test module imported by
+    another one is found only from its own folder, and its tests would run twice)."""
+    for path in TEST_ROOT.rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not [n for n in names if n.split(".")[0].startswith("test_")], path

@@ -281,7 +281,7 @@ def _write(nb: dict, root: Path, student: str, assignment: str) -> None:
 
 #: The grading secret of the catalogue's runs: fixed, so that every run draws the same
 #: hidden inputs for a student (what a wrong answer is caught by stays the same from run
-#: to run; tests/test_hidden_seed.py checks right answers on many students' draws).
+#: to run; tests/autograder/engine/test_hidden_seed.py checks right answers on many students' draws).
 TEST_SECRET = "catalogue-" + "0123456789abcdef" * 3
 
 

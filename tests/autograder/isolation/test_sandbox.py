@@ -23,6 +23,7 @@ import pytest
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
 from autograder.isolation import confine, executor, helpers_copy, wire
+from sandbox_jobs import run_cells as _run, stdout_lines as _stdout
 
 pytestmark = pytest.mark.slow
 
@@ -118,36 +119,6 @@ def test_prepare_helpers_refuses_an_unknown_function(tmp_path):
 # ---------------------------------------------------------------------------------------
 # Jobs in the worker
 # ---------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def helper_copies(tmp_path_factory):
-    base = tmp_path_factory.mktemp("helpers")
-    os.chmod(base, 0o755)
-    out = {}
-    for strip in (None, "softmax"):
-        dest = base / (strip or "full")
-        dest.mkdir()
-        os.chmod(dest, 0o755)
-        out[strip] = str(helpers_copy.prepare_helpers(dest, strip=strip))
-    return out
-
-
-def _run(cells, helper_copies, *, kind="notebook", strip=None, worker=None, timeout=20.0,
-         cell_timeout=5.0, limits=None, **job):
-    worker = worker or executor.get_worker()
-    conf = {"root_mount": str(worker.home / "root"), "helpers_parent": helper_copies[strip],
-            "data_dir": None, "fallback_work": str(worker.home / f"fw-{time.monotonic_ns()}")}
-    (worker.home / "root").mkdir(exist_ok=True)
-    job = {"kind": kind, "cells": [{"index": i, "kind": "other", "source": s}
-                                   for i, s in enumerate(cells)],
-           "cell_timeout": cell_timeout, "timeout": timeout, **job}
-    reply = worker.run(job, conf, limits or confine.Limits())
-    return reply, executor.parse_lines(reply["output"])
-
-
-def _stdout(lines) -> list[str]:
-    return [line.get("stdout", "") for line in lines if "cell" in line]
 
 
 PROBE = r"""

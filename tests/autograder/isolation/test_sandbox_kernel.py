@@ -14,8 +14,8 @@ import os
 import numpy as np
 import pytest
 
-from autograder.isolation import confine, seccomp
-from test_sandbox import _run, _stdout, helper_copies  # noqa: F401  (fixture)
+from autograder.isolation import seccomp
+from sandbox_jobs import run_cells as _run, stdout_lines as _stdout
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from autograder.isolation import confine, executor, seccomp
-from test_sandbox import _run, _stdout, helper_copies  # noqa: F401  (fixture)
+from sandbox_jobs import run_cells as _run, stdout_lines as _stdout
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ from traitlets.config.loader import PyFileConfigLoader
 from autograder import REPO_ROOT
 from autograder.cli import main
 from autograder.run import pool as grade
-from test_grade import fake_engine, make_class, make_course
+from fake_class import fake_engine, make_class, make_course
 
 #: Where formgrader serves a submission (it redirects there): the page's relative URLs
 #: are resolved against it.

@@ -36,7 +36,6 @@ from autograder import REPO_ROOT, SOLUTIONS_DIR
 from autograder.run import secret as hidden
 from helpers import exercises, judge
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 NB = "02_softmax"
 

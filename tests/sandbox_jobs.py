@@ -1,0 +1,25 @@
+"""Jobs sent to the grading worker by the sandbox tests (tests/autograder/isolation/):
+one notebook-kind job of plain cells, run in a confined child, and its printed lines."""
+
+from __future__ import annotations
+
+import time
+
+from autograder.isolation import confine, executor
+
+
+def run_cells(cells, helper_copies, *, kind="notebook", strip=None, worker=None, timeout=20.0,
+         cell_timeout=5.0, limits=None, **job):
+    worker = worker or executor.get_worker()
+    conf = {"root_mount": str(worker.home / "root"), "helpers_parent": helper_copies[strip],
+            "data_dir": None, "fallback_work": str(worker.home / f"fw-{time.monotonic_ns()}")}
+    (worker.home / "root").mkdir(exist_ok=True)
+    job = {"kind": kind, "cells": [{"index": i, "kind": "other", "source": s}
+                                   for i, s in enumerate(cells)],
+           "cell_timeout": cell_timeout, "timeout": timeout, **job}
+    reply = worker.run(job, conf, limits or confine.Limits())
+    return reply, executor.parse_lines(reply["output"])
+
+
+def stdout_lines(lines) -> list[str]:
+    return [line.get("stdout", "") for line in lines if "cell" in line]
