@@ -337,18 +337,19 @@ def _npy(raw: bytes, what: str) -> np.ndarray:
 
 def _members(data: bytes, max_bytes: int) -> tuple[bytes, dict[str, bytes]]:
     """The structure member and the array members of an ``.npz``: uncompressed members
-    of the names :func:`encode` writes only, at most :data:`MAX_ARRAYS`, their sizes
-    checked before they are read."""
-    if data.count(b"PK\x01\x02") > MAX_ARRAYS + 1:     # central directory entries
-        raise DecodeError(f"more than {MAX_ARRAYS} arrays")
+    of the names :func:`encode` writes only, at most :func:`array_cap` of them, their
+    sizes checked before they are read."""
+    most = array_cap(max_bytes)
+    if data.count(b"PK\x01\x02") > most + 1:          # central directory entries
+        raise DecodeError(f"more than {most} arrays")
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except Exception as exc:
         raise DecodeError(f"unreadable value ({type(exc).__name__})") from None
     with zf:
         infos = zf.infolist()
-        if len(infos) > MAX_ARRAYS + 1:
-            raise DecodeError(f"more than {MAX_ARRAYS} arrays")
+        if len(infos) > most + 1:
+            raise DecodeError(f"more than {most} arrays")
         total, out, structure = 0, {}, None
         for info in infos:
             name = info.filename[:-4] if info.filename.endswith(".npy") else ""
@@ -430,6 +431,13 @@ def item_cap(max_bytes: int) -> int:
     return max(MAX_ITEMS, max_bytes // 160)
 
 
+def array_cap(max_bytes: int) -> int:
+    """The most arrays a decoded value of at most ``max_bytes`` may hold: MAX_ARRAYS for a
+    child's reply (32 MB), more for a larger trusted file such as a bundle's recorded
+    calls (an array member takes well over 4 KB's share of such a file's cap)."""
+    return max(MAX_ARRAYS, max_bytes // 4096)
+
+
 class _Budget:
     def __init__(self, max_items: int):
         self.left = max_items
@@ -458,7 +466,7 @@ def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES, arrays: str | None = N
     """Inverse of :func:`encode`, for untrusted bytes: no pickle, and an exact schema per
     wire type (see :data:`_SHAPES`, :data:`_DTYPES`, :data:`_RNG_STATES`), sizes checked
     before anything is allocated: at most ``max_bytes`` in, at most
-    :data:`MAX_ARRAYS` arrays whose headers match their data, each referred to once, a
+    :func:`array_cap` arrays whose headers match their data, each referred to once, a
     structure nested at most :data:`MAX_JSON_DEPTH` brackets and :data:`MAX_DEPTH`
     values deep, at most :data:`MAX_ITEMS` values. Names of arrays stored by file are
     read from the folder ``arrays`` (refused without it). Any breach is a

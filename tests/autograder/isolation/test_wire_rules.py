@@ -158,6 +158,19 @@ def test_a_huge_item_count_is_refused():
     _refused(_forged({"__repr__": "x"}, members), "arrays")
 
 
+def test_a_larger_trusted_file_may_hold_more_arrays_in_proportion():
+    """A child's reply (32 MB) holds at most MAX_ARRAYS arrays; a bundle's recorded calls
+    (read with a cap of hundreds of MB) hold more, in proportion to the byte cap."""
+    n = wire.MAX_ARRAYS + 5
+    value = [np.full(1, float(k)) for k in range(n)]
+    data = wire.encode(value)
+    with pytest.raises(wire.DecodeError, match="more than 10000 arrays"):
+        wire.decode(data)
+    assert wire.array_cap(wire.MAX_VALUE_BYTES) == wire.MAX_ARRAYS
+    back = wire.decode(data, max_bytes=256 * 1024 * 1024)
+    assert len(back) == n and all(float(a[0]) == k for k, a in enumerate(back))
+
+
 @pytest.mark.parametrize("descr,shape,nbytes,why", [
     ("<f8", (15000, 10000), 8, "does not match"),
     ("<f8", (3,), 16, "does not match"),
