@@ -715,6 +715,24 @@ def ids_below(dim: str) -> Callable:
     return draw
 
 
+def random_block(rng, d: int, d_ff: int) -> dict:
+    """One transformer block's parameters for a case, in the layout of
+    ``helpers.BLOCK_PARAM_SHAPES``: weights N(0, 1/fan_in), layer-norm gains near 1,
+    shifts and biases near 0. The one builder of block parameters for cases: a listed
+    case passes a generator seeded by its own number, a drawn case the contract's."""
+    import math
+
+    s = 1.0 / math.sqrt(d)
+    return {
+        "ln1_gamma": 1.0 + 0.3 * rng.normal(size=d), "ln1_beta": 0.2 * rng.normal(size=d),
+        "W_Q": rng.normal(size=(d, d)) * s, "W_K": rng.normal(size=(d, d)) * s,
+        "W_V": rng.normal(size=(d, d)) * s, "W_O": rng.normal(size=(d, d)) * s,
+        "ln2_gamma": 1.0 + 0.3 * rng.normal(size=d), "ln2_beta": 0.2 * rng.normal(size=d),
+        "W1": rng.normal(size=(d, d_ff)) * s, "b1": 0.2 * rng.normal(size=d_ff),
+        "W2": rng.normal(size=(d_ff, d)) / math.sqrt(d_ff), "b2": 0.2 * rng.normal(size=d),
+    }
+
+
 def _all_dims(contract: Contract) -> list[str]:
     names_ = []
     for arg in list(contract.args.values()):

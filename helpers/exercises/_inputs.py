@@ -6,6 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
+from helpers.exercises import random_block
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -18,16 +19,7 @@ def _normal(seed: int, shape, scale=1.0, decimals: int | None = None) -> np.ndar
 
 
 def _block_params(seed: int, d: int, d_ff: int) -> dict:
-    r = _rng(seed)
-    s = 1.0 / np.sqrt(d)
-    return {
-        "ln1_gamma": 1.0 + 0.3 * r.normal(size=d), "ln1_beta": 0.2 * r.normal(size=d),
-        "W_Q": r.normal(size=(d, d)) * s, "W_K": r.normal(size=(d, d)) * s,
-        "W_V": r.normal(size=(d, d)) * s, "W_O": r.normal(size=(d, d)) * s,
-        "ln2_gamma": 1.0 + 0.3 * r.normal(size=d), "ln2_beta": 0.2 * r.normal(size=d),
-        "W1": r.normal(size=(d, d_ff)) * s, "b1": 0.2 * r.normal(size=d_ff),
-        "W2": r.normal(size=(d_ff, d)) / np.sqrt(d_ff), "b2": 0.2 * r.normal(size=d),
-    }
+    return random_block(_rng(seed), d, d_ff)
 
 
 def _lm_params(seed: int, V: int, d: int, n_ctx: int, n_blocks: int, ln_f: bool,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case, random_block
 from helpers.exercises._inputs import _lm_params
 from helpers.exercises._variants import _lm
 
@@ -14,23 +14,11 @@ def _drawn_lm(rng, dims):
     """A small language model's params drawn for a contract case."""
     d = dims["d"]
     params = {"E": rng.normal(size=(dims["V"], d)), "P": 0.5 * rng.normal(size=(dims["n_ctx"], d)),
-              "blocks": [_drawn_block(rng, d, 2 * d) for _ in range(int(rng.integers(1, 3)))]}
+              "blocks": [random_block(rng, d, 2 * d) for _ in range(int(rng.integers(1, 3)))]}
     if rng.random() < 0.5:
         params["ln_f_gamma"] = 1.0 + 0.3 * rng.normal(size=d)
         params["ln_f_beta"] = 0.2 * rng.normal(size=d)
     return params
-
-
-def _drawn_block(rng, d, d_ff):
-    """One block's params drawn for a contract case (no helper module: bundles keep this)."""
-    s = 1.0 / np.sqrt(d)
-    shapes = {"ln1_gamma": (d,), "ln1_beta": (d,), "W_Q": (d, d), "W_K": (d, d),
-              "W_V": (d, d), "W_O": (d, d), "ln2_gamma": (d,), "ln2_beta": (d,),
-              "W1": (d, d_ff), "b1": (d_ff,), "W2": (d_ff, d), "b2": (d,)}
-    p = {k: rng.normal(size=v) * (s if k.startswith("W") else 0.2) for k, v in shapes.items()}
-    p["ln1_gamma"] += 1.0
-    p["ln2_gamma"] += 1.0
-    return p
 
 
 #: One block's parameters and the model's, by name (their dimensions bind with token_ids').

@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, case, random_block
 from helpers.exercises._inputs import _block_params, _normal
 from helpers.exercises._variants import _block, _f
-
-
-def _drawn_block(rng, d, d_ff):
-    """One block's params drawn for a contract case (no helper module: bundles keep this)."""
-    s = 1.0 / np.sqrt(d)
-    shapes = {"ln1_gamma": (d,), "ln1_beta": (d,), "W_Q": (d, d), "W_K": (d, d),
-              "W_V": (d, d), "W_O": (d, d), "ln2_gamma": (d,), "ln2_beta": (d,),
-              "W1": (d, d_ff), "b1": (d_ff,), "W2": (d_ff, d), "b2": (d,)}
-    p = {k: rng.normal(size=v) * (s if k.startswith("W") else 0.2) for k, v in shapes.items()}
-    p["ln1_gamma"] += 1.0
-    p["ln2_gamma"] += 1.0
-    return p
 
 
 #: The block's parameters, by name (their dimensions bind with x's).
@@ -28,7 +14,7 @@ BLOCK = {k: Arg("[" + ", ".join(v) + "]") for k, v in reference.BLOCK_PARAM_SHAP
 CONTRACT = Contract(
     args={"x": Arg("[N, d]", lists=True),
           "params": Arg(dict, fields=BLOCK,
-                        values=lambda rng, shape, dims: _drawn_block(rng, dims["d"],
+                        values=lambda rng, shape, dims: random_block(rng, dims["d"],
                                                                      dims["d_ff"])),
           "n_heads": Arg("n_heads"), "causal": Arg(bool, optional=True)},
     returns=Arg("[N, d]"), where=("d % n_heads == 0",),
