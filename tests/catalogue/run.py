@@ -36,7 +36,7 @@ from pathlib import Path
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
 
-from catalogue import (Entry, assignments, catalogue_notebook, entries, nbgrader,
+from catalogue import (Entry, assignments, catalogue_notebook, entries, exercises, nbgrader,
                        student_notebook, text)
 
 #: Limits of the run (the command's options): generous for honest notebooks, short
@@ -252,9 +252,11 @@ def cascade_breaks() -> dict[str, dict[str, str]]:
     for e in entries():
         if e.kind == "wrong" and e.function not in wrong:
             wrong[e.function] = e.source
+    kept = set(exercises())
     out: dict[str, dict[str, str]] = {}
     for assignment, names in registry.NOTEBOOKS.items():
-        used = {dep for n in names for dep in registry.get(n).uses if dep in names}
+        used = {dep for n in names for dep in registry.get(n).uses
+                if dep in names and dep in kept}        # CATALOGUE_ONLY: only those kept
         if used:
             out[assignment] = {
                 n: ("def embed(token_ids, E, P):\n    raise NotImplementedError()\n"
