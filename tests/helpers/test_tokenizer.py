@@ -126,6 +126,19 @@ def test_worked_example_of_the_lectures():
     assert [inverse[i] for i in [16937, 327, 511, 260]] == ["Thanks", "Ġfor", "Ġall", "Ġthe"]
 
 
+def test_the_bytes_without_a_token_are_the_ones_notebook_11_names():
+    """SmolLM2's vocabulary lacks 21 of the 256 byte symbols; notebook 11 tells learners
+    which (their encode raises KeyError on them) and that the reference drops them."""
+    require_model()
+    vocab, _ = T.smollm2_vocab_and_merges()
+    table = T._byte_table()
+    missing = {b for b in range(256) if table[b] not in vocab}
+    assert missing == {0x04, 0x06, 0x13, 0x14, 0x16, 0x1D, 0xC0, 0xC1, 0xF1, 0xF2,
+                       *range(0xF5, 0x100)}
+    text = "a\x04b"                                   # U+0004: one of them
+    assert T.decode_smollm2(T.encode_smollm2(text)) == "ab"
+
+
 def test_reference_matches_the_stored_ids(stored):
     require_model()
     wrong = [(t, ids) for t, ids in zip(stored["texts"], stored["ids"])
