@@ -27,6 +27,7 @@ from autograder import SOLUTIONS_DIR
 from autograder.notebook import cells as nbcells
 from helpers import exercises
 from helpers.checks import CheckFailed, check
+from catalogue.transformer_block import CORRECT as CORRECT_BLOCKS
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 _nbg = nbcells.nbgrader
@@ -302,14 +303,7 @@ def test_credit_cases_scores_the_fraction_of_case_groups_passed(tmp_path):
     assert float(item["full_marks_share"]) == 0, item
 
 
-TRANSFORMER_BLOCK = """
-def transformer_block(x, params, n_heads, causal=True):
-    p = params
-    t1 = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])
-    t3 = x + multi_head_attention(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads, causal)
-    t4 = layer_norm(t3, p["ln2_gamma"], p["ln2_beta"])
-    return t3 + feed_forward(t4, p["W1"], p["b1"], p["W2"], p["b2"])
-"""
+TRANSFORMER_BLOCK = "\n" + CORRECT_BLOCKS["slide_names"]     # a right block, from the catalogue
 
 
 def test_an_in_place_layer_norm_is_blamed_by_transformer_blocks_check():
