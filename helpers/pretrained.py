@@ -13,8 +13,9 @@ The model: a decoder-only transformer of about 0.8 million parameters (pre-norm 
 causal multi-head attention without biases, ReLU feed-forward, learned positions, final
 layer norm, LM head tied to the token embeddings), one token per character. Its
 configuration, training settings and losses (nats per character, on training text and
-on held-out text) are in ``char_lm_metadata()``. It was trained with PyTorch by
-``tools/train_char_lm.py`` in the course repository, which also explains how to
+on held-out text) are in ``char_lm_metadata()``. It was trained in NumPy by
+``tools/train_char_lm.py`` in the course repository, with the course's own backward
+pass and AdamW (``helpers.training``, notebook 12); the script also explains how to
 regenerate ``helpers/data/char_lm.npz``.
 
 Training text and attribution: the works of William Shakespeare in the public-domain
@@ -48,7 +49,7 @@ def _open(path):
         raise FileNotFoundError(
             f"the pretrained model file {path} is missing. It ships with the course "
             f"(helpers/data/char_lm.npz); reinstall the course or regenerate it with "
-            f"`python tools/train_char_lm.py` (needs PyTorch)."
+            f"`python tools/train_char_lm.py --no-reference` (NumPy; about half an hour)."
         )
     try:
         return np.load(path, allow_pickle=False)

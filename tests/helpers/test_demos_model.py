@@ -245,20 +245,22 @@ def test_residual_stream_claims_of_07_hold_for_the_trained_model(char_lm):
     assert r["steps"].tolist() == [0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4]
     after_block, after_attention = stream[0::2], stream[1::2]
     assert after_attention[2] < after_block[2] and after_attention[3] < after_block[3]
-    for block in (2, 3):                      # barely longer, though the updates are long
-        grew = after_block[block] - after_block[block - 1]
-        assert grew < 0.5 < 3 < r["attention"][block - 1] + r["feed_forward"][block - 1]
+    for block in (2, 3):                      # barely longer, though the updates are long:
+        grew = after_block[block] - after_block[block - 1]     # about the text's 8 -> 8.5
+        assert grew < 0.6 < 3 < r["attention"][block - 1] + r["feed_forward"][block - 1]
     assert 7 < after_block[1] < 10 and after_block[4] > after_block[3] + 3
+    updates = np.concatenate([r["attention"], r["feed_forward"]])   # "from about 1.5 to 8"
+    assert 1.4 < updates.min() < 2 and 8 < updates.max() < 9
 
 
 def test_next_character_claims_of_08_hold_for_the_trained_model(char_lm):
     """08 explains why the model predicts "s" after "that is the ": a spread of first
-    letters with "s" on top below 10 %, "q" about half a per cent, then "u" after "q"."""
+    letters with "s" on top at about 12 %, "q" about half a per cent, then "u" after "q"."""
     params, n_heads, encode, decode = char_lm
     prompt = "To be, or not to be, that is the "
     probs = _softmax_rows(helpers.language_model_forward(encode(prompt), params, n_heads)[-1])
     top = np.argsort(probs)[::-1]
-    assert decode([top[0]]) == "s" and probs[top[0]] < 0.10
+    assert decode([top[0]]) == "s" and 0.10 < probs[top[0]] < 0.14
     assert sorted(decode(top[:5])) == sorted("swmpc")
     assert 0.002 < probs[encode("q")[0]] < 0.01
     after_q = _softmax_rows(helpers.language_model_forward(encode(prompt + "q"), params,
