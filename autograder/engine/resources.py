@@ -35,8 +35,9 @@ def from_plain_data(data: bytes, max_bytes: int):
 
 
 class _Resources:
-    """Per-process copies of ``helpers`` (full, and one per exercise with what that
-    exercise must not find stubbed) and data."""
+    """Per-process copies of ``helpers`` (the notebook run's, with no case builder, hidden
+    case or known mistake; one per exercise with what that exercise must not find
+    stubbed) and data."""
 
     def __init__(self, worker: executor.Worker):
         self.worker = worker
@@ -49,10 +50,11 @@ class _Resources:
 
     def helpers(self, strip: str | None) -> str:
         if strip not in self._helpers:
-            dest = self.base / ("helpers-full" if strip is None else f"helpers-no-{strip}")
+            dest = self.base / ("helpers-notebook" if strip is None else f"helpers-no-{strip}")
             dest.mkdir(exist_ok=True)
             os.chmod(dest, 0o755)
-            self._helpers[strip] = str(helpers_copy.prepare_helpers(dest, strip=strip))
+            self._helpers[strip] = str(helpers_copy.prepare_helpers(
+                dest, strip=strip, notebook_run=strip is None))
         return self._helpers[strip]
 
     def arrays(self, strip: str, store: dict) -> None:

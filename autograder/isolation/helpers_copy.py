@@ -1,6 +1,18 @@
 """The copies of ``helpers`` a learner's code may import while it is graded.
 
-The notebook run imports the full package. The run that judges an exercise imports a
+The notebook run imports a copy (:func:`hide_cases`) in which every function of
+``helpers/exercises/`` that builds cases, draws inputs or is a known mistake is a stub
+that raises (the same AST rewrite as below): no hidden case (written or drawn), no known
+mistake, no case builder is in its process. What judges an output stays (the package's
+``__init__.py``, ``_compare.py``, ``_scenarios.py``, the ``scenario_*`` functions, and
+what each ``EXERCISE`` declaration needs but ``diagnose=``), and each exercise gets its
+visible cases back as stored plain data (``helpers/exercises/_stored``, as a student
+bundle has them), so the real ``check`` of the notebook's test cells runs the visible
+cases as the course does: it is the witness for tampering flags, and decides no points.
+The course's references stay there: the notebooks' demos, plots and worked examples
+call them, and nothing of that run is a verdict.
+
+The run that judges an exercise imports a
 copy in which that exercise's reference and the functions it refuses are stubs that
 raise (an AST rewrite: their code is not in the process at all), every function of
 ``helpers/exercises/`` is such a stub too (hidden cases, known mistakes, which are close
@@ -141,6 +153,102 @@ def hide_exercise(pkg: Path, name: str) -> dict[str, list[str]]:
     return hidden
 
 
+#: Files of ``helpers/exercises/`` the notebook run keeps whole: the package (declarations,
+#: contracts, drawing), how outputs are compared, and the scenarios' scripts.
+NOTEBOOK_RUN_KEEPS = ("__init__.py", "_compare.py", "_scenarios.py")
+#: The folder of the notebook-run copy's stored visible cases (``helpers/exercises/_stored``).
+STORED = "_stored"
+
+
+def _decorated_by_exercise(node: ast.AST) -> bool:
+    return any("EXERCISE" in ast.unparse(d) for d in getattr(node, "decorator_list", []))
+
+
+@lru_cache(maxsize=None)
+def _judging_functions(text: str) -> frozenset[str]:
+    """The top-level functions of an exercise module that judge an output: what its
+    ``EXERCISE`` declaration (but for ``diagnose=``, which names known mistakes) and its
+    ``scenario_*`` functions reach, and what the module's other top-level statements run
+    on import. Functions decorated by ``EXERCISE`` (the case builder, known mistakes) are
+    never among them."""
+    tree = ast.parse(text)
+    defs = {n.name: n for n in tree.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and not _decorated_by_exercise(n)}
+    roots: list[ast.AST] = [n for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign,
+                                                                  ast.Expr))]
+    roots += [n for name, n in defs.items() if name.startswith("scenario_")]
+    for node in roots:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            node.value.keywords = [k for k in node.value.keywords if k.arg != "diagnose"]
+    keep: set[str] = {n for n in defs if n.startswith("scenario_")}
+    todo = list(roots)
+    while todo:
+        node = todo.pop()
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        for name in used & set(defs) - keep:
+            keep.add(name)
+            todo.append(defs[name])
+    return frozenset(keep)
+
+
+_STORED_REGISTRATION = """
+from helpers.exercises import _stored as _stored_visible_cases
+EXERCISE.cases(lambda: _stored_visible_cases.load({name!r}))
+EXERCISE.custom_diagnose = None
+"""
+
+
+@lru_cache(maxsize=None)
+def _stored_cases(name: str) -> bytes:
+    """Exercise ``name``'s visible cases with their expected outputs, as plain data (what
+    a student bundle stores for them: autograder/release/bundle.py)."""
+    from autograder.release import bundle
+    from autograder.isolation import wire
+
+    return wire.encode(bundle._stored_cases(name))
+
+
+def hide_cases(pkg: Path, store: "_Store") -> dict[str, list[str]]:
+    """In the copy ``pkg`` of ``helpers`` (the notebook run's): stub every function of
+    ``helpers/exercises/`` that builds cases, draws inputs or is a known mistake (every
+    one but those of :data:`NOTEBOOK_RUN_KEEPS`, the ``scenario_*`` ones and what an
+    exercise's declaration needs to judge an output), and give each exercise its visible
+    cases back as stored plain data, as a student bundle has them. The references stay:
+    the notebook's demos call them, and nothing of this run decides a point. Returns
+    ``{module file: stubbed names}``."""
+    from helpers import exercises
+
+    hidden: dict[str, list[str]] = {}
+    ex_dir = pkg / "exercises"
+    for py in sorted(ex_dir.glob("*.py")):
+        if py.name in NOTEBOOK_RUN_KEEPS:
+            continue
+        text = py.read_text(encoding="utf-8")
+        module = f"helpers.exercises.{py.stem}"
+        is_exercise = py.stem in exercises.names()
+        keep = _judging_functions(text) if is_exercise else frozenset(
+            n for n in _functions(text) if n.startswith("scenario_"))
+        names = set(_functions(text)) - keep
+        out, stubbed = _stubbed(text, frozenset(names), module)
+        if is_exercise:
+            out += _STORED_REGISTRATION.format(name=py.stem)
+        if stubbed or is_exercise:
+            _unlink_write(py, out.encode("utf-8"))
+        if stubbed:
+            hidden[str(py.relative_to(pkg))] = list(stubbed)
+    from autograder.release import bundle
+    from autograder.isolation import wire
+
+    stored = ex_dir / STORED
+    stored.mkdir()
+    store.put(stored / "__init__.py", bundle._STORED_INIT.encode("utf-8"))
+    store.put(pkg / "_wire.py", Path(wire.__file__).read_bytes())
+    for name in exercises.names():
+        store.put(stored / f"{name}.npz", _stored_cases(name))
+    return hidden
+
+
 @lru_cache(maxsize=None)
 def _bytecode(text: str) -> bytes:
     """The ``.pyc`` of a module's source, checked by the source's hash (PEP 552), so that
@@ -202,12 +310,18 @@ def _compile_tree(pkg: Path, store: _Store) -> None:
         store.put(target, pyc)
 
 
-def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = None) -> Path:
+def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = None,
+                    notebook_run: bool = False) -> Path:
     """Copy ``helpers/`` to ``dest/helpers`` (compiled); return ``dest`` (for sys.path).
 
     With ``strip`` (an exercise's name), the copy is the one that exercise is graded
-    with (:func:`hide_exercise`), and its checks module is a no-op stand-in.
+    with (:func:`hide_exercise`), and its checks module is a no-op stand-in. With
+    ``notebook_run``, the copy is the notebook run's (:func:`hide_cases`): no case
+    builder, hidden case or known mistake, the visible cases stored, the real checks.
+    Without either, the full package (the sandbox's own tests and benchmark).
     """
+    if strip is not None and notebook_run:
+        raise ValueError("a copy is either an exercise's or the notebook run's")
     source = HELPERS_DIR if source is None else source
     pkg = dest / "helpers"
     if pkg.exists():
@@ -224,5 +338,7 @@ def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = 
         if ref.__name__ not in hidden.get(where, ()):
             raise ValueError(f"{where} defines no function {ref.__name__} to hide")
         _unlink_write(pkg / "checks.py", _CHECKS_STAND_IN.encode("utf-8"))
+    elif notebook_run:
+        hide_cases(pkg, store)
     _compile_tree(pkg, store)
     return dest

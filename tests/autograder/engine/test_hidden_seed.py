@@ -334,14 +334,12 @@ def softmax(z, axis=-1):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23, 'No secret in any child': the notebook "
-                   "run imports the full helpers (hidden cases, known mistakes, references);"
-                   " it should get the student bundle's helpers (docs/threat_model.md)")
 def test_the_notebook_run_finds_no_hidden_case(tmp_path):
-    """An answer right only where the hidden cases and known mistakes can be imported:
-    the notebook run (the full helpers) passes its visible check, the isolated run (whose
-    exercise modules are stubs) fails it, and the cell is flagged. Once the notebook run
-    gets helpers without them, both fail alike and nothing is flagged."""
+    """An answer right only where the hidden cases and known mistakes can be imported.
+    The notebook run's copy of helpers has neither (autograder/isolation/helpers_copy.py,
+    ``hide_cases``), like the isolated run's: both fail it alike, and nothing is flagged.
+    With them in the notebook run, it would pass its visible check there, fail the
+    isolated run, and be flagged "tampering suspected"."""
     subs, out, tmp = tmp_path / "subs", tmp_path / "out", tmp_path / "tmp"
     tmp.mkdir()
     _hand_in(subs, "eve", PROBES_THE_NOTEBOOK_RUN)
