@@ -74,3 +74,5 @@ from autograder.engine.resources import (PLAIN_DATA_CODEC, _resources,  # noqa: 
                                          plain_data)
 # What the grading command needs of the boundary, through this package only.
 from autograder.isolation.confine import UnsafeToGrade  # noqa: F401
+# The visible cases as stored plain data (a student bundle's and the notebook run's).
+from autograder.isolation.helpers_copy import STORED_INIT, visible_case_fields  # noqa: F401

@@ -199,14 +199,74 @@ EXERCISE.custom_diagnose = None
 """
 
 
+#: helpers/exercises/_stored/__init__.py of a student bundle and of the notebook run's copy:
+#: the visible cases kept as plain data (and the sampling cases' stored logits).
+STORED_INIT = '''"""The visible cases of the bundle's exercises, with their expected outputs, as plain
+data (written by ``python -m autograder release --bundle`` and by the grader for its
+notebook run)."""
+
+from pathlib import Path
+
+from helpers import _wire
+
+_HERE = Path(__file__).parent
+
+
+def load(name):
+    """The case fields of exercise ``name`` (see ``helpers.exercises.case``), or []."""
+    path = _HERE / f"{name}.npz"
+    if not path.exists():
+        return []
+    return list(_wire.decode(path.read_bytes(), max_bytes=256 * 1024 * 1024))
+
+
+def next_token_logits(name, fingerprint, fallback):
+    """A stand-in for the course model's forward pass while exercise ``name`` is judged:
+    the stored last row of logits for a (model, heads, context) the visible sampling
+    cases can reach, else ``fallback``."""
+    table = {}
+
+    def forward(token_ids, params, n_heads):
+        if not table:
+            path = _HERE / f"{name}_logits.npz"
+            if path.exists():
+                data = _wire.decode(path.read_bytes(), max_bytes=256 * 1024 * 1024)
+                table.update(zip(data["keys"], data["logits"]))
+            table.setdefault(None, None)
+        import numpy as np
+
+        ids = np.asarray(token_ids).astype(np.int64).reshape(-1).tolist()
+        row = table.get(f"{fingerprint(params)}:{n_heads}:{ids}")
+        return fallback(token_ids, params, n_heads) if row is None else row[None, :]
+
+    return forward
+'''
+
+
+def visible_case_fields(name: str) -> list[dict]:
+    """The visible cases of ``name`` as :func:`helpers.exercises.case` fields, each with
+    its expected output computed by the reference (in the trusted process): what a
+    student bundle and the notebook run's copy store of them."""
+    from helpers import exercises
+
+    out = []
+    for c in exercises.get(name).all_cases():
+        if c.hidden:
+            continue
+        out.append({"name": c.name, "description": c.description, "args": c.args,
+                    "kwargs": c.kwargs, "group": c.group, "hidden": False,
+                    "scenario": c.scenario,
+                    "answer": None if c.is_sampling else c.expected()})
+    return out
+
+
 @lru_cache(maxsize=None)
 def _stored_cases(name: str) -> bytes:
     """Exercise ``name``'s visible cases with their expected outputs, as plain data (what
-    a student bundle stores for them: autograder/release/bundle.py)."""
-    from autograder.release import bundle
+    a student bundle stores for them, :func:`visible_case_fields`)."""
     from autograder.isolation import wire
 
-    return wire.encode(bundle._stored_cases(name))
+    return wire.encode(visible_case_fields(name))
 
 
 def hide_cases(pkg: Path, store: "_Store") -> dict[str, list[str]]:
@@ -237,12 +297,11 @@ def hide_cases(pkg: Path, store: "_Store") -> dict[str, list[str]]:
             _unlink_write(py, out.encode("utf-8"))
         if stubbed:
             hidden[str(py.relative_to(pkg))] = list(stubbed)
-    from autograder.release import bundle
     from autograder.isolation import wire
 
     stored = ex_dir / STORED
     stored.mkdir()
-    store.put(stored / "__init__.py", bundle._STORED_INIT.encode("utf-8"))
+    store.put(stored / "__init__.py", STORED_INIT.encode("utf-8"))
     store.put(pkg / "_wire.py", Path(wire.__file__).read_bytes())
     for name in exercises.names():
         store.put(stored / f"{name}.npz", _stored_cases(name))

@@ -123,61 +123,6 @@ def strip_exercise_module(source: str) -> str:
     return ast.unparse(module) + "\n"
 
 
-_STORED_INIT = '''"""The visible cases of the bundle's exercises, with their expected outputs, as plain
-data (written by ``python -m autograder release --bundle``)."""
-
-from pathlib import Path
-
-from helpers import _wire
-
-_HERE = Path(__file__).parent
-
-
-def load(name):
-    """The case fields of exercise ``name`` (see ``helpers.exercises.case``), or []."""
-    path = _HERE / f"{name}.npz"
-    if not path.exists():
-        return []
-    return list(_wire.decode(path.read_bytes(), max_bytes=256 * 1024 * 1024))
-
-
-def next_token_logits(name, fingerprint, fallback):
-    """A stand-in for the course model's forward pass while exercise ``name`` is judged:
-    the stored last row of logits for a (model, heads, context) the visible sampling
-    cases can reach, else ``fallback``."""
-    table = {}
-
-    def forward(token_ids, params, n_heads):
-        if not table:
-            path = _HERE / f"{name}_logits.npz"
-            if path.exists():
-                data = _wire.decode(path.read_bytes(), max_bytes=256 * 1024 * 1024)
-                table.update(zip(data["keys"], data["logits"]))
-            table.setdefault(None, None)
-        import numpy as np
-
-        ids = np.asarray(token_ids).astype(np.int64).reshape(-1).tolist()
-        row = table.get(f"{fingerprint(params)}:{n_heads}:{ids}")
-        return fallback(token_ids, params, n_heads) if row is None else row[None, :]
-
-    return forward
-'''
-
-
-def _stored_cases(name: str) -> list[dict]:
-    """The visible cases of ``name`` as :func:`helpers.exercises.case` fields, each with
-    its expected output computed by the reference (here, in the instructor's copy)."""
-    from helpers import exercises
-
-    out = []
-    for c in exercises.get(name).all_cases():
-        if c.hidden:
-            continue
-        out.append({"name": c.name, "description": c.description, "args": c.args,
-                    "kwargs": c.kwargs, "group": c.group, "hidden": False,
-                    "scenario": c.scenario,
-                    "answer": None if c.is_sampling else c.expected()})
-    return out
 
 
 def _sampling_logits(name: str) -> dict | None:
@@ -395,9 +340,9 @@ def _write_exercises(pkg: Path, stored_for: list[str]) -> None:
         py.write_text(text, encoding="utf-8")
     stored = ex_dir / "_stored"
     stored.mkdir()
-    (stored / "__init__.py").write_text(_STORED_INIT, encoding="utf-8")
+    (stored / "__init__.py").write_text(engine.STORED_INIT, encoding="utf-8")
     for name in stored_for:
-        (stored / f"{name}.npz").write_bytes(engine.plain_data(_stored_cases(name)))
+        (stored / f"{name}.npz").write_bytes(engine.plain_data(engine.visible_case_fields(name)))
         logits = _sampling_logits(name) if name in SAMPLING_LOGITS else None
         if logits:
             (stored / f"{name}_logits.npz").write_bytes(engine.plain_data(logits))
