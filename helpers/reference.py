@@ -134,6 +134,43 @@ def _check_matmul(a_name: str, a: np.ndarray, w_name: str, w: np.ndarray) -> Non
         )
 
 
+def _inputs(exercise: str, neg_inf: tuple[str, ...] = (), **values):
+    """The array arguments ``values`` of ``exercise``, checked at the edge against the
+    exercise's contract (``helpers/exercises/<exercise>.py``, read on first use):
+    float arrays as float64 (finite; ``-inf`` too for the names in ``neg_inf``), int
+    arrays as token ids below their stated bound, each of the rank its shape states
+    (``...``: any number of leading axes, at least the named ones) and every named
+    dimension the same size wherever it appears. Returns them in the order given (one
+    value alone when one is given); a ValueError names the problem and the shapes."""
+    from helpers import exercises
+
+    args = exercises.get(exercise).contract.args
+    dims: dict[str, tuple[int, str, tuple]] = {}         # dimension -> (size, arg, shape)
+    out = dict(values)
+    floats = [n for n in values if "int" not in args[n].dtypes]
+    for name in floats + [n for n in values if n not in floats]:   # ids after their bound
+        arg = args[name]
+        fixed = [t for t in arg.tokens if t != "..."]
+        if name in floats:
+            ranks = ({"min_ndim": len(fixed)} if "..." in arg.tokens else
+                     {"ndim": len(fixed)})
+            a = _array(values[name], name, allow_neg_inf=name in neg_inf, **ranks)
+        else:
+            vocab = eval(str(arg.high), {}, {d: s for d, (s, _, _) in dims.items()}) + 1
+            a = _token_ids(values[name], vocab, name)                         # noqa: S307
+        for token, size in zip(fixed, a.shape[a.ndim - len(fixed):]):
+            if token.isdigit() and int(token) != size:
+                raise ValueError(f"{name} has shape {a.shape}; it must be {arg.shape}")
+            seen, where, shape = dims.setdefault(token, (size, name, a.shape))
+            if seen != size:
+                raise ValueError(
+                    f"{name} has shape {a.shape} but {where} has shape {shape}: "
+                    f"{token} = {size} in {name}, {seen} in {where} ({name}: {arg.shape}, "
+                    f"{where}: {args[where].shape})")
+        out[name] = a
+    return tuple(out.values()) if len(out) > 1 else next(iter(out.values()))
+
+
 # ---------------------------------------------------------------------------------------
 # 1. Dot products and similarity
 # ---------------------------------------------------------------------------------------
@@ -144,10 +181,7 @@ def dot(a, b) -> float:
 
     a, b: ``[n]``. Returns a Python float.
     """
-    a = _array(a, "a", ndim=1)
-    b = _array(b, "b", ndim=1)
-    if a.shape != b.shape:
-        raise ValueError(f"a has length {a.shape[0]} but b has length {b.shape[0]}")
+    a, b = _inputs("dot", a=a, b=b)
     with _in_float64_range("a . b"):
         return float(a @ b)
 
@@ -159,10 +193,7 @@ def cosine_similarity(a, b) -> float:
     Each vector is first divided by its largest absolute entry (the cosine does not
     change), so that squaring cannot overflow or underflow.
     """
-    a = _array(a, "a", ndim=1)
-    b = _array(b, "b", ndim=1)
-    if a.shape != b.shape:
-        raise ValueError(f"a has length {a.shape[0]} but b has length {b.shape[0]}")
+    a, b = _inputs("cosine_similarity", a=a, b=b)
     for name, v in (("a", a), ("b", b)):
         if not v.any():
             raise ValueError(f"cosine similarity is undefined: {name} is the zero vector")
@@ -177,7 +208,7 @@ def pairwise_scores(X) -> np.ndarray:
 
     X: ``[N, d]``. Returns ``[N, N]``.
     """
-    X = _array(X, "X", ndim=2)
+    X = _inputs("pairwise_scores", X=X)
     with _in_float64_range("X X^T"):
         return X @ X.T                                           # [N, d] @ [d, N] -> [N, N]
 
@@ -222,7 +253,7 @@ def simple_self_attention(X) -> np.ndarray:
     X: ``[N, d]``. Returns ``[N, d]``: row ``i`` is the average of all rows of ``X``,
     weighted by how similar they are to ``x_i``. No mask: every token sees every token.
     """
-    X = _array(X, "X", ndim=2)
+    X = _inputs("simple_self_attention", X=X)
     d = X.shape[-1]
     with _in_float64_range("X X^T"):
         scores = X @ X.T / np.sqrt(d)                            # [N, N]

@@ -100,7 +100,8 @@ def test_non_finite_input_is_named(call, message):
 # Wrong ranks and shapes --------------------------------------------------------------------------
 @pytest.mark.parametrize("call, message", [
     (lambda: helpers.dot([[1, 2]], [1, 2]), "a must be 1-D, but has shape (1, 2)"),
-    (lambda: helpers.dot([1, 2, 3], [1, 2]), "a has length 3 but b has length 2"),
+    (lambda: helpers.dot([1, 2, 3], [1, 2]),
+     "b has shape (2,) but a has shape (3,): n = 2 in b, 3 in a"),
     (lambda: helpers.cosine_similarity([0, 0], [1, 2]), "a is the zero vector"),
     (lambda: helpers.pairwise_scores([1, 2, 3]), "X must be 2-D, but has shape (3,)"),
     (lambda: helpers.simple_self_attention(np.ones((2, 2, 2))),
