@@ -226,9 +226,7 @@ def softmax(z, axis: int = -1) -> np.ndarray:
     largest exponent is ``exp(0) = 1``. Entries of ``-inf`` get probability exactly 0
     (that is how masked scores arrive); a slice that is all ``-inf`` is an error.
     """
-    z = _array(z, "z", allow_neg_inf=True)
-    if z.ndim == 0:
-        raise ValueError("softmax needs at least one axis; got a scalar")
+    z = _inputs("softmax", neg_inf=("z",), z=z)
     if not -z.ndim <= axis < z.ndim:
         raise ValueError(f"axis {axis} is out of range for z of shape {z.shape}")
     if z.shape[axis] == 0:
@@ -297,15 +295,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None) -> tuple[np.ndarray, np.nda
     Returns ``(output [..., N_q, d_v], weights [..., N_q, N_k])``; each row of
     ``weights`` sums to 1.
     """
-    Q = _array(Q, "Q", min_ndim=2)
-    K = _array(K, "K", min_ndim=2)
-    V = _array(V, "V", min_ndim=2)
-    if K.shape[-1] != Q.shape[-1]:
-        raise ValueError(f"K has d_k={K.shape[-1]} but Q has d_k={Q.shape[-1]}")
-    if V.shape[-2] != K.shape[-2]:
-        raise ValueError(
-            f"V has {V.shape[-2]} rows (keys' values) but K has N_k={K.shape[-2]} keys"
-        )
+    Q, K, V = _inputs("scaled_dot_product_attention", Q=Q, K=K, V=V)
     d_k = Q.shape[-1]
     with _in_float64_range("Q K^T"):
         scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)       # [..., N_q, N_k]
@@ -356,14 +346,8 @@ def cross_attention(X_dec, H_enc, W_Q, W_K, W_V) -> np.ndarray:
     X_dec: ``[N_dec, d]``, H_enc: ``[N_enc, d_enc]``, W_Q: ``[d, d_k]``,
     W_K: ``[d_enc, d_k]``, W_V: ``[d_enc, d_v]``. Returns ``[N_dec, d_v]``.
     """
-    X_dec = _array(X_dec, "X_dec", ndim=2)
-    H_enc = _array(H_enc, "H_enc", ndim=2)
-    W_Q = _array(W_Q, "W_Q", ndim=2)
-    W_K = _array(W_K, "W_K", ndim=2)
-    W_V = _array(W_V, "W_V", ndim=2)
-    _check_matmul("X_dec", X_dec, "W_Q", W_Q)
-    _check_matmul("H_enc", H_enc, "W_K", W_K)
-    _check_matmul("H_enc", H_enc, "W_V", W_V)
+    X_dec, H_enc, W_Q, W_K, W_V = _inputs("cross_attention", X_dec=X_dec, H_enc=H_enc,
+                                          W_Q=W_Q, W_K=W_K, W_V=W_V)
     with _in_float64_range("the projections X_dec W_Q, H_enc W_K, H_enc W_V"):
         Q = X_dec @ W_Q                                          # [N_dec, d_k]
         K = H_enc @ W_K                                          # [N_enc, d_k]
@@ -455,13 +439,7 @@ def layer_norm(x, gamma, beta, eps: float = 1e-5) -> np.ndarray:
     scales). That changes nothing mathematically but keeps every square finite and
     nonzero, for rows near 1e300 as well as rows near 1e-300.
     """
-    x = _array(x, "x", min_ndim=1)
-    gamma = _array(gamma, "gamma", ndim=1)
-    beta = _array(beta, "beta", ndim=1)
-    d = x.shape[-1]
-    for name, p in (("gamma", gamma), ("beta", beta)):
-        if p.shape != (d,):
-            raise ValueError(f"{name} has shape {p.shape} but x has d={d} features")
+    x, gamma, beta = _inputs("layer_norm", x=x, gamma=gamma, beta=beta)
     eps = _nonnegative(eps, "eps")
     _, e = np.frexp(np.abs(x).max(axis=-1, keepdims=True))       # [..., 1], |x| < 2**e
     xs = np.ldexp(x, -e)                                         # [..., d], |xs| < 1, exact
@@ -570,11 +548,7 @@ def embed(token_ids, E, P) -> np.ndarray:
     token_ids: ``[N]`` ints in ``[0, V)``; E: ``[V, d]``; P: ``[n_ctx, d]`` with
     ``N <= n_ctx``. Returns ``[N, d]``: row ``i`` is ``E[ids[i]] + P[i]``.
     """
-    E = _array(E, "E", ndim=2)
-    P = _array(P, "P", ndim=2)
-    if P.shape[1] != E.shape[1]:
-        raise ValueError(f"P has d={P.shape[1]} columns but E has d={E.shape[1]}")
-    ids = _token_ids(token_ids, E.shape[0])                      # [N]
+    ids, E, P = _inputs("embed", token_ids=token_ids, E=E, P=P)  # ids: [N] in [0, V)
     if len(ids) > P.shape[0]:
         raise ValueError(
             f"a sequence of {len(ids)} tokens is longer than the context n_ctx={P.shape[0]}"
@@ -590,10 +564,7 @@ def lm_head(h, E) -> np.ndarray:
     ``logits[i, v]`` is the dot product of position ``i``'s vector with token ``v``'s
     embedding.
     """
-    h = _array(h, "h", min_ndim=1)
-    E = _array(E, "E", ndim=2)
-    if h.shape[-1] != E.shape[1]:
-        raise ValueError(f"h has d={h.shape[-1]} but E has d={E.shape[1]}")
+    h, E = _inputs("lm_head", h=h, E=E)
     with _in_float64_range("h E^T"):
         return h @ E.T                                           # [N, d] @ [d, V] -> [N, V]
 
@@ -638,11 +609,8 @@ def cross_entropy(logits, targets) -> float:
     logits: ``[N, V]``; targets: ``[N]`` ints in ``[0, V)``. Returns a float (nats).
     ``exp(cross_entropy)`` is the perplexity.
     """
-    logits = _array(logits, "logits", ndim=2)
-    N, V = logits.shape
-    targets = _token_ids(targets, V, name="targets")             # [N]
-    if targets.shape != (N,):
-        raise ValueError(f"targets has {targets.shape[0]} entries but logits has {N} rows")
+    logits, targets = _inputs("cross_entropy", logits=logits, targets=targets)
+    N = len(logits)
     if N == 0:
         raise ValueError("cross-entropy of zero predictions is undefined")
     m = logits.max(axis=-1, keepdims=True)                       # [N, 1]

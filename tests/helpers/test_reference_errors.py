@@ -40,7 +40,7 @@ def raises(message: str):
 
 # The messages the issue asks for, word for word ----------------------------------------------
 def test_key_width_mismatch():
-    with raises("K has d_k=3 but Q has d_k=4"):
+    with raises("K has shape (4, 3) but Q has shape (4, 4): d_k = 3 in K, 4 in Q"):
         helpers.scaled_dot_product_attention(np.ones((4, 4)), np.ones((4, 3)), np.ones((4, 2)))
 
 
@@ -106,7 +106,7 @@ def test_non_finite_input_is_named(call, message):
     (lambda: helpers.pairwise_scores([1, 2, 3]), "X must be 2-D, but has shape (3,)"),
     (lambda: helpers.simple_self_attention(np.ones((2, 2, 2))),
      "X must be 2-D, but has shape (2, 2, 2)"),
-    (lambda: helpers.softmax(3.0), "softmax needs at least one axis"),
+    (lambda: helpers.softmax(3.0), "z must be at least 1-D, but has shape ()"),
     (lambda: helpers.softmax([[1, 2]], axis=2), "axis 2 is out of range for z of shape (1, 2)"),
     (lambda: helpers.project_qkv(np.ones((3, 4)), np.ones((5, 2)), np.ones((4, 2)),
                                  np.ones((4, 2))),
@@ -121,7 +121,7 @@ def test_non_finite_input_is_named(call, message):
      "Q must be at least 2-D, but has shape (2,)"),
     (lambda: helpers.scaled_dot_product_attention(np.ones((2, 3)), np.ones((4, 3)),
                                                   np.ones((3, 5))),
-     "V has 3 rows (keys' values) but K has N_k=4 keys"),
+     "V has shape (3, 5) but K has shape (4, 3): N_k = 3 in V, 4 in K"),
     (lambda: helpers.scaled_dot_product_attention(np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3)),
                                                   [[True, False], [False, False]]),
      "mask lets query (1,) attend to no key at all"),
@@ -132,7 +132,7 @@ def test_non_finite_input_is_named(call, message):
     (lambda: helpers.causal_mask(2.5), "n must be a positive int, got 2.5"),
     (lambda: helpers.cross_attention(np.ones((2, 4)), np.ones((3, 5)), np.ones((4, 2)),
                                      np.ones((4, 2)), np.ones((5, 3))),
-     "cannot multiply H_enc of shape (3, 5) by W_K of shape (4, 2)"),
+     "W_K has shape (4, 2) but H_enc has shape (3, 5): d_enc = 4 in W_K, 5 in H_enc"),
     (lambda: helpers.split_heads(X48, 0), "n_heads must be a positive int, got 0"),
     (lambda: helpers.split_heads(X48, True), "n_heads must be a positive int, got True"),
     (lambda: helpers.split_heads(np.ones(8), 2), "X must be at least 2-D, but has shape (8,)"),
@@ -140,7 +140,7 @@ def test_non_finite_input_is_named(call, message):
     (lambda: helpers.multi_head_attention(X48, *W88[:3], np.ones((8, 4)), 2),
      "W_O must be [d_model, d_model] = (8, 8), but has shape (8, 4)"),
     (lambda: helpers.layer_norm(np.ones((2, 4)), np.ones(3), np.zeros(4)),
-     "gamma has shape (3,) but x has d=4 features"),
+     "gamma has shape (3,) but x has shape (2, 4): d = 3 in gamma, 4 in x"),
     (lambda: helpers.layer_norm(np.ones((2, 4)), np.ones(4), np.zeros(4), eps=-1.0),
      "eps must be a finite number >= 0, got -1.0"),
     (lambda: helpers.layer_norm(np.ones((2, 4)), np.ones(4), np.zeros(4), eps="small"),
@@ -153,14 +153,15 @@ def test_non_finite_input_is_named(call, message):
     (lambda: helpers.feed_forward(np.ones((2, 4)), np.ones((4, 6)), np.ones(6), np.ones((5, 4)),
                                   np.ones(4)),
      "W2 has 5 rows but W1 has d_ff=6 columns"),
-    (lambda: helpers.lm_head(np.ones((2, 4)), np.ones((11, 8))), "h has d=4 but E has d=8"),
+    (lambda: helpers.lm_head(np.ones((2, 4)), np.ones((11, 8))),
+     "E has shape (11, 8) but h has shape (2, 4): d = 8 in E, 4 in h"),
     (lambda: helpers.embed([0], np.ones((11, 8)), np.ones((8, 4))),
-     "P has d=4 columns but E has d=8"),
+     "P has shape (8, 4) but E has shape (11, 8): d = 4 in P, 8 in E"),
     (lambda: helpers.embed([[0, 1]], LM["E"], LM["P"]),
      "token_ids must be a 1-D sequence of ints, but has shape (1, 2)"),
     (lambda: helpers.embed([0, 1.5], LM["E"], LM["P"]), "token_ids must hold whole numbers"),
     (lambda: helpers.cross_entropy([[0.0, 1.0], [1.0, 0.0], [0.0, 0.0]], [0, 1]),
-     "targets has 2 entries but logits has 3 rows"),
+     "targets has shape (2,) but logits has shape (3, 2): N = 2 in targets, 3 in logits"),
     (lambda: helpers.cross_entropy([[0.0, 1.0]], [2]),
      "token id 2 is out of range for a vocabulary of 2"),
     (lambda: helpers.cross_entropy([0.0, 1.0], [1]), "logits must be 2-D, but has shape (2,)"),
