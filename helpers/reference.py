@@ -134,17 +134,23 @@ def _check_matmul(a_name: str, a: np.ndarray, w_name: str, w: np.ndarray) -> Non
         )
 
 
-def _inputs(exercise: str, neg_inf: tuple[str, ...] = (), **values):
+def _inputs(exercise: str, neg_inf: tuple[str, ...] = (), shapes: dict | None = None,
+            **values):
     """The array arguments ``values`` of ``exercise``, checked at the edge against the
     exercise's contract (``helpers/exercises/<exercise>.py``, read on first use):
     float arrays as float64 (finite; ``-inf`` too for the names in ``neg_inf``), int
     arrays as token ids below their stated bound, each of the rank its shape states
     (``...``: any number of leading axes, at least the named ones) and every named
-    dimension the same size wherever it appears. Returns them in the order given (one
-    value alone when one is given); a ValueError names the problem and the shapes."""
+    dimension the same size wherever it appears. ``shapes``: where the reference serves
+    more than the exercise asks (a batch its callers pass), the shape it accepts instead
+    (``{"X": "[..., N, d]"}`` for the contract's ``[N, d]``). Returns them in the order
+    given (one value alone when one is given); a ValueError names the problem and the
+    shapes."""
     from helpers import exercises
 
     args = exercises.get(exercise).contract.args
+    args = {n: exercises.Arg((shapes or {}).get(n, a.shape), a.dtype, high=a.high)
+            for n, a in args.items() if n in values}
     dims: dict[str, tuple[int, str, tuple]] = {}         # dimension -> (size, arg, shape)
     out = dict(values)
     floats = [n for n in values if "int" not in args[n].dtypes]
@@ -271,17 +277,10 @@ def project_qkv(X, W_Q, W_K, W_V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     X: ``[N, d]``; W_Q, W_K: ``[d, d_k]``; W_V: ``[d, d_v]``.
     Returns ``(Q [N, d_k], K [N, d_k], V [N, d_v])``.
     """
-    X = _array(X, "X", min_ndim=2)
-    out = []
-    for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
-        W = _array(W, name, ndim=2)
-        _check_matmul("X", X, name, W)
-        with _in_float64_range(f"X {name}"):
-            out.append(X @ W)                                    # [N, d] @ [d, d_*]
-    Q, K, V = out
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(f"W_K has d_k={K.shape[-1]} columns but W_Q has d_k={Q.shape[-1]}")
-    return Q, K, V
+    X, W_Q, W_K, W_V = _inputs("project_qkv", shapes={"X": "[..., N, d]"},
+                               X=X, W_Q=W_Q, W_K=W_K, W_V=W_V)
+    with _in_float64_range("the projections X W_Q, X W_K, X W_V"):
+        return X @ W_Q, X @ W_K, X @ W_V                         # [N, d_k], [N, d_k], [N, d_v]
 
 
 def scaled_dot_product_attention(Q, K, V, mask=None) -> tuple[np.ndarray, np.ndarray]:
@@ -367,7 +366,7 @@ def split_heads(X, n_heads: int) -> np.ndarray:
     X: ``[..., N, d]``. Returns ``[..., n_heads, N, d_h]``; head ``c`` holds columns
     ``c*d_h : (c+1)*d_h``.
     """
-    X = _array(X, "X", min_ndim=2)
+    X = _inputs("split_heads", shapes={"X": "[..., N, d]"}, X=X)
     d = X.shape[-1]
     _check_heads(n_heads, d)
     d_h = d // n_heads
@@ -380,7 +379,7 @@ def merge_heads(H) -> np.ndarray:
 
     H: ``[..., n_heads, N, d_h]``. Returns ``[..., N, n_heads * d_h]``.
     """
-    H = _array(H, "H", min_ndim=3)
+    H = _inputs("merge_heads", shapes={"H": "[..., n_heads, N, d_h]"}, H=H)
     X = np.swapaxes(H, -2, -3)                                   # [..., N, n_heads, d_h]
     return X.reshape(*X.shape[:-2], X.shape[-2] * X.shape[-1])   # [..., N, n_heads*d_h]
 
@@ -402,18 +401,11 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads: int, causal: bool = Tru
     X: ``[..., N, d_model]``; W_Q, W_K, W_V, W_O: ``[d_model, d_model]``.
     Returns ``[..., N, d_model]``.
     """
-    X = _array(X, "X", min_ndim=2)
-    d_model = X.shape[-1]
-    _check_heads(n_heads, d_model)
+    X, W_Q, W_K, W_V, W_O = _inputs("multi_head_attention", shapes={"X": "[..., N, d]"},
+                                    X=X, W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O)
+    _check_heads(n_heads, X.shape[-1])
     if X.shape[-2] == 0:
         raise ValueError(f"X has shape {X.shape}: attention needs at least one token (N >= 1)")
-    for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V), ("W_O", W_O)):
-        if np.shape(W) != (d_model, d_model):
-            raise ValueError(
-                f"{name} must be [d_model, d_model] = {(d_model, d_model)}, "
-                f"but has shape {np.shape(W)}"
-            )
-    W_O = _array(W_O, "W_O")
     Q, K, V = project_qkv(X, W_Q, W_K, W_V)                      # each [..., N, d_model]
     Qh = split_heads(Q, n_heads)                                 # [..., h, N, d_h]
     Kh = split_heads(K, n_heads)                                 # [..., h, N, d_h]
@@ -474,18 +466,8 @@ def feed_forward(x, W1, b1, W2, b2) -> np.ndarray:
     x: ``[N, d]``; W1: ``[d, d_ff]``; b1: ``[d_ff]``; W2: ``[d_ff, d]``; b2: ``[d]``.
     Returns ``[N, d]``.
     """
-    x = _array(x, "x", min_ndim=1)
-    W1 = _array(W1, "W1", ndim=2)
-    b1 = _array(b1, "b1", ndim=1)
-    W2 = _array(W2, "W2", ndim=2)
-    b2 = _array(b2, "b2", ndim=1)
-    _check_matmul("x", x, "W1", W1)
-    if b1.shape != (W1.shape[1],):
-        raise ValueError(f"b1 has shape {b1.shape} but W1 has d_ff={W1.shape[1]} columns")
-    if W2.shape[0] != W1.shape[1]:
-        raise ValueError(f"W2 has {W2.shape[0]} rows but W1 has d_ff={W1.shape[1]} columns")
-    if b2.shape != (W2.shape[1],):
-        raise ValueError(f"b2 has shape {b2.shape} but W2 has {W2.shape[1]} columns")
+    x, W1, b1, W2, b2 = _inputs("feed_forward", shapes={"x": "[..., d]"},
+                                x=x, W1=W1, b1=b1, W2=W2, b2=b2)
     with _in_float64_range("x W1 + b1"):
         hidden = np.maximum(0.0, x @ W1 + b1)                    # [N, d_ff], ReLU
     with _in_float64_range("ReLU(x W1 + b1) W2 + b2"):
