@@ -22,7 +22,11 @@ Conventions (the exercise contract, ``docs/contract.md``):
 * layer norm uses the population variance, ``eps`` inside the square root.
 
 Every function checks its input and raises ``ValueError`` naming the problem and the
-shapes involved. On finite input none of them returns NaN or emits a NumPy warning:
+shapes involved. Most do it at their edge, in one line: ``_inputs`` reads the exercise's
+contract (``helpers/exercises/<name>.py``: each argument's shape with named dimensions;
+their docstrings show it); what the contract does not state (an axis, ``eps``, a mask's
+meaning) is checked after it.
+On finite input none of them returns NaN or emits a NumPy warning:
 softmax and cross-entropy subtract the maximum, layer norm and cosine similarity rescale
 before squaring, masked scores become exact zeros instead of ``exp(-inf)``, and a
 product whose true value exceeds float64 (``1e200 * 1e200``) is a ValueError saying so.
@@ -124,16 +128,6 @@ def _nonnegative(value, name: str) -> float:
     return float(value)
 
 
-def _check_matmul(a_name: str, a: np.ndarray, w_name: str, w: np.ndarray) -> None:
-    if w.ndim != 2:
-        raise ValueError(f"{w_name} must be 2-D, but has shape {w.shape}")
-    if a.shape[-1] != w.shape[0]:
-        raise ValueError(
-            f"cannot multiply {a_name} of shape {a.shape} by {w_name} of shape {w.shape}: "
-            f"{a_name} has {a.shape[-1]} columns but {w_name} has {w.shape[0]} rows"
-        )
-
-
 def _inputs(exercise: str, neg_inf: tuple[str, ...] = (), shapes: dict | None = None,
             **values):
     """The array arguments ``values`` of ``exercise``, checked at the edge against the
@@ -186,6 +180,12 @@ def dot(a, b) -> float:
     """Dot product of two vectors: ``a . b = sum_i a_i b_i``.
 
     a, b: ``[n]``. Returns a Python float.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``a``: an array ``[n]`` (or nested lists)
+    - ``b``: an array ``[n]`` (or nested lists)
+    - returns a float
     """
     a, b = _inputs("dot", a=a, b=b)
     with _in_float64_range("a . b"):
@@ -198,6 +198,12 @@ def cosine_similarity(a, b) -> float:
     a, b: ``[n]``, neither all zeros. Returns a Python float.
     Each vector is first divided by its largest absolute entry (the cosine does not
     change), so that squaring cannot overflow or underflow.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``a``: an array ``[n]`` (or nested lists)
+    - ``b``: an array ``[n]`` (or nested lists)
+    - returns a float from -1.0 to 1.0
     """
     a, b = _inputs("cosine_similarity", a=a, b=b)
     for name, v in (("a", a), ("b", b)):
@@ -213,6 +219,11 @@ def pairwise_scores(X) -> np.ndarray:
     """All dot products between the rows of ``X``: ``S = X X^T``, ``S[i, j] = x_i . x_j``.
 
     X: ``[N, d]``. Returns ``[N, N]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``X``: an array ``[N, d]`` (or nested lists)
+    - returns an array ``[N, N]``
     """
     X = _inputs("pairwise_scores", X=X)
     with _in_float64_range("X X^T"):
@@ -231,6 +242,12 @@ def softmax(z, axis: int = -1) -> np.ndarray:
     ``axis``. Stable for any finite input: ``softmax(z) = softmax(z - max(z))``, so the
     largest exponent is ``exp(0) = 1``. Entries of ``-inf`` get probability exactly 0
     (that is how masked scores arrive); a slice that is all ``-inf`` is an error.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``z``: an array ``[..., n]`` (or nested lists)
+    - ``axis`` (optional): an int from -3 to 2
+    - returns an array ``[..., n]``
     """
     z = _inputs("softmax", neg_inf=("z",), z=z)
     if not -z.ndim <= axis < z.ndim:
@@ -256,6 +273,11 @@ def simple_self_attention(X) -> np.ndarray:
 
     X: ``[N, d]``. Returns ``[N, d]``: row ``i`` is the average of all rows of ``X``,
     weighted by how similar they are to ``x_i``. No mask: every token sees every token.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``X``: an array ``[N, d]`` (or nested lists)
+    - returns an array ``[N, d]``
     """
     X = _inputs("simple_self_attention", X=X)
     d = X.shape[-1]
@@ -276,6 +298,14 @@ def project_qkv(X, W_Q, W_K, W_V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     X: ``[N, d]``; W_Q, W_K: ``[d, d_k]``; W_V: ``[d, d_v]``.
     Returns ``(Q [N, d_k], K [N, d_k], V [N, d_v])``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``X``: an array ``[N, d]`` (or nested lists)
+    - ``W_Q``: an array ``[d, d_k]`` (or nested lists)
+    - ``W_K``: an array ``[d, d_k]`` (or nested lists)
+    - ``W_V``: an array ``[d, d_v]`` (or nested lists)
+    - returns a tuple of 3: an array ``[N, d_k]``; an array ``[N, d_k]``; an array ``[N, d_v]``
     """
     X, W_Q, W_K, W_V = _inputs("project_qkv", shapes={"X": "[..., N, d]"},
                                X=X, W_Q=W_Q, W_K=W_K, W_V=W_V)
@@ -293,6 +323,14 @@ def scaled_dot_product_attention(Q, K, V, mask=None) -> tuple[np.ndarray, np.nda
 
     Returns ``(output [..., N_q, d_v], weights [..., N_q, N_k])``; each row of
     ``weights`` sums to 1.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``Q``: an array ``[..., N_q, d_k]`` (or nested lists)
+    - ``K``: an array ``[..., N_k, d_k]`` (or nested lists)
+    - ``V``: an array ``[..., N_k, d_v]`` (or nested lists)
+    - ``mask`` (optional): an array ``[..., N_q, N_k]`` of bool (or nested lists)
+    - returns a tuple of 2: an array ``[..., N_q, d_v]``; an array ``[..., N_q, N_k]``
     """
     Q, K, V = _inputs("scaled_dot_product_attention", Q=Q, K=K, V=V)
     d_k = Q.shape[-1]
@@ -344,6 +382,15 @@ def cross_attention(X_dec, H_enc, W_Q, W_K, W_V) -> np.ndarray:
 
     X_dec: ``[N_dec, d]``, H_enc: ``[N_enc, d_enc]``, W_Q: ``[d, d_k]``,
     W_K: ``[d_enc, d_k]``, W_V: ``[d_enc, d_v]``. Returns ``[N_dec, d_v]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``X_dec``: an array ``[N_dec, d_dec]`` (or nested lists)
+    - ``H_enc``: an array ``[N_enc, d_enc]`` (or nested lists)
+    - ``W_Q``: an array ``[d_dec, d_k]`` (or nested lists)
+    - ``W_K``: an array ``[d_enc, d_k]`` (or nested lists)
+    - ``W_V``: an array ``[d_enc, d_v]`` (or nested lists)
+    - returns an array ``[N_dec, d_v]``
     """
     X_dec, H_enc, W_Q, W_K, W_V = _inputs("cross_attention", X_dec=X_dec, H_enc=H_enc,
                                           W_Q=W_Q, W_K=W_K, W_V=W_V)
@@ -365,6 +412,13 @@ def split_heads(X, n_heads: int) -> np.ndarray:
 
     X: ``[..., N, d]``. Returns ``[..., n_heads, N, d_h]``; head ``c`` holds columns
     ``c*d_h : (c+1)*d_h``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``X``: an array ``[N, d]`` (or nested lists)
+    - ``n_heads``: an int >= 1, the size ``n_heads`` of the shapes
+    - returns an array ``[n_heads, N, d_h]``
+    - where ``d % n_heads == 0``
     """
     X = _inputs("split_heads", shapes={"X": "[..., N, d]"}, X=X)
     d = X.shape[-1]
@@ -378,6 +432,11 @@ def merge_heads(H) -> np.ndarray:
     """Concatenate heads side by side: the inverse of :func:`split_heads`.
 
     H: ``[..., n_heads, N, d_h]``. Returns ``[..., N, n_heads * d_h]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``H``: an array ``[n_heads, N, d_h]`` (or nested lists)
+    - returns an array ``[N, d]``
     """
     H = _inputs("merge_heads", shapes={"H": "[..., n_heads, N, d_h]"}, H=H)
     X = np.swapaxes(H, -2, -3)                                   # [..., N, n_heads, d_h]
@@ -400,6 +459,18 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads: int, causal: bool = Tru
 
     X: ``[..., N, d_model]``; W_Q, W_K, W_V, W_O: ``[d_model, d_model]``.
     Returns ``[..., N, d_model]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``X``: an array ``[N, d]`` (or nested lists)
+    - ``W_Q``: an array ``[d, d]`` (or nested lists)
+    - ``W_K``: an array ``[d, d]`` (or nested lists)
+    - ``W_V``: an array ``[d, d]`` (or nested lists)
+    - ``W_O``: an array ``[d, d]`` (or nested lists)
+    - ``n_heads``: an int >= 1
+    - ``causal`` (optional): a bool
+    - returns an array ``[N, d]``
+    - where ``d % n_heads == 0``
     """
     X, W_Q, W_K, W_V, W_O = _inputs("multi_head_attention", shapes={"X": "[..., N, d]"},
                                     X=X, W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O)
@@ -430,6 +501,14 @@ def layer_norm(x, gamma, beta, eps: float = 1e-5) -> np.ndarray:
     divided by its largest deviation from the mean (and ``eps`` by the square of both
     scales). That changes nothing mathematically but keeps every square finite and
     nonzero, for rows near 1e300 as well as rows near 1e-300.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``x``: an array ``[..., d]`` (or nested lists)
+    - ``gamma``: an array ``[d]`` (or nested lists)
+    - ``beta``: an array ``[d]`` (or nested lists)
+    - ``eps`` (optional): a float from 0.0 to 1.0
+    - returns an array ``[..., d]``
     """
     x, gamma, beta = _inputs("layer_norm", x=x, gamma=gamma, beta=beta)
     eps = _nonnegative(eps, "eps")
@@ -465,6 +544,15 @@ def feed_forward(x, W1, b1, W2, b2) -> np.ndarray:
 
     x: ``[N, d]``; W1: ``[d, d_ff]``; b1: ``[d_ff]``; W2: ``[d_ff, d]``; b2: ``[d]``.
     Returns ``[N, d]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``x``: an array ``[..., N, d]`` (or nested lists)
+    - ``W1``: an array ``[d, d_ff]`` (or nested lists)
+    - ``b1``: an array ``[d_ff]`` (or nested lists)
+    - ``W2``: an array ``[d_ff, d]`` (or nested lists)
+    - ``b2``: an array ``[d]`` (or nested lists)
+    - returns an array ``[..., N, d]``
     """
     x, W1, b1, W2, b2 = _inputs("feed_forward", shapes={"x": "[..., d]"},
                                 x=x, W1=W1, b1=b1, W2=W2, b2=b2)
@@ -529,6 +617,14 @@ def embed(token_ids, E, P) -> np.ndarray:
 
     token_ids: ``[N]`` ints in ``[0, V)``; E: ``[V, d]``; P: ``[n_ctx, d]`` with
     ``N <= n_ctx``. Returns ``[N, d]``: row ``i`` is ``E[ids[i]] + P[i]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``token_ids``: an array ``[N]`` of int (or nested lists), entries from 0 to V - 1
+    - ``E``: an array ``[V, d]`` (or nested lists)
+    - ``P``: an array ``[n_ctx, d]`` (or nested lists)
+    - returns an array ``[N, d]``
+    - where ``N <= n_ctx``
     """
     ids, E, P = _inputs("embed", token_ids=token_ids, E=E, P=P)  # ids: [N] in [0, V)
     if len(ids) > P.shape[0]:
@@ -545,6 +641,12 @@ def lm_head(h, E) -> np.ndarray:
     h: ``[N, d]``; E: ``[V, d]`` (the token embedding matrix). Returns ``[N, V]``:
     ``logits[i, v]`` is the dot product of position ``i``'s vector with token ``v``'s
     embedding.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``h``: an array ``[N, d]`` (or nested lists)
+    - ``E``: an array ``[V, d]`` (or nested lists)
+    - returns an array ``[N, V]``
     """
     h, E = _inputs("lm_head", h=h, E=E)
     with _in_float64_range("h E^T"):
@@ -590,6 +692,12 @@ def cross_entropy(logits, targets) -> float:
     being added and subtracted (``1e300 + log 2 - 1e300`` would give 0, not ``log 2``).
     logits: ``[N, V]``; targets: ``[N]`` ints in ``[0, V)``. Returns a float (nats).
     ``exp(cross_entropy)`` is the perplexity.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``logits``: an array ``[N, V]`` (or nested lists)
+    - ``targets``: an array ``[N]`` of int (or nested lists), entries from 0 to V - 1
+    - returns a float
     """
     logits, targets = _inputs("cross_entropy", logits=logits, targets=targets)
     N = len(logits)

@@ -229,3 +229,18 @@ def code_blocks(markdown: str) -> list[str]:
         elif current is not None:
             current.append(line)
     return blocks
+
+
+#: The heading of a reference function's "inputs and output" section (its docstring).
+DOCSTRING_START = "Inputs and output (the exercise's contract; its arrays are checked at the edge):"
+
+
+def docstring(ex) -> str:
+    """The "inputs and output" section of the reference's docstring, rendered from the
+    exercise's contract: one line per argument, the result and the conditions, in the
+    docstring's ``literal`` style (indented as a function body's docstring is)."""
+    lines = [line for line in contract(ex).splitlines()[2:]
+             if line.startswith(("- `", "- returns", "- where"))
+             and not line.startswith("- `...`")]      # the reference takes any batch
+    return "\n".join(["    " + DOCSTRING_START, ""] +
+                     ["    " + line.replace("`", "``") for line in lines])
