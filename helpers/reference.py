@@ -38,6 +38,7 @@ GPT-2; Jay Mody's picoGPT (the style of one pure function per equation).
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import numpy as np
 
@@ -128,6 +129,24 @@ def _nonnegative(value, name: str) -> float:
     return float(value)
 
 
+@functools.lru_cache(maxsize=None)
+def _edge_spec(exercise: str, names: tuple[str, ...], shapes: tuple) -> tuple:
+    """What :func:`_inputs` checks of the arguments ``names`` of ``exercise``, read once
+    from its contract: ``(name, shape, named axes, batched, id bound)`` per argument, the
+    float arrays first (the ids' bound names their dimensions)."""
+    from helpers import exercises
+
+    args = exercises.get(exercise).contract.args
+    spec = []
+    for name in names:
+        shape = dict(shapes).get(name, args[name].shape)
+        tokens = [t.strip() for t in shape.strip("[]").split(",") if t.strip()]
+        is_ids = "int" in args[name].dtypes
+        spec.append((name, shape, tuple(t for t in tokens if t != "..."), "..." in tokens,
+                     str(args[name].high) if is_ids else None))
+    return tuple(sorted(spec, key=lambda row: row[4] is not None))
+
+
 def _inputs(exercise: str, neg_inf: tuple[str, ...] = (), shapes: dict | None = None,
             **values):
     """The array arguments ``values`` of ``exercise``, checked at the edge against the
@@ -140,33 +159,26 @@ def _inputs(exercise: str, neg_inf: tuple[str, ...] = (), shapes: dict | None = 
     (``{"X": "[..., N, d]"}`` for the contract's ``[N, d]``). Returns them in the order
     given (one value alone when one is given); a ValueError names the problem and the
     shapes."""
-    from helpers import exercises
-
-    args = exercises.get(exercise).contract.args
-    args = {n: exercises.Arg((shapes or {}).get(n, a.shape), a.dtype, high=a.high)
-            for n, a in args.items() if n in values}
-    dims: dict[str, tuple[int, str, tuple]] = {}         # dimension -> (size, arg, shape)
+    spec = _edge_spec(exercise, tuple(values), tuple(sorted((shapes or {}).items())))
+    dims: dict[str, tuple[int, str, str, tuple]] = {}   # dim -> (size, arg, shape, its shape)
     out = dict(values)
-    floats = [n for n in values if "int" not in args[n].dtypes]
-    for name in floats + [n for n in values if n not in floats]:   # ids after their bound
-        arg = args[name]
-        fixed = [t for t in arg.tokens if t != "..."]
-        if name in floats:
-            ranks = ({"min_ndim": len(fixed)} if "..." in arg.tokens else
-                     {"ndim": len(fixed)})
+    for name, shape, fixed, batched, high in spec:      # float arrays first, then the ids
+        if high is None:
+            ranks = {"min_ndim": len(fixed)} if batched else {"ndim": len(fixed)}
             a = _array(values[name], name, allow_neg_inf=name in neg_inf, **ranks)
         else:
-            vocab = eval(str(arg.high), {}, {d: s for d, (s, _, _) in dims.items()}) + 1
-            a = _token_ids(values[name], vocab, name)                         # noqa: S307
+            vocab = eval(high, {}, {d: s[0] for d, s in dims.items()}) + 1   # noqa: S307
+            a = _token_ids(values[name], vocab, name)
         for token, size in zip(fixed, a.shape[a.ndim - len(fixed):]):
             if token.isdigit() and int(token) != size:
-                raise ValueError(f"{name} has shape {a.shape}; it must be {arg.shape}")
-            seen, where, shape = dims.setdefault(token, (size, name, a.shape))
+                raise ValueError(f"{name} has shape {a.shape}; it must be {shape}")
+            seen, where, where_shape, seen_shape = dims.setdefault(
+                token, (size, name, shape, a.shape))
             if seen != size:
                 raise ValueError(
-                    f"{name} has shape {a.shape} but {where} has shape {shape}: "
-                    f"{token} = {size} in {name}, {seen} in {where} ({name}: {arg.shape}, "
-                    f"{where}: {args[where].shape})")
+                    f"{name} has shape {a.shape} but {where} has shape {seen_shape}: "
+                    f"{token} = {size} in {name}, {seen} in {where} ({name}: {shape}, "
+                    f"{where}: {where_shape})")
         out[name] = a
     return tuple(out.values()) if len(out) > 1 else next(iter(out.values()))
 
