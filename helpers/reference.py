@@ -132,19 +132,61 @@ def _nonnegative(value, name: str) -> float:
 @functools.lru_cache(maxsize=None)
 def _edge_spec(exercise: str, names: tuple[str, ...], shapes: tuple) -> tuple:
     """What :func:`_inputs` checks of the arguments ``names`` of ``exercise``, read once
-    from its contract: ``(name, shape, named axes, batched, id bound)`` per argument, the
-    float arrays first (the ids' bound names their dimensions)."""
+    from its contract: ``(name, shape, named axes, batched, id bound, fields)`` per
+    argument (``fields``: a dict's array entries, ``(key, shape, named axes, batched,
+    optional)`` each), the float arrays and dicts first (the ids' bound names their
+    dimensions)."""
     from helpers import exercises
+
+    def axes(shape):
+        tokens = [t.strip() for t in shape.strip("[]").split(",") if t.strip()]
+        return tuple(t for t in tokens if t != "..."), "..." in tokens
 
     args = exercises.get(exercise).contract.args
     spec = []
     for name in names:
-        shape = dict(shapes).get(name, args[name].shape)
-        tokens = [t.strip() for t in shape.strip("[]").split(",") if t.strip()]
-        is_ids = "int" in args[name].dtypes
-        spec.append((name, shape, tuple(t for t in tokens if t != "..."), "..." in tokens,
-                     str(args[name].high) if is_ids else None))
+        arg = args[name]
+        if arg.fields is not None:
+            fields = tuple((k, f.shape, *axes(f.shape), f.optional)
+                           for k, f in arg.fields.items() if f.is_array)
+            spec.append((name, "dict", (), False, None, fields))
+            continue
+        shape = dict(shapes).get(name, arg.shape)
+        is_ids = "int" in arg.dtypes
+        spec.append((name, shape, *axes(shape), str(arg.high) if is_ids else None, None))
     return tuple(sorted(spec, key=lambda row: row[4] is not None))
+
+
+def _bind(name: str, shape: str, a: np.ndarray, fixed: tuple, dims: dict) -> None:
+    """Bind the named axes ``fixed`` of array ``a`` (argument ``name`` of contract shape
+    ``shape``) in ``dims``, or a ValueError naming both shapes where a size differs."""
+    for token, size in zip(fixed, a.shape[a.ndim - len(fixed):]):
+        if token.isdigit() and int(token) != size:
+            raise ValueError(f"{name} has shape {a.shape}; it must be {shape}")
+        seen, where, where_shape, seen_shape = dims.setdefault(
+            token, (size, name, shape, a.shape))
+        if seen != size:
+            raise ValueError(
+                f"{name} has shape {a.shape} but {where} has shape {seen_shape}: "
+                f"{token} = {size} in {name}, {seen} in {where} ({name}: {shape}, "
+                f"{where}: {where_shape})")
+
+
+def _checked_dict(name: str, value, fields: tuple, dims: dict) -> dict:
+    """``value``, a dict holding the array entries ``fields``, with those as float64
+    arrays whose named axes are bound in ``dims`` (its other entries as they are)."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a dict, got {type(value).__name__}")
+    missing = [k for k, *_, optional in fields if k not in value and not optional]
+    if missing:
+        raise ValueError(f"{name} is missing {', '.join(missing)}")
+    out = dict(value)
+    for key, shape, fixed, batched, _ in fields:
+        if key in value:
+            ranks = {"min_ndim": len(fixed)} if batched else {"ndim": len(fixed)}
+            out[key] = _array(value[key], key, **ranks)
+            _bind(f"{name}[{key!r}]", shape, out[key], fixed, dims)
+    return out
 
 
 def _inputs(exercise: str, neg_inf: tuple[str, ...] = (), shapes: dict | None = None,
@@ -162,23 +204,17 @@ def _inputs(exercise: str, neg_inf: tuple[str, ...] = (), shapes: dict | None = 
     spec = _edge_spec(exercise, tuple(values), tuple(sorted((shapes or {}).items())))
     dims: dict[str, tuple[int, str, str, tuple]] = {}   # dim -> (size, arg, shape, its shape)
     out = dict(values)
-    for name, shape, fixed, batched, high in spec:      # float arrays first, then the ids
+    for name, shape, fixed, batched, high, fields in spec:   # the ids last
+        if fields is not None:
+            out[name] = _checked_dict(name, values[name], fields, dims)
+            continue
         if high is None:
             ranks = {"min_ndim": len(fixed)} if batched else {"ndim": len(fixed)}
             a = _array(values[name], name, allow_neg_inf=name in neg_inf, **ranks)
         else:
             vocab = eval(high, {}, {d: s[0] for d, s in dims.items()}) + 1   # noqa: S307
             a = _token_ids(values[name], vocab, name)
-        for token, size in zip(fixed, a.shape[a.ndim - len(fixed):]):
-            if token.isdigit() and int(token) != size:
-                raise ValueError(f"{name} has shape {a.shape}; it must be {shape}")
-            seen, where, where_shape, seen_shape = dims.setdefault(
-                token, (size, name, shape, a.shape))
-            if seen != size:
-                raise ValueError(
-                    f"{name} has shape {a.shape} but {where} has shape {seen_shape}: "
-                    f"{token} = {size} in {name}, {seen} in {where} ({name}: {shape}, "
-                    f"{where}: {where_shape})")
+        _bind(name, shape, a, fixed, dims)
         out[name] = a
     return tuple(out.values()) if len(out) > 1 else next(iter(out.values()))
 
@@ -310,6 +346,8 @@ def project_qkv(X, W_Q, W_K, W_V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     X: ``[N, d]``; W_Q, W_K: ``[d, d_k]``; W_V: ``[d, d_v]``.
     Returns ``(Q [N, d_k], K [N, d_k], V [N, d_v])``.
+
+
 
     Inputs and output (the exercise's contract; its arrays are checked at the edge):
 
@@ -604,10 +642,22 @@ def transformer_block(x, params, n_heads: int, causal: bool = True) -> np.ndarra
     x: ``[N, d]``; params: dict with ``ln1_gamma, ln1_beta, W_Q, W_K, W_V, W_O,
     ln2_gamma, ln2_beta, W1, b1, W2, b2`` (shapes in ``BLOCK_PARAM_SHAPES``).
     Returns ``h``, ``[N, d]``.
+
+
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``x``: an array ``[N, d]`` (or nested lists)
+    - ``params``: a ``dict`` holding ``ln1_gamma`` ``[d]``, ``ln1_beta`` ``[d]``, ``W_Q`` ``[d,
+      d]``, ``W_K`` ``[d, d]``, ``W_V`` ``[d, d]``, ``W_O`` ``[d, d]``, ``ln2_gamma`` ``[d]``,
+      ``ln2_beta`` ``[d]``, ``W1`` ``[d, d_ff]``, ``b1`` ``[d_ff]``, ``W2`` ``[d_ff, d]``,
+      ``b2`` ``[d]``
+    - ``n_heads``: an int >= 1
+    - ``causal`` (optional): a bool
+    - returns an array ``[N, d]``
+    - where ``d % n_heads == 0``
     """
-    _check_params(params, BLOCK_PARAM_SHAPES, "params")
-    p = params
-    x = _array(x, "x", min_ndim=2)
+    x, p = _inputs("transformer_block", shapes={"x": "[..., N, d]"}, x=x, params=params)
     t1 = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])            # [N, d]
     t2 = multi_head_attention(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"],
                               n_heads, causal=causal)            # [N, d]

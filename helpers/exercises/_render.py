@@ -242,5 +242,9 @@ def docstring(ex) -> str:
     lines = [line for line in contract(ex).splitlines()[2:]
              if line.startswith(("- `", "- returns", "- where"))
              and not line.startswith("- `...`")]      # the reference takes any batch
-    return "\n".join(["    " + DOCSTRING_START, ""] +
-                     ["    " + line.replace("`", "``") for line in lines])
+    import textwrap
+
+    return "\n".join(["    " + DOCSTRING_START, ""] + [
+        textwrap.fill(line.replace("`", "``"), width=96, initial_indent="    ",
+                      subsequent_indent="      ", break_long_words=False,
+                      break_on_hyphens=False) for line in lines])
