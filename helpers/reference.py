@@ -133,9 +133,9 @@ def _nonnegative(value, name: str) -> float:
 def _edge_spec(exercise: str, names: tuple[str, ...], shapes: tuple) -> tuple:
     """What :func:`_inputs` checks of the arguments ``names`` of ``exercise``, read once
     from its contract: ``(name, shape, named axes, batched, id bound, fields)`` per
-    argument (``fields``: a dict's array entries, ``(key, shape, named axes, batched,
-    optional)`` each), the float arrays and dicts first (the ids' bound names their
-    dimensions)."""
+    argument (``fields``: a dict's entries, ``(key, shape, named axes, batched,
+    optional)`` each, shape ``None`` for one that is not an array), the float arrays and
+    dicts first (the ids' bound names their dimensions)."""
     from helpers import exercises
 
     def axes(shape):
@@ -147,8 +147,8 @@ def _edge_spec(exercise: str, names: tuple[str, ...], shapes: tuple) -> tuple:
     for name in names:
         arg = args[name]
         if arg.fields is not None:
-            fields = tuple((k, f.shape, *axes(f.shape), f.optional)
-                           for k, f in arg.fields.items() if f.is_array)
+            fields = tuple((k, f.shape, *axes(f.shape), f.optional) if f.is_array else
+                           (k, None, (), False, f.optional) for k, f in arg.fields.items())
             spec.append((name, "dict", (), False, None, fields))
             continue
         shape = dict(shapes).get(name, arg.shape)
@@ -182,7 +182,7 @@ def _checked_dict(name: str, value, fields: tuple, dims: dict) -> dict:
         raise ValueError(f"{name} is missing {', '.join(missing)}")
     out = dict(value)
     for key, shape, fixed, batched, _ in fields:
-        if key in value:
+        if key in value and shape is not None:
             ranks = {"min_ndim": len(fixed)} if batched else {"ndim": len(fixed)}
             out[key] = _array(value[key], key, **ranks)
             _bind(f"{name}[{key!r}]", shape, out[key], fixed, dims)
@@ -727,8 +727,21 @@ def language_model_forward(token_ids, params, n_heads: int) -> np.ndarray:
     (a list of block parameter dicts, see :func:`transformer_block`) and optionally
     ``ln_f_gamma, ln_f_beta [d]``. Returns logits ``[N, V]``: row ``i`` scores the token
     that follows ``token_ids[: i + 1]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``token_ids``: an array ``[N]`` of int (or nested lists), entries from 0 to V - 1
+    - ``params``: a ``dict`` holding ``E`` ``[V, d]``, ``P`` ``[n_ctx, d]``, ``blocks`` (a
+      ``list``, each item a ``dict`` holding ``ln1_gamma`` ``[d]``, ``ln1_beta`` ``[d]``,
+      ``W_Q`` ``[d, d]``, ``W_K`` ``[d, d]``, ``W_V`` ``[d, d]``, ``W_O`` ``[d, d]``,
+      ``ln2_gamma`` ``[d]``, ``ln2_beta`` ``[d]``, ``W1`` ``[d, d_ff]``, ``b1`` ``[d_ff]``,
+      ``W2`` ``[d_ff, d]``, ``b2`` ``[d]``), ``ln_f_gamma`` ``[d]`` (optional), ``ln_f_beta``
+      ``[d]`` (optional)
+    - ``n_heads``: an int >= 1
+    - returns an array ``[N, V]``
+    - where ``d % n_heads == 0``, ``N <= n_ctx``
     """
-    _check_params(params, ("E", "P", "blocks"), "params")
+    token_ids, params = _inputs("language_model_forward", token_ids=token_ids, params=params)
     if not isinstance(params["blocks"], (list, tuple)):
         raise ValueError(
             f"params['blocks'] must be a list of block parameter dicts, "
