@@ -22,7 +22,11 @@ Conventions (the exercise contract, ``docs/contract.md``):
 * layer norm uses the population variance, ``eps`` inside the square root.
 
 Every function checks its input and raises ``ValueError`` naming the problem and the
-shapes involved. On finite input none of them returns NaN or emits a NumPy warning:
+shapes involved. Most do it at their edge, in one line: ``_inputs`` reads the exercise's
+contract (``helpers/exercises/<name>.py``: each argument's shape with named dimensions;
+their docstrings show it); what the contract does not state (an axis, ``eps``, a mask's
+meaning) is checked after it.
+On finite input none of them returns NaN or emits a NumPy warning:
 softmax and cross-entropy subtract the maximum, layer norm and cosine similarity rescale
 before squaring, masked scores become exact zeros instead of ``exp(-inf)``, and a
 product whose true value exceeds float64 (``1e200 * 1e200``) is a ValueError saying so.
@@ -34,6 +38,7 @@ GPT-2; Jay Mody's picoGPT (the style of one pure function per equation).
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import numpy as np
 
@@ -124,14 +129,94 @@ def _nonnegative(value, name: str) -> float:
     return float(value)
 
 
-def _check_matmul(a_name: str, a: np.ndarray, w_name: str, w: np.ndarray) -> None:
-    if w.ndim != 2:
-        raise ValueError(f"{w_name} must be 2-D, but has shape {w.shape}")
-    if a.shape[-1] != w.shape[0]:
-        raise ValueError(
-            f"cannot multiply {a_name} of shape {a.shape} by {w_name} of shape {w.shape}: "
-            f"{a_name} has {a.shape[-1]} columns but {w_name} has {w.shape[0]} rows"
-        )
+@functools.lru_cache(maxsize=None)
+def _edge_spec(exercise: str, names: tuple[str, ...], shapes: tuple) -> tuple:
+    """What :func:`_inputs` checks of the arguments ``names`` of ``exercise``, read once
+    from its contract: ``(name, shape, named axes, batched, id bound, fields)`` per
+    argument (``fields``: a dict's entries, ``(key, shape, named axes, batched,
+    optional)`` each, shape ``None`` for one that is not an array), the float arrays and
+    dicts first (the ids' bound names their dimensions)."""
+    from helpers import exercises
+
+    def axes(shape):
+        tokens = [t.strip() for t in shape.strip("[]").split(",") if t.strip()]
+        return tuple(t for t in tokens if t != "..."), "..." in tokens
+
+    args = exercises.get(exercise).contract.args
+    spec = []
+    for name in names:
+        arg = args[name]
+        if arg.fields is not None:
+            fields = tuple((k, f.shape, *axes(f.shape), f.optional) if f.is_array else
+                           (k, None, (), False, f.optional) for k, f in arg.fields.items())
+            spec.append((name, "dict", (), False, None, fields))
+            continue
+        shape = dict(shapes).get(name, arg.shape)
+        is_ids = "int" in arg.dtypes
+        spec.append((name, shape, *axes(shape), str(arg.high) if is_ids else None, None))
+    return tuple(sorted(spec, key=lambda row: row[4] is not None))
+
+
+def _bind(name: str, shape: str, a: np.ndarray, fixed: tuple, dims: dict) -> None:
+    """Bind the named axes ``fixed`` of array ``a`` (argument ``name`` of contract shape
+    ``shape``) in ``dims``, or a ValueError naming both shapes where a size differs."""
+    for token, size in zip(fixed, a.shape[a.ndim - len(fixed):]):
+        if token.isdigit() and int(token) != size:
+            raise ValueError(f"{name} has shape {a.shape}; it must be {shape}")
+        seen, where, where_shape, seen_shape = dims.setdefault(
+            token, (size, name, shape, a.shape))
+        if seen != size:
+            raise ValueError(
+                f"{name} has shape {a.shape} but {where} has shape {seen_shape}: "
+                f"{token} = {size} in {name}, {seen} in {where} ({name}: {shape}, "
+                f"{where}: {where_shape})")
+
+
+def _checked_dict(name: str, value, fields: tuple, dims: dict) -> dict:
+    """``value``, a dict holding the array entries ``fields``, with those as float64
+    arrays whose named axes are bound in ``dims`` (its other entries as they are)."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a dict, got {type(value).__name__}")
+    missing = [k for k, *_, optional in fields if k not in value and not optional]
+    if missing:
+        raise ValueError(f"{name} is missing {', '.join(missing)}")
+    out = dict(value)
+    for key, shape, fixed, batched, _ in fields:
+        if key in value and shape is not None:
+            ranks = {"min_ndim": len(fixed)} if batched else {"ndim": len(fixed)}
+            out[key] = _array(value[key], key, **ranks)
+            _bind(f"{name}[{key!r}]", shape, out[key], fixed, dims)
+    return out
+
+
+def _inputs(exercise: str, neg_inf: tuple[str, ...] = (), shapes: dict | None = None,
+            **values):
+    """The array arguments ``values`` of ``exercise``, checked at the edge against the
+    exercise's contract (``helpers/exercises/<exercise>.py``, read on first use):
+    float arrays as float64 (finite; ``-inf`` too for the names in ``neg_inf``), int
+    arrays as token ids below their stated bound, each of the rank its shape states
+    (``...``: any number of leading axes, at least the named ones) and every named
+    dimension the same size wherever it appears. ``shapes``: where the reference serves
+    more than the exercise asks (a batch its callers pass), the shape it accepts instead
+    (``{"X": "[..., N, d]"}`` for the contract's ``[N, d]``). Returns them in the order
+    given (one value alone when one is given); a ValueError names the problem and the
+    shapes."""
+    spec = _edge_spec(exercise, tuple(values), tuple(sorted((shapes or {}).items())))
+    dims: dict[str, tuple[int, str, str, tuple]] = {}   # dim -> (size, arg, shape, its shape)
+    out = dict(values)
+    for name, shape, fixed, batched, high, fields in spec:   # the ids last
+        if fields is not None:
+            out[name] = _checked_dict(name, values[name], fields, dims)
+            continue
+        if high is None:
+            ranks = {"min_ndim": len(fixed)} if batched else {"ndim": len(fixed)}
+            a = _array(values[name], name, allow_neg_inf=name in neg_inf, **ranks)
+        else:
+            vocab = eval(high, {}, {d: s[0] for d, s in dims.items()}) + 1   # noqa: S307
+            a = _token_ids(values[name], vocab, name)
+        _bind(name, shape, a, fixed, dims)
+        out[name] = a
+    return tuple(out.values()) if len(out) > 1 else next(iter(out.values()))
 
 
 # ---------------------------------------------------------------------------------------
@@ -143,11 +228,14 @@ def dot(a, b) -> float:
     """Dot product of two vectors: ``a . b = sum_i a_i b_i``.
 
     a, b: ``[n]``. Returns a Python float.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``a``: an array ``[n]`` (or nested lists)
+    - ``b``: an array ``[n]`` (or nested lists)
+    - returns a float
     """
-    a = _array(a, "a", ndim=1)
-    b = _array(b, "b", ndim=1)
-    if a.shape != b.shape:
-        raise ValueError(f"a has length {a.shape[0]} but b has length {b.shape[0]}")
+    a, b = _inputs("dot", a=a, b=b)
     with _in_float64_range("a . b"):
         return float(a @ b)
 
@@ -158,11 +246,14 @@ def cosine_similarity(a, b) -> float:
     a, b: ``[n]``, neither all zeros. Returns a Python float.
     Each vector is first divided by its largest absolute entry (the cosine does not
     change), so that squaring cannot overflow or underflow.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``a``: an array ``[n]`` (or nested lists)
+    - ``b``: an array ``[n]`` (or nested lists)
+    - returns a float from -1.0 to 1.0
     """
-    a = _array(a, "a", ndim=1)
-    b = _array(b, "b", ndim=1)
-    if a.shape != b.shape:
-        raise ValueError(f"a has length {a.shape[0]} but b has length {b.shape[0]}")
+    a, b = _inputs("cosine_similarity", a=a, b=b)
     for name, v in (("a", a), ("b", b)):
         if not v.any():
             raise ValueError(f"cosine similarity is undefined: {name} is the zero vector")
@@ -176,8 +267,13 @@ def pairwise_scores(X) -> np.ndarray:
     """All dot products between the rows of ``X``: ``S = X X^T``, ``S[i, j] = x_i . x_j``.
 
     X: ``[N, d]``. Returns ``[N, N]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``X``: an array ``[N, d]`` (or nested lists)
+    - returns an array ``[N, N]``
     """
-    X = _array(X, "X", ndim=2)
+    X = _inputs("pairwise_scores", X=X)
     with _in_float64_range("X X^T"):
         return X @ X.T                                           # [N, d] @ [d, N] -> [N, N]
 
@@ -194,10 +290,14 @@ def softmax(z, axis: int = -1) -> np.ndarray:
     ``axis``. Stable for any finite input: ``softmax(z) = softmax(z - max(z))``, so the
     largest exponent is ``exp(0) = 1``. Entries of ``-inf`` get probability exactly 0
     (that is how masked scores arrive); a slice that is all ``-inf`` is an error.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``z``: an array ``[..., n]`` (or nested lists)
+    - ``axis`` (optional): an int from -3 to 2
+    - returns an array ``[..., n]``
     """
-    z = _array(z, "z", allow_neg_inf=True)
-    if z.ndim == 0:
-        raise ValueError("softmax needs at least one axis; got a scalar")
+    z = _inputs("softmax", neg_inf=("z",), z=z)
     if not -z.ndim <= axis < z.ndim:
         raise ValueError(f"axis {axis} is out of range for z of shape {z.shape}")
     if z.shape[axis] == 0:
@@ -221,8 +321,13 @@ def simple_self_attention(X) -> np.ndarray:
 
     X: ``[N, d]``. Returns ``[N, d]``: row ``i`` is the average of all rows of ``X``,
     weighted by how similar they are to ``x_i``. No mask: every token sees every token.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``X``: an array ``[N, d]`` (or nested lists)
+    - returns an array ``[N, d]``
     """
-    X = _array(X, "X", ndim=2)
+    X = _inputs("simple_self_attention", X=X)
     d = X.shape[-1]
     with _in_float64_range("X X^T"):
         scores = X @ X.T / np.sqrt(d)                            # [N, N]
@@ -241,18 +346,21 @@ def project_qkv(X, W_Q, W_K, W_V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     X: ``[N, d]``; W_Q, W_K: ``[d, d_k]``; W_V: ``[d, d_v]``.
     Returns ``(Q [N, d_k], K [N, d_k], V [N, d_v])``.
+
+
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``X``: an array ``[N, d]`` (or nested lists)
+    - ``W_Q``: an array ``[d, d_k]`` (or nested lists)
+    - ``W_K``: an array ``[d, d_k]`` (or nested lists)
+    - ``W_V``: an array ``[d, d_v]`` (or nested lists)
+    - returns a tuple of 3: an array ``[N, d_k]``; an array ``[N, d_k]``; an array ``[N, d_v]``
     """
-    X = _array(X, "X", min_ndim=2)
-    out = []
-    for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
-        W = _array(W, name, ndim=2)
-        _check_matmul("X", X, name, W)
-        with _in_float64_range(f"X {name}"):
-            out.append(X @ W)                                    # [N, d] @ [d, d_*]
-    Q, K, V = out
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(f"W_K has d_k={K.shape[-1]} columns but W_Q has d_k={Q.shape[-1]}")
-    return Q, K, V
+    X, W_Q, W_K, W_V = _inputs("project_qkv", shapes={"X": "[..., N, d]"},
+                               X=X, W_Q=W_Q, W_K=W_K, W_V=W_V)
+    with _in_float64_range("the projections X W_Q, X W_K, X W_V"):
+        return X @ W_Q, X @ W_K, X @ W_V                         # [N, d_k], [N, d_k], [N, d_v]
 
 
 def scaled_dot_product_attention(Q, K, V, mask=None) -> tuple[np.ndarray, np.ndarray]:
@@ -265,16 +373,16 @@ def scaled_dot_product_attention(Q, K, V, mask=None) -> tuple[np.ndarray, np.nda
 
     Returns ``(output [..., N_q, d_v], weights [..., N_q, N_k])``; each row of
     ``weights`` sums to 1.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``Q``: an array ``[..., N_q, d_k]`` (or nested lists)
+    - ``K``: an array ``[..., N_k, d_k]`` (or nested lists)
+    - ``V``: an array ``[..., N_k, d_v]`` (or nested lists)
+    - ``mask`` (optional): an array ``[..., N_q, N_k]`` of bool (or nested lists)
+    - returns a tuple of 2: an array ``[..., N_q, d_v]``; an array ``[..., N_q, N_k]``
     """
-    Q = _array(Q, "Q", min_ndim=2)
-    K = _array(K, "K", min_ndim=2)
-    V = _array(V, "V", min_ndim=2)
-    if K.shape[-1] != Q.shape[-1]:
-        raise ValueError(f"K has d_k={K.shape[-1]} but Q has d_k={Q.shape[-1]}")
-    if V.shape[-2] != K.shape[-2]:
-        raise ValueError(
-            f"V has {V.shape[-2]} rows (keys' values) but K has N_k={K.shape[-2]} keys"
-        )
+    Q, K, V = _inputs("scaled_dot_product_attention", Q=Q, K=K, V=V)
     d_k = Q.shape[-1]
     with _in_float64_range("Q K^T"):
         scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)       # [..., N_q, N_k]
@@ -324,15 +432,18 @@ def cross_attention(X_dec, H_enc, W_Q, W_K, W_V) -> np.ndarray:
 
     X_dec: ``[N_dec, d]``, H_enc: ``[N_enc, d_enc]``, W_Q: ``[d, d_k]``,
     W_K: ``[d_enc, d_k]``, W_V: ``[d_enc, d_v]``. Returns ``[N_dec, d_v]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``X_dec``: an array ``[N_dec, d_dec]`` (or nested lists)
+    - ``H_enc``: an array ``[N_enc, d_enc]`` (or nested lists)
+    - ``W_Q``: an array ``[d_dec, d_k]`` (or nested lists)
+    - ``W_K``: an array ``[d_enc, d_k]`` (or nested lists)
+    - ``W_V``: an array ``[d_enc, d_v]`` (or nested lists)
+    - returns an array ``[N_dec, d_v]``
     """
-    X_dec = _array(X_dec, "X_dec", ndim=2)
-    H_enc = _array(H_enc, "H_enc", ndim=2)
-    W_Q = _array(W_Q, "W_Q", ndim=2)
-    W_K = _array(W_K, "W_K", ndim=2)
-    W_V = _array(W_V, "W_V", ndim=2)
-    _check_matmul("X_dec", X_dec, "W_Q", W_Q)
-    _check_matmul("H_enc", H_enc, "W_K", W_K)
-    _check_matmul("H_enc", H_enc, "W_V", W_V)
+    X_dec, H_enc, W_Q, W_K, W_V = _inputs("cross_attention", X_dec=X_dec, H_enc=H_enc,
+                                          W_Q=W_Q, W_K=W_K, W_V=W_V)
     with _in_float64_range("the projections X_dec W_Q, H_enc W_K, H_enc W_V"):
         Q = X_dec @ W_Q                                          # [N_dec, d_k]
         K = H_enc @ W_K                                          # [N_enc, d_k]
@@ -351,8 +462,15 @@ def split_heads(X, n_heads: int) -> np.ndarray:
 
     X: ``[..., N, d]``. Returns ``[..., n_heads, N, d_h]``; head ``c`` holds columns
     ``c*d_h : (c+1)*d_h``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``X``: an array ``[N, d]`` (or nested lists)
+    - ``n_heads``: an int >= 1, the size ``n_heads`` of the shapes
+    - returns an array ``[n_heads, N, d_h]``
+    - where ``d % n_heads == 0``
     """
-    X = _array(X, "X", min_ndim=2)
+    X = _inputs("split_heads", shapes={"X": "[..., N, d]"}, X=X)
     d = X.shape[-1]
     _check_heads(n_heads, d)
     d_h = d // n_heads
@@ -364,8 +482,13 @@ def merge_heads(H) -> np.ndarray:
     """Concatenate heads side by side: the inverse of :func:`split_heads`.
 
     H: ``[..., n_heads, N, d_h]``. Returns ``[..., N, n_heads * d_h]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``H``: an array ``[n_heads, N, d_h]`` (or nested lists)
+    - returns an array ``[N, d]``
     """
-    H = _array(H, "H", min_ndim=3)
+    H = _inputs("merge_heads", shapes={"H": "[..., n_heads, N, d_h]"}, H=H)
     X = np.swapaxes(H, -2, -3)                                   # [..., N, n_heads, d_h]
     return X.reshape(*X.shape[:-2], X.shape[-2] * X.shape[-1])   # [..., N, n_heads*d_h]
 
@@ -386,19 +509,24 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads: int, causal: bool = Tru
 
     X: ``[..., N, d_model]``; W_Q, W_K, W_V, W_O: ``[d_model, d_model]``.
     Returns ``[..., N, d_model]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``X``: an array ``[N, d]`` (or nested lists)
+    - ``W_Q``: an array ``[d, d]`` (or nested lists)
+    - ``W_K``: an array ``[d, d]`` (or nested lists)
+    - ``W_V``: an array ``[d, d]`` (or nested lists)
+    - ``W_O``: an array ``[d, d]`` (or nested lists)
+    - ``n_heads``: an int >= 1
+    - ``causal`` (optional): a bool
+    - returns an array ``[N, d]``
+    - where ``d % n_heads == 0``
     """
-    X = _array(X, "X", min_ndim=2)
-    d_model = X.shape[-1]
-    _check_heads(n_heads, d_model)
+    X, W_Q, W_K, W_V, W_O = _inputs("multi_head_attention", shapes={"X": "[..., N, d]"},
+                                    X=X, W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O)
+    _check_heads(n_heads, X.shape[-1])
     if X.shape[-2] == 0:
         raise ValueError(f"X has shape {X.shape}: attention needs at least one token (N >= 1)")
-    for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V), ("W_O", W_O)):
-        if np.shape(W) != (d_model, d_model):
-            raise ValueError(
-                f"{name} must be [d_model, d_model] = {(d_model, d_model)}, "
-                f"but has shape {np.shape(W)}"
-            )
-    W_O = _array(W_O, "W_O")
     Q, K, V = project_qkv(X, W_Q, W_K, W_V)                      # each [..., N, d_model]
     Qh = split_heads(Q, n_heads)                                 # [..., h, N, d_h]
     Kh = split_heads(K, n_heads)                                 # [..., h, N, d_h]
@@ -423,14 +551,16 @@ def layer_norm(x, gamma, beta, eps: float = 1e-5) -> np.ndarray:
     divided by its largest deviation from the mean (and ``eps`` by the square of both
     scales). That changes nothing mathematically but keeps every square finite and
     nonzero, for rows near 1e300 as well as rows near 1e-300.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``x``: an array ``[..., d]`` (or nested lists)
+    - ``gamma``: an array ``[d]`` (or nested lists)
+    - ``beta``: an array ``[d]`` (or nested lists)
+    - ``eps`` (optional): a float from 0.0 to 1.0
+    - returns an array ``[..., d]``
     """
-    x = _array(x, "x", min_ndim=1)
-    gamma = _array(gamma, "gamma", ndim=1)
-    beta = _array(beta, "beta", ndim=1)
-    d = x.shape[-1]
-    for name, p in (("gamma", gamma), ("beta", beta)):
-        if p.shape != (d,):
-            raise ValueError(f"{name} has shape {p.shape} but x has d={d} features")
+    x, gamma, beta = _inputs("layer_norm", x=x, gamma=gamma, beta=beta)
     eps = _nonnegative(eps, "eps")
     _, e = np.frexp(np.abs(x).max(axis=-1, keepdims=True))       # [..., 1], |x| < 2**e
     xs = np.ldexp(x, -e)                                         # [..., d], |xs| < 1, exact
@@ -464,19 +594,18 @@ def feed_forward(x, W1, b1, W2, b2) -> np.ndarray:
 
     x: ``[N, d]``; W1: ``[d, d_ff]``; b1: ``[d_ff]``; W2: ``[d_ff, d]``; b2: ``[d]``.
     Returns ``[N, d]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``x``: an array ``[..., N, d]`` (or nested lists)
+    - ``W1``: an array ``[d, d_ff]`` (or nested lists)
+    - ``b1``: an array ``[d_ff]`` (or nested lists)
+    - ``W2``: an array ``[d_ff, d]`` (or nested lists)
+    - ``b2``: an array ``[d]`` (or nested lists)
+    - returns an array ``[..., N, d]``
     """
-    x = _array(x, "x", min_ndim=1)
-    W1 = _array(W1, "W1", ndim=2)
-    b1 = _array(b1, "b1", ndim=1)
-    W2 = _array(W2, "W2", ndim=2)
-    b2 = _array(b2, "b2", ndim=1)
-    _check_matmul("x", x, "W1", W1)
-    if b1.shape != (W1.shape[1],):
-        raise ValueError(f"b1 has shape {b1.shape} but W1 has d_ff={W1.shape[1]} columns")
-    if W2.shape[0] != W1.shape[1]:
-        raise ValueError(f"W2 has {W2.shape[0]} rows but W1 has d_ff={W1.shape[1]} columns")
-    if b2.shape != (W2.shape[1],):
-        raise ValueError(f"b2 has shape {b2.shape} but W2 has {W2.shape[1]} columns")
+    x, W1, b1, W2, b2 = _inputs("feed_forward", shapes={"x": "[..., d]"},
+                                x=x, W1=W1, b1=b1, W2=W2, b2=b2)
     with _in_float64_range("x W1 + b1"):
         hidden = np.maximum(0.0, x @ W1 + b1)                    # [N, d_ff], ReLU
     with _in_float64_range("ReLU(x W1 + b1) W2 + b2"):
@@ -513,10 +642,22 @@ def transformer_block(x, params, n_heads: int, causal: bool = True) -> np.ndarra
     x: ``[N, d]``; params: dict with ``ln1_gamma, ln1_beta, W_Q, W_K, W_V, W_O,
     ln2_gamma, ln2_beta, W1, b1, W2, b2`` (shapes in ``BLOCK_PARAM_SHAPES``).
     Returns ``h``, ``[N, d]``.
+
+
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``x``: an array ``[N, d]`` (or nested lists)
+    - ``params``: a ``dict`` holding ``ln1_gamma`` ``[d]``, ``ln1_beta`` ``[d]``, ``W_Q`` ``[d,
+      d]``, ``W_K`` ``[d, d]``, ``W_V`` ``[d, d]``, ``W_O`` ``[d, d]``, ``ln2_gamma`` ``[d]``,
+      ``ln2_beta`` ``[d]``, ``W1`` ``[d, d_ff]``, ``b1`` ``[d_ff]``, ``W2`` ``[d_ff, d]``,
+      ``b2`` ``[d]``
+    - ``n_heads``: an int >= 1
+    - ``causal`` (optional): a bool
+    - returns an array ``[N, d]``
+    - where ``d % n_heads == 0``
     """
-    _check_params(params, BLOCK_PARAM_SHAPES, "params")
-    p = params
-    x = _array(x, "x", min_ndim=2)
+    x, p = _inputs("transformer_block", shapes={"x": "[..., N, d]"}, x=x, params=params)
     t1 = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])            # [N, d]
     t2 = multi_head_attention(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"],
                               n_heads, causal=causal)            # [N, d]
@@ -538,12 +679,16 @@ def embed(token_ids, E, P) -> np.ndarray:
 
     token_ids: ``[N]`` ints in ``[0, V)``; E: ``[V, d]``; P: ``[n_ctx, d]`` with
     ``N <= n_ctx``. Returns ``[N, d]``: row ``i`` is ``E[ids[i]] + P[i]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``token_ids``: an array ``[N]`` of int (or nested lists), entries from 0 to V - 1
+    - ``E``: an array ``[V, d]`` (or nested lists)
+    - ``P``: an array ``[n_ctx, d]`` (or nested lists)
+    - returns an array ``[N, d]``
+    - where ``N <= n_ctx``
     """
-    E = _array(E, "E", ndim=2)
-    P = _array(P, "P", ndim=2)
-    if P.shape[1] != E.shape[1]:
-        raise ValueError(f"P has d={P.shape[1]} columns but E has d={E.shape[1]}")
-    ids = _token_ids(token_ids, E.shape[0])                      # [N]
+    ids, E, P = _inputs("embed", token_ids=token_ids, E=E, P=P)  # ids: [N] in [0, V)
     if len(ids) > P.shape[0]:
         raise ValueError(
             f"a sequence of {len(ids)} tokens is longer than the context n_ctx={P.shape[0]}"
@@ -558,11 +703,14 @@ def lm_head(h, E) -> np.ndarray:
     h: ``[N, d]``; E: ``[V, d]`` (the token embedding matrix). Returns ``[N, V]``:
     ``logits[i, v]`` is the dot product of position ``i``'s vector with token ``v``'s
     embedding.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``h``: an array ``[N, d]`` (or nested lists)
+    - ``E``: an array ``[V, d]`` (or nested lists)
+    - returns an array ``[N, V]``
     """
-    h = _array(h, "h", min_ndim=1)
-    E = _array(E, "E", ndim=2)
-    if h.shape[-1] != E.shape[1]:
-        raise ValueError(f"h has d={h.shape[-1]} but E has d={E.shape[1]}")
+    h, E = _inputs("lm_head", h=h, E=E)
     with _in_float64_range("h E^T"):
         return h @ E.T                                           # [N, d] @ [d, V] -> [N, V]
 
@@ -579,8 +727,21 @@ def language_model_forward(token_ids, params, n_heads: int) -> np.ndarray:
     (a list of block parameter dicts, see :func:`transformer_block`) and optionally
     ``ln_f_gamma, ln_f_beta [d]``. Returns logits ``[N, V]``: row ``i`` scores the token
     that follows ``token_ids[: i + 1]``.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``token_ids``: an array ``[N]`` of int (or nested lists), entries from 0 to V - 1
+    - ``params``: a ``dict`` holding ``E`` ``[V, d]``, ``P`` ``[n_ctx, d]``, ``blocks`` (a
+      ``list``, each item a ``dict`` holding ``ln1_gamma`` ``[d]``, ``ln1_beta`` ``[d]``,
+      ``W_Q`` ``[d, d]``, ``W_K`` ``[d, d]``, ``W_V`` ``[d, d]``, ``W_O`` ``[d, d]``,
+      ``ln2_gamma`` ``[d]``, ``ln2_beta`` ``[d]``, ``W1`` ``[d, d_ff]``, ``b1`` ``[d_ff]``,
+      ``W2`` ``[d_ff, d]``, ``b2`` ``[d]``), ``ln_f_gamma`` ``[d]`` (optional), ``ln_f_beta``
+      ``[d]`` (optional)
+    - ``n_heads``: an int >= 1
+    - returns an array ``[N, V]``
+    - where ``d % n_heads == 0``, ``N <= n_ctx``
     """
-    _check_params(params, ("E", "P", "blocks"), "params")
+    token_ids, params = _inputs("language_model_forward", token_ids=token_ids, params=params)
     if not isinstance(params["blocks"], (list, tuple)):
         raise ValueError(
             f"params['blocks'] must be a list of block parameter dicts, "
@@ -606,12 +767,15 @@ def cross_entropy(logits, targets) -> float:
     being added and subtracted (``1e300 + log 2 - 1e300`` would give 0, not ``log 2``).
     logits: ``[N, V]``; targets: ``[N]`` ints in ``[0, V)``. Returns a float (nats).
     ``exp(cross_entropy)`` is the perplexity.
+
+    Inputs and output (the exercise's contract; its arrays are checked at the edge):
+
+    - ``logits``: an array ``[N, V]`` (or nested lists)
+    - ``targets``: an array ``[N]`` of int (or nested lists), entries from 0 to V - 1
+    - returns a float
     """
-    logits = _array(logits, "logits", ndim=2)
-    N, V = logits.shape
-    targets = _token_ids(targets, V, name="targets")             # [N]
-    if targets.shape != (N,):
-        raise ValueError(f"targets has {targets.shape[0]} entries but logits has {N} rows")
+    logits, targets = _inputs("cross_entropy", logits=logits, targets=targets)
+    N = len(logits)
     if N == 0:
         raise ValueError("cross-entropy of zero predictions is undefined")
     m = logits.max(axis=-1, keepdims=True)                       # [N, 1]

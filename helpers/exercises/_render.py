@@ -229,3 +229,22 @@ def code_blocks(markdown: str) -> list[str]:
         elif current is not None:
             current.append(line)
     return blocks
+
+
+#: The heading of a reference function's "inputs and output" section (its docstring).
+DOCSTRING_START = "Inputs and output (the exercise's contract; its arrays are checked at the edge):"
+
+
+def docstring(ex) -> str:
+    """The "inputs and output" section of the reference's docstring, rendered from the
+    exercise's contract: one line per argument, the result and the conditions, in the
+    docstring's ``literal`` style (indented as a function body's docstring is)."""
+    lines = [line for line in contract(ex).splitlines()[2:]
+             if line.startswith(("- `", "- returns", "- where"))
+             and not line.startswith("- `...`")]      # the reference takes any batch
+    import textwrap
+
+    return "\n".join(["    " + DOCSTRING_START, ""] + [
+        textwrap.fill(line.replace("`", "``"), width=96, initial_indent="    ",
+                      subsequent_indent="      ", break_long_words=False,
+                      break_on_hyphens=False) for line in lines])

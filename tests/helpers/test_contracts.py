@@ -416,3 +416,42 @@ def test_each_exercise_cell_shows_its_rendered_contract(nb):
                 assert _render.contract(ex) + "\n\n" + _render.HINTS_START in text, (
                     f"{root.name}/{nb}: {name}'s cell lacks its contract: run "
                     f"`python -m autograder sync-exercises` and `regenerate`")
+
+
+# ---------------------------------------------------------------------------------------
+# The reference checks its input at its edge from the contract, and its docstring shows it
+# ---------------------------------------------------------------------------------------
+
+
+def _edge_functions() -> dict[str, str]:
+    """Reference function -> the exercise whose contract its one-line ``_inputs`` reads."""
+    import ast
+    import re
+
+    from helpers import reference
+
+    source = inspect.getsource(reference)
+    out = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and node.name != "_inputs":
+            m = re.search(r'_inputs\(\s*"(\w+)"', ast.get_source_segment(source, node))
+            if m:
+                out[node.name] = m.group(1)
+    return out
+
+
+def test_the_reference_checks_its_input_with_its_own_contract():
+    edge = _edge_functions()
+    assert len(edge) >= 16, sorted(edge)
+    assert all(fn == name for fn, name in edge.items()), edge
+
+
+@pytest.mark.parametrize("name", sorted(_edge_functions()))
+def test_the_reference_docstring_shows_its_contract(name):
+    from helpers import reference
+    from helpers.exercises import _render
+
+    rendered = inspect.cleandoc(_render.docstring(exercises.get(name)))
+    assert rendered in inspect.getdoc(getattr(reference, name)), (
+        f"reference.{name}'s docstring is not its contract's rendering; paste:\n"
+        + _render.docstring(exercises.get(name)))
