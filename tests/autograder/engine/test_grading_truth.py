@@ -27,6 +27,7 @@ from autograder import SOLUTIONS_DIR
 from autograder.notebook import cells as nbcells
 from helpers import exercises
 from helpers.checks import CheckFailed, check
+from catalogue.multi_head_attention import WRONG as WRONG_MHA
 from catalogue.transformer_block import CORRECT as CORRECT_BLOCKS
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -223,30 +224,12 @@ def test_a_float32_softmax_is_told_about_float32_by_the_grader(tmp_path):
 
 # a softmax that fails its own check (a list input, axis=0) but is right on the scores
 # multi_head_attention gives it; the mistake is multi_head_attention's: causal ignored
-OWN_SOFTMAX = """
-def softmax(z, axis=-1):
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-"""
-
-MHA_ALWAYS_CAUSAL = """
-def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
-    X = np.asarray(X, dtype=float)
-    N, d = X.shape[-2], X.shape[-1]
-    d_h = d // n_heads
-    heads = []
-    for c in range(n_heads):
-        cols = slice(c * d_h, (c + 1) * d_h)
-        Q, K, V = X @ W_Q[:, cols], X @ W_K[:, cols], X @ W_V[:, cols]
-        s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_h)
-        s = np.where(np.triu(np.ones((N, N), bool), 1), -np.inf, s)    # causal=False ignored
-        heads.append(softmax(s) @ V)
-    return np.concatenate(heads, axis=-1) @ W_O
-"""
+# (the catalogue's entry)
+OWN_SOFTMAX_MHA_ALWAYS_CAUSAL = "\n" + WRONG_MHA["own_softmax_always_causal"][0]
 
 
 def test_an_own_softmax_right_on_its_inputs_is_not_blamed():
-    fn = _define(OWN_SOFTMAX + MHA_ALWAYS_CAUSAL, "multi_head_attention")
+    fn = _define(OWN_SOFTMAX_MHA_ALWAYS_CAUSAL, "multi_head_attention")
     with pytest.raises(CheckFailed):
         check("softmax", fn.__globals__["softmax"])            # it fails its own check
     text = _check_text("multi_head_attention", fn)
