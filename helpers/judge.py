@@ -201,13 +201,16 @@ def _same_output(ex: Exercise | None, a, b, tolerance: tuple[float, float] | Non
         return False
 
 
-def diagnose(name: str, case: Case, got=None, error: BaseException | None = None) -> list[Mistake]:
+def diagnose(name: str, case: Case, got=None, error: BaseException | None = None,
+             reported: str | None = None) -> list[Mistake]:
     """The known mistakes of ``name`` whose output on ``case`` is ``got``.
 
-    With ``error``, the mistakes that raise the same exception (type and text) instead.
+    With ``error``, the mistakes that raise the same exception (type and text) instead;
+    with ``reported`` (``"Type: text"``, an error as the grader's child reports it), the
+    mistakes that raise one whose first line reads the same.
     """
     ex = _exercise(name)
-    if ex.custom_diagnose is not None:
+    if ex.custom_diagnose is not None and reported is None:
         found = ex.custom_diagnose(case, got, error)
         if found is not None:
             return found
@@ -221,9 +224,17 @@ def diagnose(name: str, case: Case, got=None, error: BaseException | None = None
         if error is not None:
             if err is not None and type(err) is type(error) and str(err) == str(error):
                 found.append(mistake)
+        elif reported is not None:
+            if err is not None and _first_line(f"{type(err).__name__}: {err}") == \
+                    _first_line(reported):
+                found.append(mistake)
         elif err is None and _same_output(ex, out, got):
             found.append(mistake)
     return found
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0][:300]
 
 
 def _diagnosis_text(found: list[Mistake]) -> str:
@@ -385,8 +396,9 @@ def _signature_text(ex: Exercise) -> str:
 def error_text(name: str, case: Case, error: str, exc: BaseException | None = None) -> str:
     """Words for a case on which the learner's function raised ``error`` ("Type: text")."""
     ex = _exercise(name)
-    found = diagnose(name, case, error=exc) if exc is not None else []
-    short = (error.strip().splitlines() or [""])[0][:300]
+    found = (diagnose(name, case, error=exc) if exc is not None
+             else diagnose(name, case, reported=error))   # the grader: the child's words
+    short = _first_line(error)
     hint = ""
     if short.startswith("TypeError") and "argument" in short:
         hint = f"\n  The signature must be {_signature_text(ex)}"

@@ -371,17 +371,26 @@ def _feedback(line: dict | None, scrub: _Scrubber, extra: list[str]) -> str:
             tb = scrub(str(err.get("traceback") or "")).strip()
             msg = scrub(f"{err.get('ename', 'Error')}: {err.get('evalue', '')}")
             parts.append("[error]\n" + (tb + "\n" if tb else "") + msg)
-    for e in extra:                 # each explanation once: skip what is already shown
-        e = scrub(e) if e else ""
-        if e and not any(_same_case(e, p) for p in parts):
+    for e in extra:                 # each explanation once: skip what is already shown,
+        e = scrub(e) if e else ""   # but not the trusted verdict's diagnosis of it (the
+        if not e:                   # notebook run's check holds no known mistake)
+            continue
+        shown = [i for i, p in enumerate(parts) if _same_case(e, p)]
+        if not shown:
             parts.append(e)
+        elif _DIAGNOSIS in e and _DIAGNOSIS not in parts[shown[0]]:
+            parts[shown[0]] += _DIAGNOSIS + e.split(_DIAGNOSIS, 1)[1]
     text = "\n\n".join(parts)
     return safe_text.shorten(text, FEEDBACK_CHARS)
 
 
+#: Where a failing case's explanation names a known mistake (helpers.judge's wording).
+_DIAGNOSIS = "\n  Likely mistake"
+
+
 def _same_case(text: str, shown: str) -> bool:
     """Whether ``text`` (an explanation of a failing case) is already part of ``shown``."""
-    head = " ".join(text.split("\n  Likely mistake", 1)[0].split())
+    head = " ".join(text.split(_DIAGNOSIS, 1)[0].split())
     return bool(head) and head in " ".join(shown.split())   # the notebook's text is wrapped
 
 
