@@ -862,3 +862,24 @@ def test_feedback_shows_no_grader_traceback_and_each_failing_case_once(tmp_path)
     assert 'File "' not in feedback
     first = next(line for line in feedback.splitlines() if line.startswith("Case '"))
     assert feedback.count(first) == 1, feedback
+
+
+def test_the_trusted_diagnosis_joins_the_notebooks_text_of_the_same_case():
+    """The notebook run's check names no known mistake (its helpers hold none); the
+    trusted verdict's explanation of the same case does: the feedback shows the case once,
+    with the diagnosis, and a case the notebook did not show in full is added whole."""
+    from autograder.engine import grading
+
+    def scrub(text):
+        return text
+
+    shown = "softmax: 1/3 checks passed.\ncase 'big' (large logits): got nan, expected 1"
+    same = "case 'big' (large logits): got nan, expected 1\n  Likely mistake: no max subtracted."
+    other = "case 'rows' (a batch): got 2, expected 3\n  Likely mistake: summed over axis 0."
+    text = grading._feedback({"error": {"ename": "CheckFailed", "evalue": shown}}, scrub,
+                             [same, other])
+    assert text.count("case 'big'") == 1 and text.count("no max subtracted") == 1, text
+    assert "summed over axis 0" in text and text.index("no max") < text.index("case 'rows'")
+    again = grading._feedback({"error": {"ename": "CheckFailed", "evalue": shown + same[46:]}},
+                              scrub, [same])
+    assert again.count("no max subtracted") == 1, again
