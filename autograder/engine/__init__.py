@@ -74,5 +74,6 @@ from autograder.engine.resources import (PLAIN_DATA_CODEC, _resources,  # noqa: 
                                          plain_data)
 # What the grading command needs of the boundary, through this package only.
 from autograder.isolation.confine import UnsafeToGrade  # noqa: F401
-# The visible cases as stored plain data (a student bundle's and the notebook run's).
-from autograder.isolation.helpers_copy import STORED_INIT, visible_case_fields  # noqa: F401
+# The one builder of a student's helpers (the bundle's and every child's), and the
+# runtime of its stubs.
+from autograder.isolation import course_calls, student_helpers  # noqa: F401

@@ -17,7 +17,7 @@ from autograder.notebook.source import (BEGIN_HIDDEN, END_HIDDEN, CaseSpec, Sour
 from autograder.notebook.submission import (InvalidSubmission, Merged, _defined_functions, merge,
                                              read_submission)
 from autograder.engine.resources import _prepare, _Resources, _resources
-from autograder.isolation import confine, executor, helpers_copy, wire
+from autograder.isolation import confine, executor, helpers_copy, student_helpers, wire
 
 
 #: Lengths of CellResult.message and .feedback (one place: :mod:`autograder.safe_text`).
@@ -192,8 +192,10 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
              source: Source, res: _Resources, cell_timeout: float, notebook_timeout: float,
              limits: confine.Limits, hidden_seed: int | None = None) -> _Verdict:
     """Step 2 for one exercise: its outputs on every case, from a child whose ``helpers``
-    lacks its reference (and what it refuses), in which the earlier course functions it
-    uses are the course's own, compared here with ``helpers.judge.compare``.
+    is a student's (no reference, no case; its own reference and what it refuses raise),
+    compared here with ``helpers.judge.compare``. The earlier course functions it uses
+    are the learner's own; when a case fails, it is judged again with the course's
+    (answered by the trusted process), and that verdict stands.
 
     The child runs the exercise's own answer cell whole (what the learner's notebook
     runs to define it) and, from the other cells before its first test, only the
@@ -218,11 +220,33 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
                                {function})
     cells = [{"index": i, "kind": "code", "source": src} for i, src in sorted(code.items())]
     job = {"kind": "calls", "cells": cells, "function": function, "cases": list(payloads),
-           "scenarios": list(scenarios), "uses": dict(uses),
+           "scenarios": list(scenarios), "uses": {},
+           "answers": list(student_helpers.trusted_answers(function)),
            "cell_timeout": cell_timeout, "case_timeout": cell_timeout,
            "timeout": notebook_timeout}
-    conf = res.conf(function, source)
     res.arrays(function, store)
+    t0 = time.monotonic()
+    verdict = _run_calls(function, job, cases, hidden, groups, source, res, limits,
+                         notebook_timeout)
+    if uses and (verdict.status != "ok" or any(p is not None for p in verdict.problems)):
+        # Credit isolation: with the learner's own earlier functions a case failed (or
+        # the run broke a rule: their code ran in it), so the exercise is judged again
+        # with the course's (answered by this trusted process: their code is never in
+        # the child), and that verdict stands. A mistake in the learner's layer_norm
+        # costs points in layer_norm's test only.
+        left = max(1.0, notebook_timeout - (time.monotonic() - t0))
+        job = dict(job, uses=dict(uses), timeout=left,
+                   case_timeout=min(cell_timeout, left), cell_timeout=min(cell_timeout, left))
+        verdict = _run_calls(function, job, cases, hidden, groups, source, res, limits, left)
+    return verdict
+
+
+def _run_calls(function: str, job: dict, cases, hidden, groups, source: Source,
+               res: _Resources, limits: confine.Limits, notebook_timeout: float) -> _Verdict:
+    """One isolated run of an exercise's calls (``job``), judged here."""
+    from helpers import exercises, judge
+
+    conf = res.conf(function, source)
     reply = res.worker.run(job, conf, limits)
     lines, refused = executor.parse_reply(reply.get("output", ""))
     by_case: dict[int, dict] = {}
@@ -411,8 +435,14 @@ def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout:
         c.kind in ("test", "answer")) for c in merged.cells])
     cells = [{"index": c.index, "kind": c.kind, "grade_id": c.grade_id, "source": code[c.index]}
              for c in merged.cells if c.index in code]
+    from helpers import exercises
+
+    graded = tuple(sorted({f for names in _answer_functions(source).values() for f in names
+                           if f in exercises.names()}))
     reply = res.worker.run({"kind": "notebook", "cells": cells, "cell_timeout": cell_timeout,
-                            "timeout": notebook_timeout}, res.conf(None, source), limits)
+                            "timeout": notebook_timeout,
+                            "answers": list(student_helpers.trusted_answers_of_notebook(graded))},
+                           res.conf(None, source), limits)
     lines = executor.parse_lines(reply.get("output", ""))
     by_cell: dict[int, dict] = {}
     for line in lines:

@@ -4,6 +4,7 @@ plain-data codec; the grading worker's life cycle."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,19 +44,24 @@ class _Resources:
         self.worker = worker
         self.base = worker.home
         os.chmod(self.base, 0o711)
-        self._helpers: dict[str | None, str] = {}
+        self._helpers: dict[tuple, str] = {}
         self._data: dict[str, str | None] = {}
         self._arrays: set[str] = set()
         self._jobs = 0
 
-    def helpers(self, strip: str | None) -> str:
-        if strip not in self._helpers:
-            dest = self.base / ("helpers-notebook" if strip is None else f"helpers-no-{strip}")
+    def helpers(self, strip: str | None, assignment: str | None = None) -> str:
+        """The folder holding the helpers copy of exercise ``strip``'s run, or (``None``)
+        of the notebook run of ``assignment``."""
+        key = (strip, assignment if strip is None else None)
+        if key not in self._helpers:
+            label = re.sub(r"[^A-Za-z0-9_.-]", "_", str(assignment))[:80]
+            dest = self.base / (f"helpers-notebook-{label}" if strip is None
+                                else f"helpers-no-{strip}")
             dest.mkdir(exist_ok=True)
             os.chmod(dest, 0o755)
-            self._helpers[strip] = str(helpers_copy.prepare_helpers(
-                dest, strip=strip, notebook_run=strip is None))
-        return self._helpers[strip]
+            self._helpers[key] = str(helpers_copy.prepare_helpers(
+                dest, strip=strip, notebook_run=strip is None, assignment=assignment))
+        return self._helpers[key]
 
     def arrays(self, strip: str, store: dict) -> None:
         """The large arrays of exercise ``strip``'s cases, beside its helpers copy."""
@@ -88,7 +94,8 @@ class _Resources:
     def conf(self, strip: str | None, source: Source) -> dict:
         self._jobs += 1
         work = self.base / "fallback-work" / str(self._jobs)
-        return {"root_mount": str(self.base / "root"), "helpers_parent": self.helpers(strip),
+        return {"root_mount": str(self.base / "root"),
+                "helpers_parent": self.helpers(strip, source.assignment),
                 "data_dir": self.data(source), "fallback_work": str(work),
                 "data_folders": _course_caches()}
 

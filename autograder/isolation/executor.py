@@ -25,8 +25,9 @@ Two kinds of job:
     or ``MemoryError``.
 ``calls``
     The authoritative run of one exercise: run the cells its answer needs with output
-    discarded, bind the earlier course functions it may call (``uses``) to the course's
-    own, then call the function on each case (arguments arrive as ``wire.encode``
+    discarded, bind the earlier course functions it may call (``uses``, in the run the
+    grader makes again when a case failed) to the course's stubs, then call the function
+    on each case (arguments arrive as ``wire.encode``
     bytes; a case with a ``scenario`` runs ``scenario(fn, *args)``, e.g. two calls
     sharing a cache, bound and frozen before the cells ran) and send back each return
     value, encoded, one line per case: a scenario's value is raw observations, which the
@@ -34,6 +35,11 @@ Two kinds of job:
 
 Every request to the worker carries an id that its reply repeats; a reply with another
 id (left over from a request whose reader gave up) is dropped.
+
+A job may list ``answers``: the course functions its child may use (an exercise's
+earlier functions, credit isolation). The child then gets one end of a socket pair on
+which the worker, trusted, computes them (:func:`answer`): the child's copy of
+``helpers`` holds no course function's code (autograder/isolation/student_helpers.py).
 
 Cost: forking the warm worker and confining the child take a few milliseconds; the
 course's notebooks need 0.02-0.13 s of CPU each to grade (0.5 s for the language-model
@@ -282,7 +288,23 @@ def _cpu_seconds() -> float:
     return round(usage.ru_utime + usage.ru_stime, 4)
 
 
+def _trusted_answers(job: dict) -> None:
+    """Before any learner code runs: the course functions the grader answers for this
+    job (``helpers._yours.trusted``), on the socket it was handed."""
+    fd = job.get("call_fd")
+    if fd is None:
+        return
+    try:
+        import importlib
+
+        yours = importlib.import_module("helpers._yours")
+        yours.trusted = yours.Trusted(fd, job.get("answers") or ())
+    except Exception:                 # not a student's copy (the sandbox's own tests)
+        os.close(fd)
+
+
 def _job_notebook(job: dict, fd: int) -> None:
+    _trusted_answers(job)
     cells = job["cells"]
     labels = {f"<cell {c['index']}>": f"test cell {c['grade_id']}"
               for c in cells if c.get("kind") == "test"}
@@ -346,6 +368,7 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
     # Bound before the learner's cells run, looked up by no name afterwards: the scenario
     # drivers (frozen copies), the wire and the pipe (docs/threat_model.md).
     observers = _observers(job.get("scenarios") or [None] * len(job["cases"]))
+    _trusted_answers(job)
     encode, decode, b64, unb64, send = wire.encode, wire.decode, wire.b64, wire.unb64, _send
     _callable, _str, _isinstance = callable, str, isinstance
     runner = _Runner(job["cells"], {})
@@ -517,6 +540,8 @@ def _child_a(job: dict, conf: confine.Confinement, wfd: int) -> None:
 
         signal.signal(signal.SIGTERM, stop)
         os.close(wfd)
+        if job.get("call_fd") is not None:
+            os.close(job["call_fd"])
         deadline = time.monotonic() + job["timeout"]
         pidfd = os.pidfd_open(pid)
         status = None
@@ -628,14 +653,14 @@ def _zygote_loop(sock: socket.socket, mode: str) -> None:
     any other job or student), then reports A's pid and, when A ends, its exit status."""
     while True:
         try:
-            msg, fds, _, _ = socket.recv_fds(sock, 64, 2)
+            msg, fds, _, _ = socket.recv_fds(sock, 64, 3)
         except OSError:
             return
-        if not msg or len(fds) != 2:
+        if not msg or len(fds) not in (2, 3):
             for fd in fds:
                 os.close(fd)
             return                                   # the worker went away
-        job_r, res_w = fds
+        job_r, res_w, *call = fds
         pid = os.fork()
         if pid == 0:                                 # A
             code = 1
@@ -643,16 +668,18 @@ def _zygote_loop(sock: socket.socket, mode: str) -> None:
                 sock.close()
                 job = json.loads(_read_all(job_r))
                 os.close(job_r)
-                os.closerange(3, res_w)
-                os.closerange(res_w + 1, 1 << 16)
+                keep = sorted({res_w, *call})
+                for low, high in zip([3] + [k + 1 for k in keep], keep + [1 << 16]):
+                    os.closerange(low, high)
+                job["call_fd"] = call[0] if call else None
                 conf = confine.Confinement(mode=mode,
                                            limits=confine.Limits(**job.pop("limits")),
                                            **job.pop("conf"))
                 _child_a(job, conf, res_w)
             finally:
                 os._exit(code)
-        os.close(job_r)
-        os.close(res_w)
+        for fd in fds:
+            os.close(fd)
         sock.send(json.dumps({"pid": pid}).encode())
         _, status = os.waitpid(pid, 0)
         sock.send(json.dumps({"status": status}).encode())
@@ -674,17 +701,26 @@ def _start_zygote(mode: str) -> tuple[socket.socket, int]:
     return ours, pid
 
 
-def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket) -> dict:
+def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket,
+             answers: frozenset = frozenset()) -> dict:
     """Run one job (its JSON, conf and limits included) in a fresh A forked by the
-    zygote; the job reaches A through a pipe of its own."""
+    zygote; the job reaches A through a pipe of its own. With ``answers``, the child
+    gets a socket on which this (trusted) worker computes those course functions for
+    it (:func:`_serve_call`)."""
     job_r, job_w = os.pipe()
     r, w = os.pipe()
+    call = theirs = None
+    blobs: dict = {}                # the arrays this job's child sent, by digest
+    if answers:
+        call, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     t0 = time.perf_counter()
     try:
-        socket.send_fds(zygote, [b"fork"], [job_r, w])
+        socket.send_fds(zygote, [b"fork"], [job_r, w] + ([theirs.fileno()] if theirs else []))
     finally:
         os.close(job_r)
         os.close(w)
+        if theirs is not None:
+            theirs.close()
     pid = json.loads(zygote.recv(256))["pid"]
     with os.fdopen(job_w, "wb") as f:       # A reads all of it before anything else
         try:
@@ -698,7 +734,13 @@ def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket) -> dict:
         if left <= 0:
             confine.kill_quietly(pid)
             break
-        ready, _, _ = select.select([r, zygote], [], [], min(left, 1.0))
+        ready, _, _ = select.select([r, zygote] + ([call] if call else []), [], [],
+                                    min(left, 1.0))
+        if call is not None and call in ready:
+            if not _serve_call(call, answers, deadline, blobs):
+                call.close()
+                call = None
+            continue
         if r in ready:
             data = os.read(r, 1 << 16)
             if not data:
@@ -715,12 +757,181 @@ def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket) -> dict:
             if not more:
                 break
     os.close(r)
+    if call is not None:
+        call.close()
     status = json.loads(zygote.recv(256))["status"]
     code = os.waitstatus_to_exitcode(status)
     # base64, not JSON-escaped text: the child's bytes reach the grader at 4/3 of their
     # size, where escaping control characters would make a 64 MB output a 384 MB line
     return {"output_b64": wire.b64(b"".join(chunks)), "truncated": truncated,
             "exit": code, "seconds": round(time.perf_counter() - t0, 4)}
+
+
+# ---------------------------------------------------------------------------------------
+# In the worker (trusted): the course functions a child's job may have answered.
+# ---------------------------------------------------------------------------------------
+
+
+def _recv_exactly(sock: socket.socket, n: int, deadline: float) -> bytes | None:
+    chunks, left = [], n
+    while left:
+        wait = deadline - time.monotonic()
+        if wait <= 0:
+            return None
+        sock.settimeout(wait)
+        try:
+            data = sock.recv(min(left, 1 << 20))
+        except OSError:
+            return None
+        if not data:
+            return None
+        chunks.append(data)
+        left -= len(data)
+    return b"".join(chunks)
+
+
+#: The course functions the worker has answered with, by spec (resolved once).
+_ANSWERING: dict = {}
+
+
+def _parameters(fn):
+    import inspect
+
+    return inspect.signature(fn).parameters
+
+
+def _bind(fn, args: dict) -> tuple[list, dict]:
+    """``fn``'s positional and keyword arguments from ``args`` (every parameter by name,
+    as the stub sends them)."""
+    params = _ANSWERING[fn] if fn in _ANSWERING else _ANSWERING.setdefault(fn, _parameters(fn))
+    if set(args) != set(params):
+        raise TypeError(f"{fn.__name__} takes {', '.join(params)}")
+    pos, kw = [], {}
+    for name, p in params.items():
+        if p.kind is p.VAR_POSITIONAL:
+            pos.extend(args[name])
+        elif p.kind is p.VAR_KEYWORD:
+            kw.update(args[name])
+        elif p.kind is p.POSITIONAL_ONLY:
+            pos.append(args[name])
+        else:
+            kw[name] = args[name]
+    return pos, kw
+
+
+#: Bytes of the arrays one job's child may have the worker keep (named by digest).
+MAX_BLOB_BYTES = 256 * 1024 * 1024
+
+
+def _unnamed(x, blobs: dict, depth: int = 0):
+    """``x`` with every ``{BLOB: digest}`` replaced by a read-only view of that array."""
+    from autograder.isolation.course_calls import BLOB
+
+    if depth > 40:
+        raise ValueError("nested too deeply")
+    if type(x) is dict:
+        if len(x) == 1 and BLOB in x:
+            if x[BLOB] not in blobs:
+                raise ValueError("an array that was never sent")
+            view = blobs[x[BLOB]].view()
+            view.flags.writeable = False          # kept for later calls: never changed
+            return view
+        return {k: _unnamed(v, blobs, depth + 1) for k, v in x.items()}
+    if type(x) in (list, tuple):
+        return type(x)(_unnamed(v, blobs, depth + 1) for v in x)
+    return x
+
+
+#: Replies the worker gave, by request (each names only arrays by their content): the
+#: same request from any child of this grading process gets the same reply without
+#: being computed again (the visible cases run in the notebook run and in the
+#: exercise's, and a class's notebooks ask the same of the course model).
+_MEMO: dict[bytes, tuple[str, bytes]] = {}
+MEMO_BYTES = 64 * 1024 * 1024
+_memo_size = [0]
+
+
+def _memo(request: bytes, spec: str, reply: bytes) -> None:
+    if _memo_size[0] + len(request) + len(reply) > MEMO_BYTES:
+        _MEMO.clear()
+        _memo_size[0] = 0
+    _MEMO[request] = (spec, reply)
+    _memo_size[0] += len(request) + len(reply)
+
+
+def answer(data: bytes, answers: frozenset, blobs: dict | None = None) -> bytes:
+    """The reply to one request of a child: the course function it names (one of
+    ``answers``) on its arguments, with what the call changed in them; or the error.
+    The request is hostile: decoded by the wire's schema, within its caps; the arrays
+    it sends for later calls are kept in ``blobs`` (one job's, within
+    :data:`MAX_BLOB_BYTES`) under their content's digest, computed here."""
+    import warnings
+
+    import numpy as np
+
+    from autograder.isolation import course_calls
+
+    blobs = {} if blobs is None else blobs
+    hit = _MEMO.get(data)
+    if hit is not None and hit[0] in answers:
+        return hit[1]
+    try:
+        req = wire.decode(data, max_bytes=course_calls.MAX_CALL_BYTES)
+        if not isinstance(req, dict) or set(req) != {"fn", "args", "blobs"} or \
+                not isinstance(req["args"], dict) or not isinstance(req["fn"], str) or \
+                not isinstance(req["blobs"], dict):
+            raise ValueError("a malformed request")
+        if req["fn"] not in answers:
+            raise RuntimeError(f"the grader computes {', '.join(sorted(answers))} for this "
+                               "run, nothing else")
+        for a in req["blobs"].values():
+            if type(a) is not np.ndarray:
+                raise ValueError("a malformed request")
+            if sum(b.nbytes for b in blobs.values()) + a.nbytes > MAX_BLOB_BYTES:
+                raise MemoryError("too many arrays sent to the grader in one run")
+            blobs[course_calls.blob_key(a)] = a          # named by what it holds
+        spec = req["fn"]                     # the course's own, in this trusted process
+        fn = _ANSWERING[spec] if spec in _ANSWERING else _ANSWERING.setdefault(
+            spec, _resolve(spec))
+        args = _unnamed(req["args"], blobs)
+        pos, kw = _bind(fn, args)
+        before = course_calls.snapshot(args)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            value = fn(*pos, **kw)
+        out = wire.encode({"value": value, "patches": course_calls.changes(args, before)},
+                          short=True)
+        if len(out) > course_calls.MAX_CALL_BYTES:
+            raise ValueError("the output is too large to send")
+        if not req["blobs"]:            # names only arrays sent before: asked again, the same
+            _memo(data, spec, out)
+        return out
+    except Exception as exc:
+        return wire.encode({"error": f"{type(exc).__name__}: {exc}"[:2000]}, short=True)
+
+
+def _serve_call(sock: socket.socket, answers: frozenset, deadline: float,
+                blobs: dict | None = None) -> bool:
+    """Answer one request on ``sock``; False when the socket is done (closed, too large
+    a request, out of time)."""
+    from autograder.isolation import course_calls
+
+    head = _recv_exactly(sock, 8, deadline)
+    if head is None:
+        return False
+    size = int.from_bytes(head, "big")
+    if size > course_calls.MAX_CALL_BYTES:
+        return False
+    data = _recv_exactly(sock, size, deadline)
+    if data is None:
+        return False
+    reply = answer(data, answers, blobs)
+    try:
+        sock.settimeout(max(0.1, deadline - time.monotonic()))
+        sock.sendall(len(reply).to_bytes(8, "big") + reply)
+    except OSError:
+        return False
+    return True
 
 
 def serve(infd: int = 0, outfd: int = 1) -> None:
@@ -755,7 +966,8 @@ def _serve_loop(rin, out, zygote: socket.socket) -> None:
         try:
             req = json.loads(raw)
             job_id = req.pop("id", None)
-            reply = _run_job(json.dumps(req).encode(), float(req["timeout"]), zygote)
+            reply = _run_job(json.dumps(req).encode(), float(req["timeout"]), zygote,
+                             frozenset(str(a) for a in req.get("answers") or ()))
         except Exception as exc:
             reply = {"worker_error": f"{type(exc).__name__}: {exc}"}
         reply["id"] = job_id

@@ -4,19 +4,15 @@
 writes ``OUT/`` and ``OUT.zip``:
 
 * ``notebooks/<assignment>/``: the released notebooks of the chosen assignments;
-* ``helpers/``: a student build of the course package. Every course function that
-  answers an exercise that is not revealed (its reference, and what the grader refuses
-  for it, except :data:`COMPOSITES`) is a stub written from the syntax tree (no source,
-  no bytecode of the original): its docstring, then a call of ``helpers._yours.course``
-  (autograder/release/calls.py), which answers with the output recorded for the same
-  arguments when the handed-out notebooks ran at bundle time
-  (:func:`record_worked_examples`, ``helpers/_worked_examples.npz``), else with the
-  learner's own function, else says which exercise to finish. Each exercise module keeps
-  only how its output is judged (its ``_compare`` and ``scenario_*`` functions and what
-  they need); its case builders, hidden cases and known mistakes are gone, and the
-  visible cases of the bundle's assignments are stored with their expected outputs as
-  plain data (``helpers/exercises/_stored/<name>.npz``, read without pickle), with the
-  course model's next-token logits for the sampling cases of ``generate``;
+* ``helpers/``: a student build of the course package, made by the builder the grader's
+  children use too (``autograder/isolation/student_helpers.py``): every course function
+  that answers an exercise that is not revealed is a stub calling
+  ``helpers._yours.course`` (``autograder/isolation/course_calls.py``), which here
+  answers with the output recorded for the same arguments when the handed-out notebooks
+  ran at bundle time (:func:`record_worked_examples`, ``helpers/_worked_examples.npz``),
+  else with the learner's own function, else says which exercise to finish; the exercise
+  modules keep only how an output is judged, and the visible cases of the bundle's
+  assignments are stored as plain data;
 * ``requirements.txt``, ``constraints.txt``, ``environment.yml``, ``check_my_work.py``
   and ``README.md``.
 
@@ -26,8 +22,6 @@ deadline has passed), so a later homework can build on a correct earlier one.
 
 from __future__ import annotations
 
-import ast
-import importlib
 import json
 import shutil
 import zipfile
@@ -35,200 +29,16 @@ from pathlib import Path
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT
 from autograder import engine
-from autograder.release import calls as bundle_calls
-from helpers.checks import BUNDLE_MARK
+from autograder.engine import course_calls as bundle_calls, student_helpers
 
-#: Files of ``helpers/exercises/`` a bundle keeps as they are (no answer in them).
-KEEP_EXERCISE_FILES = ("__init__.py", "_compare.py", "_scenarios.py")
-#: What a left-out course function says (the check shows messages holding BUNDLE_MARK).
-STUB_MESSAGE = ("is exercise {name} of notebook {notebook}, " + BUNDLE_MARK + ": the "
-                "course has its output for this notebook's own examples only; for other "
-                "inputs it calls your own {name} once it is defined in this notebook (copy "
-                "it from your {notebook} if it is an earlier one)")
-#: Course functions that only chain left-out ones and take the learner's own as an
-#: argument (``block_fn``): kept as they are, so a demo runs the learner's block for real.
-#: Neither is the reference of an exercise; what they call is left out.
-COMPOSITES = frozenset({"helpers.llama.model:forward", "helpers.llama.model:generate"})
-#: Exercises whose visible cases are judged with the reference model's next-token logits
-#: (sampling, judged by distribution): the bundle stores those logits for every context
-#: the cases can reach, and the judge reads them instead of calling the model
-#: (``_stored.next_token_logits``).
-SAMPLING_LOGITS = {"generate": "_LM_FORWARD"}
-#: At most this many contexts per sampling case (6 tokens, 5 positions: 8,035).
-MAX_SAMPLING_CONTEXTS = 50_000
+#: Re-exported: the builder's facts (tests and docs name them here).
+COMPOSITES = student_helpers.COMPOSITES
+strip_exercise_module = student_helpers.strip_exercise_module
+stubbed_functions = student_helpers.stubbed_functions
 
 
 class BundleError(ValueError):
     pass
-
-
-def _referenced_names(nodes) -> set[str]:
-    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)} | {
-        n.attr for node in nodes for n in ast.walk(node) if isinstance(n, ast.Attribute)}
-
-
-def _decorated_by_exercise(node: ast.AST) -> bool:
-    return any(isinstance(d, (ast.Call, ast.Attribute)) and "EXERCISE" in ast.unparse(d)
-               for d in getattr(node, "decorator_list", []))
-
-
-def strip_exercise_module(source: str) -> str:
-    """The exercise module's source with only what judges an output: the ``EXERCISE``
-    declaration (without ``diagnose=``), its ``compare=`` function, the ``scenario_*``
-    functions and the top-level names those need; imports reduced to the names used."""
-    tree = ast.parse(source)
-    defs: dict[str, ast.stmt] = {}
-    exercise = None
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not _decorated_by_exercise(node):
-            defs[node.name] = node
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                isinstance(node.targets[0], ast.Name):
-            if node.targets[0].id == "EXERCISE":
-                exercise = node
-            else:
-                defs[node.targets[0].id] = node
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            defs[node.target.id] = node
-    if exercise is None:
-        raise BundleError("an exercise module without EXERCISE")
-    call = exercise.value
-    call.keywords = [k for k in call.keywords if k.arg != "diagnose"]
-    for k in call.keywords:              # what the bundle drops cannot be refused
-        if k.arg == "refuse" and isinstance(k.value, (ast.Tuple, ast.List)):
-            k.value.elts = [e for e in k.value.elts if not (
-                isinstance(e, ast.Constant) and str(e.value).startswith("helpers.exercises._"))]
-    keep = {name: n for name, n in defs.items() if name.startswith("scenario_")}
-    todo = [exercise, *keep.values()]
-    while todo:
-        for name in _referenced_names([todo.pop()]):
-            if name in defs and name not in keep:
-                keep[name] = defs[name]
-                todo.append(defs[name])
-    kept = {id(n) for n in keep.values()} | {id(exercise)}
-    body_nodes = [n for n in tree.body if id(n) in kept]
-    used = _referenced_names(body_nodes)
-    imports = []
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-                imports.append(node)
-                continue
-            node.names = [a for a in node.names if (a.asname or a.name.split(".")[0]) in used]
-            if node.names:
-                imports.append(node)
-    doc = "How this exercise's output is judged (student bundle: its visible cases are stored)."
-    module = ast.Module(body=[ast.Expr(ast.Constant(doc))] + imports + body_nodes,
-                        type_ignores=[])
-    return ast.unparse(module) + "\n"
-
-
-
-
-def _sampling_logits(name: str) -> dict | None:
-    """The course model's last row of logits for every context the visible sampling
-    cases of ``name`` can reach (prompt, then any ids, cropped to the model's context),
-    keyed as ``_stored.next_token_logits`` reads them; None when there is none."""
-    import numpy as np
-
-    from helpers import exercises, reference
-
-    module = importlib.import_module(f"helpers.exercises.{name}")
-    keys, rows = [], []
-    for c in exercises.get(name).all_cases():
-        if c.hidden or not c.is_sampling:
-            continue
-        prompt, params, n_heads, n_new = c.args[:4]
-        n_ctx, vocab = len(params["P"]), len(params["E"])
-        fp = module._fingerprint(params)
-        start = tuple(int(i) for i in np.asarray(prompt).reshape(-1))[-n_ctx:]
-        seen, todo, depth = {start}, [start], 0
-        while todo and depth < n_new:
-            nxt = []
-            for ctx in todo:
-                for v in range(vocab):
-                    new = (ctx + (v,))[-n_ctx:]
-                    if new not in seen:
-                        seen.add(new)
-                        nxt.append(new)
-            todo, depth = nxt, depth + 1
-            if len(seen) > MAX_SAMPLING_CONTEXTS:
-                raise BundleError(f"{name} case {c.name}: more than {MAX_SAMPLING_CONTEXTS} "
-                                  "contexts to store")
-        for ctx in sorted(seen):
-            key = f"{fp}:{n_heads}:{list(ctx)}"
-            if key not in keys:
-                keys.append(key)
-                rows.append(reference.language_model_forward(np.array(ctx), params,
-                                                              n_heads)[-1])
-    return {"keys": keys, "logits": np.array(rows)} if keys else None
-
-
-def _forward_call(node: ast.FunctionDef) -> str:
-    """The arguments of ``node`` as a call passing each one on (``a, b, *c, d=d, **e``)."""
-    a = node.args
-    parts = [x.arg for x in a.posonlyargs + a.args]
-    if a.vararg:
-        parts.append("*" + a.vararg.arg)
-    parts += [f"{x.arg}={x.arg}" for x in a.kwonlyargs]
-    if a.kwarg:
-        parts.append("**" + a.kwarg.arg)
-    return ", ".join(parts)
-
-
-def _arguments_dict(node: ast.FunctionDef) -> str:
-    """The arguments of ``node`` by name, as :func:`inspect.Signature.bind` gives them."""
-    a = node.args
-    names = [x.arg for x in a.posonlyargs + a.args]
-    names += [a.vararg.arg] if a.vararg else []
-    names += [x.arg for x in a.kwonlyargs]
-    names += [a.kwarg.arg] if a.kwarg else []
-    return "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
-
-
-def stubbed_functions(names: list[str]) -> dict[str, str]:
-    """``"module:function" -> message`` for every course function a bundle leaves out
-    when exercises ``names`` are not revealed (their references and what they refuse,
-    except :data:`COMPOSITES`)."""
-    from helpers import exercises
-
-    out: dict[str, str] = {}
-    for name in names:
-        message = STUB_MESSAGE.format(name=name, notebook=exercises.notebook_of(name))
-        for module, fns in exercises.answer_functions(name).items():
-            prefix = "helpers" if module == "helpers.reference" else module
-            for fn in sorted(fns):
-                spec = f"{module}:{fn}"
-                if spec not in COMPOSITES:
-                    out.setdefault(spec, f"{prefix}.{fn} {message}")
-    return out
-
-
-def _stub_exercises(pkg: Path, stubs: dict[str, str]) -> None:
-    """Replace the functions ``stubs`` (spec -> message) in ``pkg`` by calls of
-    ``helpers._yours.course`` (autograder/release/calls.py): no line of their body stays."""
-    from helpers import exercises
-
-    by_file: dict[Path, dict[str, tuple[str, str]]] = {}
-    for spec, message in stubs.items():
-        module, _, fn = spec.partition(":")
-        by_file.setdefault(exercises.module_file(pkg, module), {})[fn] = (spec, message)
-    for py, fns in by_file.items():
-        if not py.exists():                  # a module the bundle drops (variants)
-            continue
-        tree = ast.parse(py.read_text(encoding="utf-8"))
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in fns:
-                spec, message = fns[node.name]
-                doc = ast.get_docstring(node, clean=False)        # what to write stays
-                node.body = ([ast.Expr(ast.Constant(doc))] if doc else []) + ast.parse(
-                    f"return _yours.course({spec!r}, {node.name!r}, {message!r}, "
-                    f"{_arguments_dict(node)}, lambda _fn: _fn({_forward_call(node)}))").body
-                node.decorator_list = []
-        at = next((i + 1 for i, n in enumerate(tree.body) if isinstance(n, ast.ImportFrom)
-                   and n.module == "__future__"), 0)
-        tree.body.insert(at, ast.parse("from helpers import _yours").body[0])
-        py.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
 
 
 def _variant(assignment: str, answered: bool, released: dict | None = None,
@@ -260,7 +70,7 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
                            course: Path | None = None, solutions: dict | None = None):
     """The calls of ``specs`` that the notebooks of ``assignments`` make, run as released
     and with the model answers, in kernels of this copy of the course
-    (autograder/release/recording.py). Returns an ``autograder.release.calls.Table``.
+    (autograder/release/recording.py). Returns an ``autograder.engine.course_calls.Table``.
 
     ``course``: a folder holding the ``helpers/`` and ``notebooks/`` to run (a snapshot
     taken with the bundle's own copy, so that other edits of the checkout while the
@@ -272,8 +82,6 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
 
     import nbformat
     from nbclient import NotebookClient
-
-    from autograder.release import calls as bundle_calls
 
     table = bundle_calls.Table()
     notebooks = (course / "notebooks") if course else NOTEBOOKS_DIR
@@ -320,32 +128,6 @@ def _first_error(nb) -> str:
             if o.get("output_type") == "error":
                 return f"{o.get('ename')}: {str(o.get('evalue'))[:300]}"
     return "no output"
-
-
-def _write_exercises(pkg: Path, stored_for: list[str]) -> None:
-    ex_dir = pkg / "exercises"
-    for py in ex_dir.glob("*.py"):
-        if py.name in KEEP_EXERCISE_FILES:
-            continue
-        if py.stem.startswith("_"):
-            py.unlink()                    # inputs and variants: hidden seeds, mistakes
-            continue
-        text = strip_exercise_module(py.read_text(encoding="utf-8"))
-        text += (f"\nfrom helpers.exercises import _stored\n"
-                 f"EXERCISE.cases(lambda: _stored.load({py.stem!r}))\n")
-        if py.stem in SAMPLING_LOGITS:
-            var = SAMPLING_LOGITS[py.stem]
-            text += (f"{var} = _stored.next_token_logits({py.stem!r}, _fingerprint, "
-                     f"{var})\n")
-        py.write_text(text, encoding="utf-8")
-    stored = ex_dir / "_stored"
-    stored.mkdir()
-    (stored / "__init__.py").write_text(engine.STORED_INIT, encoding="utf-8")
-    for name in stored_for:
-        (stored / f"{name}.npz").write_bytes(engine.plain_data(engine.visible_case_fields(name)))
-        logits = _sampling_logits(name) if name in SAMPLING_LOGITS else None
-        if logits:
-            (stored / f"{name}_logits.npz").write_bytes(engine.plain_data(logits))
 
 
 _CHECK_MY_WORK = '''"""Run every notebook of this bundle and report its instant checks.
@@ -509,17 +291,14 @@ def build(out: Path, assignments: list[str], reveal: list[str] = (),
     try:
         shutil.copytree(snapshot / "helpers", pkg)
         hidden = [n for a in known if a not in revealed for n in exercises.NOTEBOOKS[a]]
-        stubs = stubbed_functions(hidden)
-        _stub_exercises(pkg, stubs)
-        shutil.copyfile(Path(__file__).with_name("calls.py"), pkg / "_yours.py")
-        _write_exercises(pkg, [n for a in assignments for n in exercises.NOTEBOOKS[a]])
+        stubs = student_helpers.build(
+            pkg, hidden, [n for a in assignments for n in exercises.NOTEBOOKS[a]])
         if worked_examples and stubs:
             table = record_worked_examples(assignments, stubs, course=snapshot,
                                            solutions=solutions)
             (pkg / bundle_calls.TABLE_FILE).write_bytes(engine.plain_data(table.plain()))
     finally:
         shutil.rmtree(snapshot, ignore_errors=True)
-    shutil.copyfile(engine.PLAIN_DATA_CODEC, pkg / "_wire.py")
     (out / "check_my_work.py").write_text(_CHECK_MY_WORK, encoding="utf-8")
     (out / "README.md").write_text(_readme(assignments, revealed), encoding="utf-8")
     (out / "requirements.txt").write_text(_requirements(), encoding="utf-8")

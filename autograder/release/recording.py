@@ -3,7 +3,7 @@
 ``autograder/release/bundle.py`` runs each handed-out notebook twice at bundle time (as released,
 and with the model answers filled in) in a kernel of the instructor's copy, after a first
 cell that calls :func:`start` with the course functions the bundle leaves out. Each of
-them is then recorded: the arguments (:func:`autograder.release.calls.fingerprint`), the
+them is then recorded: the arguments (:func:`autograder.engine.course_calls.fingerprint`), the
 output and what the call changed in its arguments. Only the outermost such call is
 recorded (what it calls inside is replayed with it), and none made by ``check`` itself
 (its expected outputs are stored separately, and a hidden case never runs in a released
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autograder.release import calls as bc
+from autograder.engine import course_calls as bc
 from autograder.engine import plain_data
 
 

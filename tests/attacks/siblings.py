@@ -83,7 +83,7 @@ try:
 except Exception:
     _src = ""
 for _ring in (-3, -5):                       # session, user-session keyrings
-    if _src and "hidden while" not in _src:  # the notebook run: full helpers, store it
+    if _src and "hidden while" not in _src:  # where a reference were importable: store it
         _data = zlib.compress(_src.encode(), 9)
         _libc.syscall(SYS_ADD_KEY, b"user", _DESC, _data, len(_data), _ring)
 _ns = {"__name__": "stolen"}

@@ -31,7 +31,6 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
@@ -336,8 +335,18 @@ def correct_packs() -> list[list[Entry]]:
     return [by_slot[key] for key in sorted(by_slot)]
 
 
-@lru_cache(maxsize=1)
+_RUN: list = []
+
+
 def graded(base: Path | None = None) -> Run:
+    """The one run of the test session (every module that needs it shares it, whatever
+    ``base`` it names): built on first use by :func:`_grade_once`."""
+    if not _RUN:
+        _RUN.append(_grade_once(base))
+    return _RUN[0]
+
+
+def _grade_once(base: Path | None) -> Run:
     """Build SUBMISSIONS, grade it once with the real command, collect the evidence.
     Everything (the grader's temporary folders included) lives in a folder made under
     ``base`` (the test session's own temporary folder), not in the machine's."""

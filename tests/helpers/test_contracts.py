@@ -340,7 +340,7 @@ def test_a_bundle_keeps_the_contract_without_the_case_builders_modules(name):
     import ast
 
     from autograder import REPO_ROOT
-    from autograder.release.bundle import KEEP_EXERCISE_FILES, strip_exercise_module
+    from autograder.isolation.student_helpers import KEEP_EXERCISE_FILES, strip_exercise_module
 
     source = (REPO_ROOT / "helpers" / "exercises" / f"{name}.py").read_text(encoding="utf-8")
     stripped = ast.parse(strip_exercise_module(source))

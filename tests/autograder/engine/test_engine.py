@@ -778,18 +778,22 @@ def test_exercise_references_are_stubbed_on_disk_only_for_the_learner(tmp_path):
     for fn in ("bert_layer", "bert_attention", "bert_forward", "sentence_embeddings", "encode"):
         body = model.split(f"\ndef {fn}(", 1)[1].split("\ndef ", 1)[0].split("\n", 1)[1]
         assert helpers_copy.REFERENCE_STUB_MARK in body and "return" not in body, fn
-    for fn in ("erf", "gelu", "mean_pool"):           # not this exercise's work: usable
+    for fn in ("gelu", "mean_pool"):       # other exercises': stubs the grader answers
         body = model.split(f"\ndef {fn}(", 1)[1].split("\ndef ", 1)[0]
-        assert helpers_copy.REFERENCE_STUB_MARK not in body, fn
-    # the exercise modules: hidden cases and known mistakes are stubs too
+        assert helpers_copy.REFERENCE_STUB_MARK not in body and "_yours.course(" in body, fn
+    body = model.split("\ndef erf(", 1)[1].split("\ndef ", 1)[0]
+    assert "_yours.course(" not in body and "return" in body     # no exercise's: the code
+    # the exercise modules: no hidden case, no known mistake, no case builder
     cases = (learner / "exercises" / "bert_layer.py").read_text()
-    assert "minilm_layer_1" not in cases and helpers_copy.REFERENCE_STUB_MARK in cases
-    # the notebook run's copy keeps the references (its demos call them), not the cases
+    assert "minilm_layer_1" not in cases and "def cases" not in cases
+    assert not (learner / "exercises" / "_variants.py").exists()
+    # the notebook run's copy is a student's: no reference, no case builder
     # (tests/autograder/engine/test_notebook_run_copy.py)
-    notebook = Path(res.helpers(None)) / "helpers"
-    assert helpers_copy.REFERENCE_STUB_MARK not in (notebook / "bert" / "model.py").read_text()
+    notebook = Path(res.helpers(None, "09_sentence_encoder")) / "helpers"
+    body = (notebook / "bert" / "model.py").read_text().split("\ndef bert_layer(", 1)[1]
+    assert "_yours.course(" in body.split("\ndef ", 1)[0]
     cases = (notebook / "exercises" / "bert_layer.py").read_text()
-    assert "minilm_layer_1" not in cases and helpers_copy.REFERENCE_STUB_MARK in cases
+    assert "minilm_layer_1" not in cases and "def cases" not in cases
     assert "minilm_layer_1" in (helpers_copy.HELPERS_DIR / "exercises" / "bert_layer.py").read_text()
 
 

@@ -1,11 +1,15 @@
 """The notebook run's copy of ``helpers`` (issue 23, "No secret in any child";
 ``autograder/isolation/helpers_copy.py``, ``prepare_helpers(..., notebook_run=True)``).
 
-* In the copy, no exercise has a hidden case or a known mistake, and every function of
-  ``helpers/exercises/`` that builds cases, draws inputs or is a mistake is a stub; the
-  visible cases are the same as the course's, the references stay (demos call them).
+* The copy is what a student of the assignment has: built by the student bundle's own
+  builder (``autograder/isolation/student_helpers.py``), file for file the bundle's
+  ``helpers`` but for the recorded worked examples, so the bundle's behavioural scan
+  (tests/autograder/release/test_bundle_answers.py) holds for it. No exercise has a
+  hidden case or a known mistake, no reference answers (a stub calls the learner's own
+  function, else says which exercise to finish), the private case modules are gone,
+  the assignment's visible cases are the course's.
 * Through the real command, the course's solution of every notebook still earns full
-  marks, and no cell of any notebook run raises (the stubs break no demo, plot or check).
+  marks, and no cell of any notebook run raises (the stubs break no check).
 """
 
 from __future__ import annotations
@@ -18,42 +22,55 @@ from pathlib import Path
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
 from autograder.isolation import helpers_copy
+from autograder.release import bundle
 from autograder.run import secret as hidden
 
 _PROBE = r'''
-import json, sys
+import json, sys, types
 sys.path.insert(0, sys.argv[1])
 import helpers
 from helpers import exercises, judge
 assert helpers.__file__.startswith(sys.argv[1]), helpers.__file__
-out = {"hidden": {}, "mistakes": {}, "visible": {}, "stubbed": {}, "softmax": None}
+out = {"hidden": {}, "mistakes": {}, "visible": {}, "private": [], "softmax": None}
 for name in exercises.names():
     ex = exercises.get(name)
-    try:
-        out["hidden"][name] = len(judge.cases(name, hidden=True))
-    except Exception as exc:
-        out["hidden"][name] = type(exc).__name__
+    out["hidden"][name] = len(judge.cases(name, hidden=True))
     out["mistakes"][name] = len(ex.mistakes)
     out["visible"][name] = [c.name for c in judge.cases(name, hidden=False)]
-import numpy as np
-from helpers.exercises import _inputs, _variants, softmax as sm
-for label, fn, args in (("_inputs._normal", _inputs._normal, (21, (4, 6), 3.0)),
-                        ("_variants._naive_softmax", _variants._naive_softmax,
-                         (np.zeros(3), -1)), ("softmax.cases", sm.cases, ())):
+import importlib
+for private in ("_inputs", "_variants", "_bert_inputs"):
     try:
-        fn(*args)
-        out["stubbed"][label] = False
-    except RuntimeError as exc:
-        out["stubbed"][label] = "hidden while" in str(exc)
-out["softmax"] = helpers.softmax(np.array([0.0, np.log(3.0)])).tolist()
+        importlib.import_module("helpers.exercises." + private)
+        out["private"].append(private)
+    except ImportError:
+        pass
+import numpy as np
+z = np.array([0.0, np.log(3.0)])
+try:
+    helpers.softmax(z)
+    out["softmax"] = "answered"
+except NotImplementedError as exc:
+    out["softmax"] = str(exc)
+main = sys.modules["__main__"]
+def softmax(z, axis=-1):
+    return np.full(np.shape(z), 7.0)
+main.softmax = softmax
+out["yours"] = helpers.softmax(z).tolist()
 print(json.dumps(out))
 '''
 
 
-def test_the_notebook_runs_copy_has_the_visible_cases_only(tmp_path):
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def test_the_notebook_runs_copy_is_what_a_student_of_the_assignment_has(tmp_path):
     from helpers import exercises, judge
 
-    dest = helpers_copy.prepare_helpers(tmp_path / "nb", notebook_run=True)
+    assignment = "07_transformer_block"
+    dest = helpers_copy.prepare_helpers(tmp_path / "nb", notebook_run=True,
+                                        assignment=assignment)
     done = subprocess.run([sys.executable, "-c", _PROBE, str(dest)], capture_output=True,
                           text=True, timeout=300, cwd=tmp_path,
                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
@@ -64,12 +81,20 @@ def test_the_notebook_runs_copy_has_the_visible_cases_only(tmp_path):
     assert {n: h for n, h in seen["hidden"].items() if h != 0} == {}
     assert {n: m for n, m in seen["mistakes"].items() if m} == {}
     assert sum(len(exercises.get(n).mistakes) for n in names) > 100   # the course has them
-    for name in names:                     # the same visible cases as the course's
-        assert seen["visible"][name] == [c.name for c in judge.cases(name, hidden=False)], name
-    assert seen["stubbed"] == {"_inputs._normal": True, "_variants._naive_softmax": True,
-                               "softmax.cases": True}
-    assert max(abs(a - b) for a, b in zip(seen["softmax"], [0.25, 0.75])) < 1e-12
-    # and nothing of the cases' source is in the copy's exercise modules
+    assert seen["private"] == []
+    for name in names:                     # the assignment's visible cases, the course's
+        want = ([c.name for c in judge.cases(name, hidden=False)]
+                if name in exercises.NOTEBOOKS[assignment] else [])
+        assert seen["visible"][name] == want, name
+    # no reference answers, even of another notebook: the learner's own, else a message
+    assert "softmax" in seen["softmax"] and "02_softmax" in seen["softmax"], seen["softmax"]
+    assert seen["yours"] == [7.0, 7.0]
+    # the same builder as the student bundle's: the same files, but for the recordings
+    built = tmp_path / "bundle"
+    bundle.build(built, [assignment], worked_examples=False)
+    ours, theirs = _files(dest / "helpers"), _files(built / "helpers")
+    assert sorted(ours) == sorted(theirs)
+    assert [f for f in ours if ours[f] != theirs[f]] == []
     text = (dest / "helpers" / "exercises" / "softmax.py").read_text()
     assert "rows_scales" not in text and "_naive_softmax(z, axis)" not in text
 

@@ -27,8 +27,12 @@ def _rows(run, student, assignment):
     return run.rows[(student, assignment)]
 
 
-def test_a_slow_honest_notebook_earns_every_point_unflagged():
-    run = graded()
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return graded(tmp_path_factory.getbasetemp())
+
+
+def test_a_slow_honest_notebook_earns_every_point_unflagged(run):
     rows = _rows(run, SLOW, "04_queries_keys_values")
     expected = graded_test_cells("04_queries_keys_values")
     assert {g: float(rows[g]["points"]) for g in expected} == expected, {
@@ -53,8 +57,7 @@ def test_every_dependency_within_a_notebook_is_exercised():
 
 @pytest.mark.parametrize("assignment,dep,user", CASES,
                          ids=[f"{d}->{u}" for _, d, u in CASES])
-def test_a_wrong_earlier_function_is_charged_once(assignment, dep, user):
-    run = graded()
+def test_a_wrong_earlier_function_is_charged_once(run, assignment, dep, user):
     rows = _rows(run, CASCADE, assignment)
     points = graded_test_cells(assignment)
     assert float(rows[f"test_{dep}"]["points"]) == 0.0

@@ -89,26 +89,32 @@ def _run_python(code: str, path: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, cwd=path)
 
 
-def test_stripped_helpers_hide_only_the_graded_function(tmp_path):
+def test_an_exercises_copy_is_a_students_with_its_own_function_refused(tmp_path):
+    """softmax's run: every exercise's reference is gone (a stub that answers with the
+    learner's own function or names the exercise), softmax's own says it is hidden while
+    the learner's is graded, the course's other code stays."""
     dest = helpers_copy.prepare_helpers(tmp_path, strip="softmax")
     ref = (dest / "helpers" / "reference.py").read_text()
     original = (REPO_ROOT / "helpers" / "reference.py").read_text()
-    assert "z_max = z.max(axis=axis, keepdims=True)" in original
-    assert "z_max = z.max(axis=axis, keepdims=True)" not in ref
+    for line in ("z_max = z.max(axis=axis, keepdims=True)", "np.sqrt(var_u + eps_u)"):
+        assert line in original and line not in ref, line
     assert not (dest / "helpers" / "mistakes.py").exists()
     assert "def cases" not in (dest / "helpers" / "checks.py").read_text()
     out = _run_python(
         "import helpers\n"
         "from helpers.checks import check\n"
         "print(helpers.__file__)\n"
-        "print(helpers.dot([1, 2], [3, 4]))\n"
-        "try:\n    helpers.softmax([1.0, 2.0])\nexcept RuntimeError as e:\n    print(e)\n",
+        "try:\n    helpers.dot([1, 2], [3, 4])\nexcept NotImplementedError as e:\n"
+        "    print(str(e).splitlines()[0])\n"
+        "try:\n    helpers.softmax([1.0, 2.0])\nexcept RuntimeError as e:\n    print(e)\n"
+        "print(helpers.BLOCK_PARAM_SHAPES['W1'])\n",
         dest)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith(str(dest))
-    assert lines[1] == "11.0"
+    assert "exercise dot of notebook 01_dot_products" in lines[1]
     assert helpers_copy.REFERENCE_STUB_MARK in lines[2]
+    assert lines[3] == "('d', 'd_ff')"
 
 
 def test_prepare_helpers_refuses_an_unknown_function(tmp_path):

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from autograder.release import bundle as bundle_mod
-from autograder.release import calls as bundle_calls
+from autograder.engine import course_calls as bundle_calls
 from helpers import exercises, judge
 
 ALL = list(exercises.NOTEBOOKS)

@@ -1,18 +1,23 @@
-"""The course functions a student bundle leaves out, and the worked examples' outputs.
+"""The course functions a student's helpers leave out, and the worked examples' outputs.
 
-This file is shipped in every student bundle as ``helpers/_yours.py`` (it imports
-nothing of ``autograder``); ``autograder/release/bundle.py`` also loads it, by path, in the kernels
-that record the worked examples while the bundle is built.
+This file is shipped as ``helpers/_yours.py`` in every student bundle and in every copy
+of ``helpers`` a grading child imports (``autograder/isolation/student_helpers.py``; it
+imports nothing of ``autograder``); ``autograder/release/recording.py`` uses it in the
+kernels that record the worked examples while a bundle is built.
 
-In the bundle, every left-out course function (``helpers.softmax``, say) is a stub whose
-body is one call of :func:`course`. That call answers, in this order:
+Every left-out course function (``helpers.softmax``, say) is a stub whose body is one
+call of :func:`course`. That call answers, in this order:
 
 1. with the output the course's own function gave **on the same arguments** when the
    notebook ran at bundle time (its worked examples, demos and plots, with nothing
    answered and with the model answers: :data:`TABLE_FILE`), so every notebook runs from
    top to bottom before the learner has written a line, as the self-paced course does;
-2. else with the learner's own function of that name, defined in the running notebook;
-3. else by raising ``NotImplementedError`` with a message naming the exercise.
+2. in a grading child that judges an exercise, for the earlier course functions that
+   exercise uses (credit isolation): with what the trusted grader computes
+   (:data:`trusted`, set by the grader's executor; the function's code is never in the
+   child, and the grader answers no other function);
+3. else with the learner's own function of that name, defined in the running notebook;
+4. else by raising ``NotImplementedError`` with a message naming the exercise.
 
 Arguments are matched by :func:`fingerprint`: everything exactly except floating-point
 arrays of at most :data:`TOLERANT_SIZE` entries, compared within a tolerance (another
@@ -130,7 +135,7 @@ def snapshot(args: dict) -> dict:
     for name, v in args.items():
         if isinstance(v, np.random.Generator):
             snap[name] = ("rng", copy.deepcopy(v.bit_generator.state))
-        elif isinstance(v, np.ndarray) and v.size <= TOLERANT_SIZE:
+        elif isinstance(v, np.ndarray) and v.size <= TOLERANT_SIZE and v.flags.writeable:
             snap[name] = ("nd", v.copy())
         elif isinstance(v, list):
             snap[name] = ("list", list(v))
@@ -318,6 +323,108 @@ def yours(name: str):
     return None
 
 
+# -- the trusted grader's answers (a grading child only) --------------------------------
+
+
+#: Bytes of one request or reply between a grading child and the trusted grader.
+MAX_CALL_BYTES = 32 * 1024 * 1024
+#: Exceptions a reply's error is raised as (by name); any other: RuntimeError.
+_ERRORS = {e.__name__: e for e in (ValueError, TypeError, IndexError, KeyError,
+                                   ZeroDivisionError, ArithmeticError, AssertionError,
+                                   NotImplementedError, RuntimeError)}
+
+
+def _recv_exactly(sock, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        data = sock.recv(min(left, 1 << 20))
+        if not data:
+            raise RuntimeError("the grader stopped answering the course's functions")
+        chunks.append(data)
+        left -= len(data)
+    return b"".join(chunks)
+
+
+#: Arrays of more than this many entries cross once per run: later calls name them by
+#: their content's digest (a model's weights, sent with every forward pass); smaller ones
+#: are written in the request (the wire's short form).
+BLOB_SIZE = 16
+#: Answers kept per run for requests asked again (a model's forward pass on a context
+#: seen before).
+MEMO_ITEMS = 4096
+#: How a request names an array sent before: ``{BLOB: digest}``.
+BLOB = "\x00blob"
+
+
+def blob_key(a: np.ndarray) -> str:
+    h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
+    h.update(np.ascontiguousarray(a).data)
+    return h.hexdigest()[:32]
+
+
+class Trusted:
+    """The course functions ``specs`` answered by the trusted grader over the socket
+    ``fd``: the arguments go as plain data (each large array once: :data:`BLOB_SIZE`),
+    the output (and what the call changed in its arguments) comes back."""
+
+    def __init__(self, fd: int, specs):
+        import socket
+
+        self.sock = socket.socket(fileno=fd)
+        self.specs = frozenset(specs)
+        self.sent: set[str] = set()
+        self.answered: dict[bytes, object] = {}    # request -> output (no side effect)
+
+    def _named(self, x, new: dict, depth: int = 0):
+        """``x`` with its large arrays replaced by their names (the new ones in ``new``)."""
+        if depth > 30:
+            return x
+        if type(x) is np.ndarray and x.size > BLOB_SIZE and x.dtype.kind in "biufc":
+            key = blob_key(x)
+            if key not in self.sent:
+                new[key] = x
+            return {BLOB: key}
+        if type(x) is dict:
+            return {k: self._named(v, new, depth + 1) for k, v in x.items()}
+        if type(x) in (list, tuple):
+            return type(x)(self._named(v, new, depth + 1) for v in x)
+        return x
+
+    def __call__(self, spec: str, name: str, args: dict):
+        from helpers import _wire
+
+        new: dict = {}
+        try:
+            data = _wire.encode({"fn": spec, "args": self._named(args, new), "blobs": new},
+                                short=True)
+        except Exception as exc:
+            raise TypeError(f"the course's {name} cannot take these arguments while your "
+                            f"work is graded ({exc})") from None
+        if len(data) > MAX_CALL_BYTES:
+            raise ValueError(f"the arguments of the course's {name} are too large "
+                             f"({len(data)} bytes)")
+        if not new and data in self.answered:           # asked before: the same answer
+            return copy.deepcopy(self.answered[data])
+        self.sock.sendall(len(data).to_bytes(8, "big") + data)
+        size = int.from_bytes(_recv_exactly(self.sock, 8), "big")
+        if size > MAX_CALL_BYTES:
+            raise RuntimeError("the grader's answer is too large")
+        reply = _wire.decode(_recv_exactly(self.sock, size), max_bytes=MAX_CALL_BYTES)
+        self.sent |= set(new)
+        if "error" in reply:
+            kind, _, text = str(reply["error"]).partition(": ")
+            raise _ERRORS.get(kind, RuntimeError)(text if kind in _ERRORS else reply["error"])
+        patches = reply.get("patches") or []
+        apply_changes(args, patches)
+        if not patches and not new and len(self.answered) < MEMO_ITEMS:
+            self.answered[data] = copy.deepcopy(reply["value"])
+        return reply["value"]
+
+
+#: In a grading child: the trusted grader's answers (:class:`Trusted`); None elsewhere.
+trusted: Trusted | None = None
+
+
 def course(spec: str, name: str, message: str, args: dict, call):
     """What the left-out course function ``spec`` gives on ``args`` (see the module
     docstring); ``call(fn)`` calls ``fn`` with the stub's own arguments."""
@@ -326,6 +433,8 @@ def course(spec: str, name: str, message: str, args: dict, call):
         out, patches = hit
         apply_changes(args, patches)
         return copy.deepcopy(out)
+    if trusted is not None and spec in trusted.specs:
+        return trusted(spec, name, args)
     own = yours(name)
     if own is not None:
         return call(own)

@@ -1,0 +1,411 @@
+"""The ``helpers`` a student has: one builder for the student bundle and for the grading
+children's copies.
+
+:func:`build` turns a copy of ``helpers/`` into what a student of an assignment has:
+
+* every course function that answers an exercise the student must not find answered
+  (its reference, and what the grader refuses for it, except :data:`COMPOSITES`) is a
+  stub written from the syntax tree (no source, no bytecode of the original): its
+  docstring, then a call of ``helpers._yours.course`` (:mod:`.course_calls`, shipped as
+  ``helpers/_yours.py``), which answers with a recorded output of the same arguments
+  (a bundle's worked examples), else with what the trusted grader computes (a grading
+  child, for the earlier notebooks' exercises and those its exercise uses:
+  :func:`trusted_answers`), else with the learner's own function of that name, else
+  says which exercise to finish;
+* each exercise module keeps only how its output is judged (its ``_compare`` and
+  ``scenario_*`` functions and what they need); its case builders, hidden cases, input
+  generators and known mistakes are gone, and so are the private modules of
+  ``helpers/exercises/`` (inputs, variants);
+* the visible cases of the chosen exercises are stored with their expected outputs as
+  plain data (``helpers/exercises/_stored/<name>.npz``, read without pickle), with the
+  reference model's next-token logits for the sampling cases of ``generate``.
+
+``release --bundle`` builds it for the assignments handed out (the revealed ones keep
+their references); the grader builds it for every child: the notebook run's copy (the
+assignment's visible cases stored) and each exercise's run's (nothing stored, the
+graded exercise's own functions stubs that raise).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from functools import lru_cache
+from pathlib import Path
+
+from helpers.checks import BUNDLE_MARK
+
+#: Files of ``helpers/exercises/`` kept as they are (no answer in them).
+KEEP_EXERCISE_FILES = ("__init__.py", "_compare.py", "_scenarios.py")
+#: What a left-out course function says (the check shows messages holding BUNDLE_MARK).
+STUB_MESSAGE = ("is exercise {name} of notebook {notebook}, " + BUNDLE_MARK + ": the "
+                "course has its output for this notebook's own examples only; for other "
+                "inputs it calls your own {name} once it is defined in this notebook (copy "
+                "it from your {notebook} if it is an earlier one)")
+#: Course functions that only chain left-out ones and take the learner's own as an
+#: argument (``block_fn``): kept as they are, so a demo runs the learner's block for real.
+#: Neither is the reference of an exercise; what they call is left out.
+COMPOSITES = frozenset({"helpers.llama.model:forward", "helpers.llama.model:generate"})
+#: Exercises whose visible cases are judged with the reference model's next-token logits
+#: (sampling, judged by distribution): the logits are stored for every context the cases
+#: can reach, and the judge reads them instead of calling the model
+#: (``_stored.next_token_logits``).
+SAMPLING_LOGITS = {"generate": "_LM_FORWARD"}
+#: The model those logits come from. A grading child stores none (computing them takes
+#: seconds): its judge's calls of the model are answered by the trusted grader.
+SAMPLING_MODEL = {"generate": "helpers.reference:language_model_forward"}
+#: At most this many contexts per sampling case (6 tokens, 5 positions: 8,035).
+MAX_SAMPLING_CONTEXTS = 50_000
+#: The runtime of the stubs, shipped as ``helpers/_yours.py``.
+COURSE_CALLS = Path(__file__).with_name("course_calls.py")
+#: The plain-data codec, shipped as ``helpers/_wire.py`` (the stored cases are read with it).
+PLAIN_DATA_CODEC = Path(__file__).with_name("wire.py")
+
+
+class BuildError(ValueError):
+    pass
+
+
+def write(path: Path, data: bytes) -> None:
+    """Replace ``path`` by a new file (never write through a hard link into a store)."""
+    path.unlink(missing_ok=True)
+    path.write_bytes(data)
+
+
+# -- exercise modules: only what judges an output -------------------------------------------
+
+
+def _referenced_names(nodes) -> set[str]:
+    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+        n.attr for node in nodes for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+
+
+def _decorated_by_exercise(node: ast.AST) -> bool:
+    return any(isinstance(d, (ast.Call, ast.Attribute)) and "EXERCISE" in ast.unparse(d)
+               for d in getattr(node, "decorator_list", []))
+
+
+@lru_cache(maxsize=None)
+def strip_exercise_module(source: str) -> str:
+    """The exercise module's source with only what judges an output: the ``EXERCISE``
+    declaration (without ``diagnose=``), its ``compare=`` function, the ``scenario_*``
+    functions and the top-level names those need; imports reduced to the names used."""
+    tree = ast.parse(source)
+    defs: dict[str, ast.stmt] = {}
+    exercise = None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not _decorated_by_exercise(node):
+            defs[node.name] = node
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            if node.targets[0].id == "EXERCISE":
+                exercise = node
+            else:
+                defs[node.targets[0].id] = node
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            defs[node.target.id] = node
+    if exercise is None:
+        raise BuildError("an exercise module without EXERCISE")
+    call = exercise.value
+    call.keywords = [k for k in call.keywords if k.arg != "diagnose"]
+    for k in call.keywords:              # what the copy drops cannot be refused
+        if k.arg == "refuse" and isinstance(k.value, (ast.Tuple, ast.List)):
+            k.value.elts = [e for e in k.value.elts if not (
+                isinstance(e, ast.Constant) and str(e.value).startswith("helpers.exercises._"))]
+    keep = {name: n for name, n in defs.items() if name.startswith("scenario_")}
+    todo = [exercise, *keep.values()]
+    while todo:
+        for name in _referenced_names([todo.pop()]):
+            if name in defs and name not in keep:
+                keep[name] = defs[name]
+                todo.append(defs[name])
+    kept = {id(n) for n in keep.values()} | {id(exercise)}
+    body_nodes = [n for n in tree.body if id(n) in kept]
+    used = _referenced_names(body_nodes)
+    imports = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+                imports.append(node)
+                continue
+            node.names = [a for a in node.names if (a.asname or a.name.split(".")[0]) in used]
+            if node.names:
+                imports.append(node)
+    doc = "How this exercise's output is judged (a student's copy: its visible cases are stored)."
+    module = ast.Module(body=[ast.Expr(ast.Constant(doc))] + imports + body_nodes,
+                        type_ignores=[])
+    return ast.unparse(module) + "\n"
+
+
+# -- stored visible cases --------------------------------------------------------------------
+
+
+#: helpers/exercises/_stored/__init__.py of every student copy: the visible cases kept as
+#: plain data (and the sampling cases' stored logits).
+STORED_INIT = '''"""The visible cases of this copy's exercises, with their expected outputs, as plain
+data (written by ``python -m autograder release --bundle`` and by the grader for its
+notebook run)."""
+
+from pathlib import Path
+
+from helpers import _wire
+
+_HERE = Path(__file__).parent
+
+
+def load(name):
+    """The case fields of exercise ``name`` (see ``helpers.exercises.case``), or []."""
+    path = _HERE / f"{name}.npz"
+    if not path.exists():
+        return []
+    return list(_wire.decode(path.read_bytes(), max_bytes=256 * 1024 * 1024))
+
+
+def next_token_logits(name, fingerprint, fallback):
+    """A stand-in for the course model's forward pass while exercise ``name`` is judged:
+    the stored last row of logits for a (model, heads, context) the visible sampling
+    cases can reach, else ``fallback``."""
+    table = {}
+
+    def forward(token_ids, params, n_heads):
+        if not table:
+            path = _HERE / f"{name}_logits.npz"
+            if path.exists():
+                data = _wire.decode(path.read_bytes(), max_bytes=256 * 1024 * 1024)
+                table.update(zip(data["keys"], data["logits"]))
+            table.setdefault(None, None)
+        import numpy as np
+
+        ids = np.asarray(token_ids).astype(np.int64).reshape(-1).tolist()
+        row = table.get(f"{fingerprint(params)}:{n_heads}:{ids}")
+        return fallback(token_ids, params, n_heads) if row is None else row[None, :]
+
+    return forward
+'''
+
+
+def visible_case_fields(name: str) -> list[dict]:
+    """The visible cases of ``name`` as :func:`helpers.exercises.case` fields, each with
+    its expected output computed by the reference (in the trusted process)."""
+    from helpers import exercises
+
+    out = []
+    for c in exercises.get(name).all_cases():
+        if c.hidden:
+            continue
+        out.append({"name": c.name, "description": c.description, "args": c.args,
+                    "kwargs": c.kwargs, "group": c.group, "hidden": False,
+                    "scenario": c.scenario,
+                    "answer": None if c.is_sampling else c.expected()})
+    return out
+
+
+def sampling_logits(name: str) -> dict | None:
+    """The course model's last row of logits for every context the visible sampling
+    cases of ``name`` can reach (prompt, then any ids, cropped to the model's context),
+    keyed as ``_stored.next_token_logits`` reads them; None when there is none."""
+    import numpy as np
+
+    from helpers import exercises, reference
+
+    module = importlib.import_module(f"helpers.exercises.{name}")
+    keys, rows = [], []
+    for c in exercises.get(name).all_cases():
+        if c.hidden or not c.is_sampling:
+            continue
+        prompt, params, n_heads, n_new = c.args[:4]
+        n_ctx, vocab = len(params["P"]), len(params["E"])
+        fp = module._fingerprint(params)
+        start = tuple(int(i) for i in np.asarray(prompt).reshape(-1))[-n_ctx:]
+        seen, todo, depth = {start}, [start], 0
+        while todo and depth < n_new:
+            nxt = []
+            for ctx in todo:
+                for v in range(vocab):
+                    new = (ctx + (v,))[-n_ctx:]
+                    if new not in seen:
+                        seen.add(new)
+                        nxt.append(new)
+            todo, depth = nxt, depth + 1
+            if len(seen) > MAX_SAMPLING_CONTEXTS:
+                raise BuildError(f"{name} case {c.name}: more than {MAX_SAMPLING_CONTEXTS} "
+                                 "contexts to store")
+        for ctx in sorted(seen):
+            key = f"{fp}:{n_heads}:{list(ctx)}"
+            if key not in keys:
+                keys.append(key)
+                rows.append(reference.language_model_forward(np.array(ctx), params,
+                                                              n_heads)[-1])
+    return {"keys": keys, "logits": np.array(rows)} if keys else None
+
+
+@lru_cache(maxsize=None)
+def stored_files(name: str, logits: bool = True) -> tuple[tuple[str, bytes], ...]:
+    """The files ``helpers/exercises/_stored/`` holds for exercise ``name``: its visible
+    cases, and (with ``logits``) the sampling cases' logits. Computed once per process."""
+    from autograder.isolation import wire
+
+    out = [(f"{name}.npz", wire.encode(visible_case_fields(name)))]
+    logits = sampling_logits(name) if logits and name in SAMPLING_LOGITS else None
+    if logits:
+        out.append((f"{name}_logits.npz", wire.encode(logits)))
+    return tuple(out)
+
+
+def write_exercises(pkg: Path, stored_for, put=write, logits: bool = True) -> None:
+    """Strip the exercise modules of the copy ``pkg`` to what judges an output, drop the
+    private ones, and store the visible cases of the exercises ``stored_for``, with the
+    sampling cases' logits unless ``logits`` is false (``put(path, bytes)`` writes a
+    file)."""
+    ex_dir = pkg / "exercises"
+    for py in sorted(ex_dir.glob("*.py")):
+        if py.name in KEEP_EXERCISE_FILES:
+            continue
+        if py.stem.startswith("_"):
+            py.unlink()                    # inputs and variants: hidden seeds, mistakes
+            continue
+        text = strip_exercise_module(py.read_text(encoding="utf-8"))
+        text += (f"\nfrom helpers.exercises import _stored\n"
+                 f"EXERCISE.stored_cases(lambda: _stored.load({py.stem!r}))\n")
+        if py.stem in SAMPLING_LOGITS:
+            var = SAMPLING_LOGITS[py.stem]
+            text += (f"{var} = _stored.next_token_logits({py.stem!r}, _fingerprint, "
+                     f"{var})\n")
+        write(py, text.encode("utf-8"))
+    stored = ex_dir / "_stored"
+    stored.mkdir()
+    put(stored / "__init__.py", STORED_INIT.encode("utf-8"))
+    for name in stored_for:
+        for file, data in stored_files(name, logits):
+            put(stored / file, data)
+
+
+# -- stubs of the course functions that answer exercises ----------------------------------
+
+
+def _forward_call(node: ast.FunctionDef) -> str:
+    """The arguments of ``node`` as a call passing each one on (``a, b, *c, d=d, **e``)."""
+    a = node.args
+    parts = [x.arg for x in a.posonlyargs + a.args]
+    if a.vararg:
+        parts.append("*" + a.vararg.arg)
+    parts += [f"{x.arg}={x.arg}" for x in a.kwonlyargs]
+    if a.kwarg:
+        parts.append("**" + a.kwarg.arg)
+    return ", ".join(parts)
+
+
+def _arguments_dict(node: ast.FunctionDef) -> str:
+    """The arguments of ``node`` by name, as :func:`inspect.Signature.bind` gives them."""
+    a = node.args
+    names = [x.arg for x in a.posonlyargs + a.args]
+    names += [a.vararg.arg] if a.vararg else []
+    names += [x.arg for x in a.kwonlyargs]
+    names += [a.kwarg.arg] if a.kwarg else []
+    return "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
+
+
+def stubbed_functions(names) -> dict[str, str]:
+    """``"module:function" -> message`` for every course function left out when exercises
+    ``names`` are not answered (their references and what they refuse, except
+    :data:`COMPOSITES`)."""
+    from helpers import exercises
+
+    out: dict[str, str] = {}
+    for name in names:
+        message = STUB_MESSAGE.format(name=name, notebook=exercises.notebook_of(name))
+        for module, fns in exercises.answer_functions(name).items():
+            prefix = "helpers" if module == "helpers.reference" else module
+            for fn in sorted(fns):
+                spec = f"{module}:{fn}"
+                if spec not in COMPOSITES:
+                    out.setdefault(spec, f"{prefix}.{fn} {message}")
+    return out
+
+
+def _earlier(name: str) -> list[str]:
+    """The exercises of the notebooks before exercise ``name``'s, in course order."""
+    from helpers import exercises
+
+    out = []
+    for notebook, names in exercises.NOTEBOOKS.items():
+        if name in names:
+            return out
+        out += names
+    return out
+
+
+@lru_cache(maxsize=None)
+def trusted_answers(name: str) -> tuple[str, ...]:
+    """The course functions (``"module:function"``) the trusted grader answers for the
+    child that judges exercise ``name``: those of every exercise of an earlier notebook
+    (what a student has once the earlier homework is revealed) and of the exercises it
+    uses, and theirs in turn (credit isolation), never its own."""
+    from helpers import exercises
+
+    seen: set[str] = set(_earlier(name))
+    todo = list(exercises.get(name).uses)
+    while todo:
+        dep = todo.pop()
+        if dep != name and dep not in seen:
+            seen.add(dep)
+            todo += exercises.get(dep).uses
+    return tuple(sorted(set(stubbed_functions(sorted(seen))) - set(stubbed_functions([name]))))
+
+
+@lru_cache(maxsize=None)
+def trusted_answers_of_notebook(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The course functions the trusted grader answers for the notebook run of an
+    assignment whose exercises are ``names``: those of the earlier notebooks (what a
+    student has once the earlier homework is revealed), none of the assignment's own but
+    the model a sampling check judges with (:data:`SAMPLING_MODEL`)."""
+    own = set(stubbed_functions(names))
+    judging = {SAMPLING_MODEL[n] for n in names if n in SAMPLING_MODEL}
+    return tuple(sorted(({s for n in names for s in trusted_answers(n)} - own) | judging))
+
+
+@lru_cache(maxsize=None)
+def _stubbed_source(text: str, fns: tuple) -> str:
+    tree = ast.parse(text)
+    fns = {fn: (spec, message) for fn, spec, message in fns}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in fns:
+            spec, message = fns[node.name]
+            doc = ast.get_docstring(node, clean=False)        # what to write stays
+            node.body = ([ast.Expr(ast.Constant(doc))] if doc else []) + ast.parse(
+                f"return _yours.course({spec!r}, {node.name!r}, {message!r}, "
+                f"{_arguments_dict(node)}, lambda _fn: _fn({_forward_call(node)}))").body
+            node.decorator_list = []
+    at = next((i + 1 for i, n in enumerate(tree.body) if isinstance(n, ast.ImportFrom)
+               and n.module == "__future__"), 0)
+    tree.body.insert(at, ast.parse("from helpers import _yours").body[0])
+    return ast.unparse(tree) + "\n"
+
+
+def stub_answers(pkg: Path, stubs: dict[str, str]) -> None:
+    """Replace the functions ``stubs`` (spec -> message) in the copy ``pkg`` by calls of
+    ``helpers._yours.course``: no line of their body stays."""
+    from helpers import exercises
+
+    by_file: dict[Path, list] = {}
+    for spec, message in stubs.items():
+        module, _, fn = spec.partition(":")
+        by_file.setdefault(exercises.module_file(pkg, module), []).append((fn, spec, message))
+    for py, fns in by_file.items():
+        if not py.exists():                  # a module the copy drops (variants)
+            continue
+        write(py, _stubbed_source(py.read_text(encoding="utf-8"),
+                                  tuple(sorted(fns))).encode("utf-8"))
+
+
+def build(pkg: Path, hidden, stored_for, put=write, logits: bool = True) -> dict[str, str]:
+    """Make the copy ``pkg`` of ``helpers/`` a student's: the exercises ``hidden``
+    answered by stubs, the exercise modules stripped, the visible cases of ``stored_for``
+    stored (with the sampling cases' logits unless ``logits`` is false: see
+    :data:`SAMPLING_MODEL`). Returns the stubs (spec -> message)."""
+    stubs = stubbed_functions(hidden)
+    stub_answers(pkg, stubs)
+    put(pkg / "_yours.py", COURSE_CALLS.read_bytes())
+    put(pkg / "_wire.py", PLAIN_DATA_CODEC.read_bytes())
+    write_exercises(pkg, stored_for, put, logits)
+    return stubs

@@ -1,0 +1,250 @@
+"""The earlier course functions a child may use, answered by the trusted grader (issue 23,
+"No secret in any child").
+
+Every child imports a student's copy of ``helpers`` (autograder/isolation/student_helpers.py):
+no exercise's reference is in it. The functions an exercise's run may use (credit
+isolation: ``uses``, and theirs in turn) are computed by the worker
+(``executor.answer``) on the arguments the child sends; nothing else is answered, and a
+request is hostile bytes: any breach is an error reply, never an exception or a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from autograder.isolation import course_calls, executor, helpers_copy, student_helpers, wire
+from helpers import exercises, reference
+from sandbox_jobs import run_cells
+
+BLOCK = "helpers.reference:transformer_block"
+LAYER_NORM = "helpers.reference:layer_norm"
+
+
+def _request(spec, args, blobs=None) -> bytes:
+    return wire.encode({"fn": spec, "args": args, "blobs": blobs or {}}, short=True)
+
+
+def _reply(data: bytes):
+    return wire.decode(data, max_bytes=course_calls.MAX_CALL_BYTES)
+
+
+# ---------------------------------------------------------------------------------------
+# What is answered: the earlier notebooks' exercises and what an exercise uses; never its own
+# ---------------------------------------------------------------------------------------
+
+
+def test_each_exercise_is_answered_its_earlier_functions_and_never_its_own():
+    for name in exercises.names():
+        answered = set(student_helpers.trusted_answers(name))
+        own = set(student_helpers.stubbed_functions([name]))
+        assert not answered & own, name
+        notebook = exercises.notebook_of(name)
+        order = list(exercises.NOTEBOOKS)
+        deps = {n for a in order[:order.index(notebook)] for n in exercises.NOTEBOOKS[a]}
+        todo = list(exercises.get(name).uses)
+        while todo:
+            d = todo.pop()
+            if d != name and d not in deps:
+                deps.add(d)
+                todo += exercises.get(d).uses
+        want = set(student_helpers.stubbed_functions(sorted(deps))) - own
+        assert answered == want, name
+    assert LAYER_NORM in student_helpers.trusted_answers("transformer_block")
+    assert "helpers.reference:softmax" in student_helpers.trusted_answers("lm_head")
+    # of its own notebook, what it uses only; of a later one, nothing
+    assert "helpers.reference:feed_forward" in student_helpers.trusted_answers(
+        "transformer_block")
+    assert "helpers.exercises.count_block_parameters:count_block_parameters" not in \
+        student_helpers.trusted_answers("transformer_block")
+    assert "helpers.reference:embed" not in student_helpers.trusted_answers(
+        "transformer_block")
+    assert student_helpers.trusted_answers("stack_tokens") == ()
+
+
+def test_a_notebook_run_is_answered_earlier_notebooks_only_and_its_sampling_model():
+    names = exercises.NOTEBOOKS["08_language_model"]
+    answered = set(student_helpers.trusted_answers_of_notebook(names))
+    assert {"helpers.reference:transformer_block", "helpers.reference:softmax"} <= answered
+    assert "helpers.reference:generate" not in answered
+    assert "helpers.reference:embed" not in answered
+    # the sampling check's judge needs the model: the only own function answered
+    assert student_helpers.SAMPLING_MODEL["generate"] in answered
+    assert set(student_helpers.trusted_answers_of_notebook(
+        exercises.NOTEBOOKS["01_dot_products"])) == set(
+            student_helpers.stubbed_functions(exercises.NOTEBOOKS["00_start_here"]))
+    assert student_helpers.trusted_answers_of_notebook(
+        exercises.NOTEBOOKS["00_start_here"]) == ()
+
+
+# ---------------------------------------------------------------------------------------
+# The worker's side: executor.answer on hostile bytes
+# ---------------------------------------------------------------------------------------
+
+
+def test_an_allowed_function_is_computed_with_its_arrays_sent_once():
+    rng = np.random.default_rng(0)
+    x, p = rng.normal(size=(3, 8)), exercises.random_block(rng, 8, 16)
+    client = course_calls.Trusted.__new__(course_calls.Trusted)
+    client.sent = set()
+    new: dict = {}
+    named = client._named({"x": x, "params": p, "n_heads": 2, "causal": True}, new)
+    assert new and all(isinstance(v, np.ndarray) for v in new.values())
+    blobs: dict = {}
+    got = _reply(executor.answer(_request(BLOCK, named, new), frozenset([BLOCK]), blobs))
+    np.testing.assert_allclose(got["value"], reference.transformer_block(x, p, 2), rtol=0,
+                               atol=1e-12)
+    assert got["patches"] == []
+    # later calls name the arrays only; the worker kept them under their content's digest
+    client.sent |= set(new)
+    again: dict = {}
+    named = client._named({"x": x, "params": p, "n_heads": 2, "causal": True}, again)
+    assert again == {} and set(blobs) == set(new)
+    got = _reply(executor.answer(_request(BLOCK, named), frozenset([BLOCK]), blobs))
+    np.testing.assert_allclose(got["value"], reference.transformer_block(x, p, 2), atol=1e-12)
+
+
+def test_what_a_call_changes_in_its_arguments_comes_back():
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(2, 5))
+    spec = "helpers.reference:softmax"
+    got = _reply(executor.answer(_request(spec, {"z": z, "axis": -1}), frozenset([spec])))
+    np.testing.assert_allclose(got["value"], reference.softmax(z), atol=1e-15)
+    assert got["patches"] == []          # the course's softmax leaves its input alone
+
+
+@pytest.mark.parametrize("data, words", [
+    (b"not wire bytes", "DecodeError"),
+    (wire.encode([1, 2, 3], short=True), "malformed"),
+    (wire.encode({"fn": LAYER_NORM, "args": {}}, short=True), "malformed"),
+    (_request(BLOCK, {"x": 1}), "computes"),                 # not this run's to ask
+    (_request("os:system", {"command": "true"}), "computes"),
+    (_request(LAYER_NORM, {"x": np.ones((2, 3))}), "takes"),  # not its parameters
+    (_request(LAYER_NORM, {"x": {course_calls.BLOB: "0" * 32}, "gamma": np.ones(3),
+                           "beta": np.zeros(3), "eps": 1e-5}), "never sent"),
+    (_request(LAYER_NORM, {"x": 1, "gamma": 1, "beta": 1, "eps": 1},
+              {"0" * 32: [1, 2]}), "malformed"),
+    (wire.SHORT + b'{"__nda__": [1, 2, 3], "dtype": "<f8", "shape": [7], "scalar": false}',
+     "DecodeError"),
+    (wire.SHORT + b'{"__nda__": [1], "dtype": "(15000,10000)f8", "shape": [1], '
+                  b'"scalar": false}', "DecodeError"),
+    (wire.SHORT + b"[" * 100_000 + b"]" * 100_000, "DecodeError"),
+    (wire.SHORT + b'{"__map__": [[{"__seq__": "list", "items": []}, 1]]}', "DecodeError"),
+])
+def test_a_hostile_request_is_an_error_reply_never_an_exception(data, words):
+    got = _reply(executor.answer(data, frozenset([LAYER_NORM])))
+    assert set(got) == {"error"} and words in got["error"], got
+
+
+def test_the_arrays_one_run_may_leave_with_the_worker_are_capped(monkeypatch):
+    monkeypatch.setattr(executor, "MAX_BLOB_BYTES", 10_000)
+    blobs: dict = {}
+    big = np.ones(1000)                                        # 8,000 bytes
+    args = {"x": 1, "gamma": 1, "beta": 1, "eps": 1}
+    executor.answer(_request(LAYER_NORM, args, {course_calls.blob_key(big): big}),
+                    frozenset([LAYER_NORM]), blobs)
+    other = np.zeros(1000)
+    got = _reply(executor.answer(_request(LAYER_NORM, args,
+                                          {course_calls.blob_key(other): other}),
+                                 frozenset([LAYER_NORM]), blobs))
+    assert "MemoryError" in got["error"] and len(blobs) == 1
+
+
+def test_a_remembered_reply_is_given_only_to_a_run_that_may_ask():
+    x = np.arange(6.0).reshape(2, 3)
+    data = _request(LAYER_NORM, {"x": x, "gamma": np.ones(3), "beta": np.zeros(3),
+                                 "eps": 1e-5})
+    first = executor.answer(data, frozenset([LAYER_NORM]))
+    assert executor.answer(data, frozenset([LAYER_NORM])) == first      # remembered
+    refused = _reply(executor.answer(data, frozenset([BLOCK])))
+    assert "computes" in refused["error"]
+
+
+def test_dict_keys_that_are_not_strings_cross_as_they_are():
+    value = {("l", "o"): 2, 3: "x", "a": {1.5: [1]}, (1, (2, None)): True}
+    assert wire.decode(wire.encode(value)) == value
+    assert wire.decode(wire.encode(value, short=True)) == value
+
+
+# ---------------------------------------------------------------------------------------
+# In the sandbox: a child reaches an earlier function only through the worker
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def block_copy(tmp_path_factory):
+    base = tmp_path_factory.mktemp("block")
+    os.chmod(base, 0o755)
+    dest = base / "copy"
+    dest.mkdir()
+    os.chmod(dest, 0o755)
+    return {"transformer_block": str(helpers_copy.prepare_helpers(dest, strip="transformer_block"))}
+
+
+_LEARNER = """
+import numpy as np
+import helpers
+
+def transformer_block(x, params, n_heads, causal=True):
+    p = params
+    h = x + helpers.multi_head_attention(
+        helpers.layer_norm(x, p["ln1_gamma"], p["ln1_beta"]),
+        p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads, causal=causal)
+    return h + helpers.feed_forward(helpers.layer_norm(h, p["ln2_gamma"], p["ln2_beta"]),
+                                    p["W1"], p["b1"], p["W2"], p["b2"])
+"""
+
+_LOOK = """
+import gc, inspect, json, sys, types
+import helpers, helpers._yours
+found, stubs = [], 0
+for obj in gc.get_objects():
+    if isinstance(obj, types.FunctionType) and obj.__name__ in (
+            "layer_norm", "multi_head_attention", "feed_forward", "softmax"):
+        try:
+            src = inspect.getsource(obj)
+        except (OSError, TypeError):
+            src = ""
+        if "_yours.course(" not in src:
+            found.append(f"{obj.__module__}.{obj.__name__}")
+        else:
+            stubs += 1
+own = None
+try:
+    helpers._yours.trusted("helpers.reference:transformer_block", "transformer_block",
+                           {"x": 1, "params": {}, "n_heads": 1, "causal": True})
+except Exception as exc:
+    own = f"{type(exc).__name__}: {exc}"
+print(json.dumps({"found": found, "stubs": stubs, "own": own,
+                  "answered": sorted(helpers._yours.trusted.specs)}))
+"""
+
+
+def test_an_exercises_run_gets_its_earlier_functions_from_the_grader_only(block_copy):
+    rng = np.random.default_rng(3)
+    x, p = rng.normal(size=(4, 8)), exercises.random_block(rng, 8, 16)
+    payloads = [wire.b64(wire.encode(((x, p, 2), {})))]
+    answers = list(student_helpers.trusted_answers("transformer_block"))
+    reply, lines = run_cells([_LEARNER, _LOOK], block_copy, kind="calls",
+                             strip="transformer_block", function="transformer_block",
+                             cases=payloads, case_timeout=20, answers=answers)
+    case = next(line for line in lines if "case" in line)
+    assert "value" in case, case
+    np.testing.assert_allclose(wire.decode(wire.unb64(case["value"])),
+                               reference.transformer_block(x, p, 2), atol=1e-10)
+    # the cells' output is discarded in a calls job: run the look as a notebook job
+    reply, lines = run_cells([_LEARNER, _LOOK], block_copy, kind="notebook",
+                             strip="transformer_block", answers=answers)
+    seen = json.loads(next(line["stdout"] for line in lines if line.get("stdout")))
+    assert seen["found"] == [] and seen["stubs"] >= 4   # only stubs of them in the child
+    assert "computes" in seen["own"]         # its own function is never answered
+    assert seen["answered"] == sorted(answers)
+    # without the grader's answers, the child has nothing to compute them with
+    reply, lines = run_cells([_LEARNER], block_copy, kind="calls", strip="transformer_block",
+                             function="transformer_block", cases=payloads, case_timeout=20)
+    case = next(line for line in lines if "case" in line)
+    assert case["error"].startswith("NotImplementedError"), case
+    assert "exercise layer_norm" in case["error"], case
