@@ -80,7 +80,7 @@ bundle: $(STAMP)
 GRADE_OUT ?= grading-output/examples
 EXAMPLE_CLASS ?= grading-output/example-class
 grade-examples: $(STAMP)
-	$(BIN)python -m autograder make-examples --dest $(EXAMPLE_CLASS)
+	$(BIN)python tools/make_examples.py --dest $(EXAMPLE_CLASS)
 	$(BIN)python -m autograder grade $(EXAMPLE_CLASS)/submissions --out $(GRADE_OUT) --cell-timeout 10 --timeout 60 --memory-mb 1024
 	@echo "feedback pages: $(GRADE_OUT)/feedback/<student>/<assignment>/<notebook>.html"
 
@@ -103,7 +103,7 @@ export: $(STAMP)
 # Refresh the committed expectations of the example class after a change to solutions/
 # (run `make release` first); the submissions themselves are generated on demand.
 examples: $(STAMP)
-	$(BIN)python -m autograder make-examples --expected-only --dest tests/fixtures/examples
+	$(BIN)python tools/make_examples.py --expected-only --dest tests/fixtures/examples
 
 constraints: $(STAMP)
 	{ sed -n "1,3p" constraints.txt; $(BIN)python -m pip freeze --exclude-editable \

@@ -76,21 +76,47 @@ def cmd_sync_exercises(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The course repository's tool that writes the example class (it reads the test suite's
+#: catalogue of wrong answers, so it is no part of the installed package).
+MAKE_EXAMPLES = REPO_ROOT / "tools" / "make_examples.py"
+
+
+def _make_examples(*args: str) -> tuple[int, list[str]]:
+    """Run tools/make_examples.py with ``args``: (exit status, the files it says changed)."""
+    import subprocess
+
+    if not MAKE_EXAMPLES.is_file():
+        print(f"make-examples: {_show(MAKE_EXAMPLES)} is missing: the example class is made "
+              "from a clone of the course repository", file=sys.stderr)
+        return 2, []
+    done = subprocess.run([sys.executable, str(MAKE_EXAMPLES), *args], cwd=REPO_ROOT,
+                          stdout=subprocess.PIPE, text=True)
+    lines = done.stdout.splitlines()
+    return done.returncode, [line[len("updated "):] for line in lines
+                             if line.startswith("updated ")]
+
+
 def cmd_regenerate(args: argparse.Namespace) -> int:
     """Everything derived from the exercise modules and solutions/, in one step."""
     from autograder.notebook import stored
     from autograder.release import tables
-    from autograder.release.examples import make_examples
     from autograder.release.notebooks import release
 
-    changed = [p for p in sorted(SOLUTIONS_DIR.rglob("*.ipynb"))
+    changed = [_show(p) for p in sorted(SOLUTIONS_DIR.rglob("*.ipynb"))
                if ".ipynb_checkpoints" not in p.parts and stored.write(stored.read(p), p)]
-    changed += release(NOTEBOOKS_DIR, sync=True)       # headers and hints, then notebooks/
-    changed += make_examples(REPO_ROOT / "tests" / "fixtures" / "examples", expected_only=True)
-    changed += [path for path, write in ((tables.README, tables.write_readme),
-                                         (tables.CONTRACT, tables.write_contract)) if write()]
+    changed += [_show(p) for p in release(NOTEBOOKS_DIR, sync=True)]   # headers, notebooks/
+    status, examples = _make_examples("--expected-only", "--dest",
+                                      str(REPO_ROOT / "tests" / "fixtures" / "examples"))
+    if status:
+        print("regenerate: the example class's expectations could not be written",
+              file=sys.stderr)
+        return status
+    changed += examples
+    changed += [_show(path) for path, write in ((tables.README, tables.write_readme),
+                                                (tables.CONTRACT, tables.write_contract))
+                if write()]
     for path in changed:
-        print(f"updated {_show(path)}")
+        print(f"updated {path}")
     print(f"regenerate: {len(changed)} file(s) changed")
     return 0
 
@@ -325,13 +351,14 @@ def cmd_feedback_package(args: argparse.Namespace) -> int:
 
 
 def cmd_make_examples(args: argparse.Namespace) -> int:
-    from autograder.release.examples import make_examples
-
-    changed = make_examples(Path(args.dest), expected_only=args.expected_only)
+    """tools/make_examples.py, as before it moved there."""
+    status, changed = _make_examples("--dest", str(Path(args.dest).resolve()),
+                                     *(["--expected-only"] if args.expected_only else []))
     for path in changed:
-        print(f"updated {_show(path)}")
-    print(f"make-examples: {len(changed)} file(s) changed in {_show(Path(args.dest))}")
-    return 0
+        print(f"updated {path}")
+    if not status:
+        print(f"make-examples: {len(changed)} file(s) changed in {_show(Path(args.dest))}")
+    return status
 
 
 def _positive(kind):
@@ -345,8 +372,7 @@ def _positive(kind):
 
 def build_parser() -> argparse.ArgumentParser:
     from autograder.run.pool import default_jobs
-    # the example class's folder, as in autograder.release.examples (whose nbformat import
-    # every command would pay for otherwise)
+    # the example class's folder, as in tools/make_examples.py
     EXAMPLES_DIR = REPO_ROOT / "grading-output" / "example-class"
 
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,

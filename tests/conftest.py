@@ -46,7 +46,7 @@ def own_tmpdir(tmp_path_factory, monkeypatch):
 def example_class(tmp_path_factory):
     """The example class of ``python -m autograder make-examples`` (generated, not
     committed): ``<dir>/submissions/<student>/...`` and ``<dir>/EXPECTED.json``."""
-    from autograder.release.examples import make_examples
+    from make_examples import make_examples
 
     dest = tmp_path_factory.mktemp("example-class")
     make_examples(dest)

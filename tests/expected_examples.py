@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from autograder.release.examples import EXPECTED_DIR
+from make_examples import EXPECTED_DIR
 
 EXPECTED = json.loads((EXPECTED_DIR / "EXPECTED.json").read_text(encoding="utf-8"))
 

@@ -4,7 +4,7 @@
     .venv/bin/python tools/benchmark_grading.py --students 20 --nbgrader-students 5
 
 Builds N synthetic students, each handing in every notebook of the course (answers
-cycled through the example kinds of ``autograder.release.examples``: right, typical
+cycled through the example kinds of ``tools/make_examples.py``: right, typical
 mistakes, unanswered, calling the reference), grades them with ``--jobs 1`` and
 ``--jobs 2``, then grades a subset with plain nbgrader (a throwaway course folder whose
 gradebook comes from ``autograder.release.notebooks.generate``, the submissions copied into
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from autograder import SOLUTIONS_DIR  # noqa: E402
 from autograder.results.records import read_records  # noqa: E402
-from autograder.release.examples import build  # noqa: E402
+from make_examples import build  # noqa: E402
 from autograder.release.notebooks import assignments, generate, nbgrader_command, nbgrader_env  # noqa: E402
 
 #: Example kinds a synthetic student's answers are drawn from, in turn.

@@ -2,7 +2,7 @@
 push / pull (formgrader's gradebook) -> export -> report.
 
 Builds a Canvas-style "Download submissions" zip of N students from the course's own
-notebooks (the students of ``autograder/release/examples.py``: right answers, the typical
+notebooks (the students of ``tools/make_examples.py``: right answers, the typical
 mistakes, notebooks handed in untouched, some notebooks not handed in, some uploads
 late), then runs the real commands on it, each timed by wall clock, and prints a
 Markdown table with the machine's cores and load average before and after:
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR
 from autograder.notebook import stored as notebook_format  # noqa: E402
-from autograder.release import examples as ex  # noqa: E402
+import make_examples as ex  # noqa: E402
 
 #: What the students of a generated class hand in, in turn: the solution, the two
 #: typical mistakes of make_examples, the released notebook untouched, and the solution

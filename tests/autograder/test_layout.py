@@ -134,6 +134,17 @@ def test_only_the_engine_reaches_the_security_boundary():
         assert "autograder.isolation" not in path.read_text(encoding="utf-8"), name
 
 
+def test_the_package_reads_nothing_of_the_test_suite_or_the_tools():
+    """The catalogue of wrong answers and the example class's builder are the course
+    repository's (tests/, tools/): no module of the grader imports or reads them (the
+    command line runs tools/make_examples.py as a program, when the clone has it)."""
+    for name, path in _modules("autograder").items():
+        text = path.read_text(encoding="utf-8")
+        assert "catalogue" not in text.replace("catalogue of wrong answers", ""), name
+        assert not _imports(path, "tools") and not _imports(path, "tests"), name
+        assert not _imports(path, "make_examples"), name
+
+
 def test_no_import_circles():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
     for package in ("autograder", "helpers"):

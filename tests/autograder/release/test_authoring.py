@@ -124,7 +124,7 @@ def test_adding_an_exercise_is_its_module_its_cells_and_one_command(tmp_path):
     # every guard of the derived files holds in the copy
     checks = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
                    "tests/autograder/release/test_release.py", "tests/helpers/test_exercise_units.py", "tests/notebooks/test_teaching.py",
-                   "tests/autograder/release/test_examples.py", "tests/helpers/test_contracts.py", "-k",
+                   "tests/tools/test_make_examples.py", "tests/helpers/test_contracts.py", "-k",
                    "sync or stale or stored or contract or told_apart or up_to_date or twin or "
                    "exercise_cells or teaching_fields or what_to_write or rhythm or hint"],
                   repo, timeout=1800)

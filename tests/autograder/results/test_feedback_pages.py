@@ -16,7 +16,7 @@ import pytest
 
 from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR
 from autograder.notebook import stored
-from autograder.release import examples
+import make_examples as examples
 
 
 def with_mistake(assignment: str, function: str, key: str) -> str:

@@ -4,7 +4,7 @@ These tests run the real process pool, discovery, sharding and output writing, w
 stand-in for the engine (``fake_engine`` below) so that they are fast and can simulate
 what a real engine run is hard to provoke on demand: the student's grading process
 being killed, hanging past every limit, or the engine itself failing. The real engine is
-exercised by tests/autograder/release/test_examples.py and tests/autograder/test_cli.py.
+exercised by tests/tools/test_make_examples.py and tests/autograder/test_cli.py.
 """
 
 from __future__ import annotations

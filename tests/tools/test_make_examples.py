@@ -1,7 +1,7 @@
 """The example class: generated from the solutions on demand, graded as EXPECTED.json says.
 
 The expectations are derived from the solution notebooks by the rules of
-``autograder.release.examples`` (a perfect answer earns every test's points, an unanswered or
+``tools/make_examples.py`` (a perfect answer earns every test's points, an unanswered or
 reference-calling one earns none, a known mistake loses that function's tests and keeps
 the earlier ones, a broken file gets its status); the committed copy of them
 (``tests/fixtures/examples/``) must be up to date, and this test generates the class,
@@ -18,7 +18,7 @@ import pytest
 
 from autograder import SOLUTIONS_DIR
 from autograder.run import pool as grade
-from autograder.release.examples import EXPECTED_DIR, make_examples
+from make_examples import EXPECTED_DIR, make_examples
 from expected_examples import EXPECTED, assert_graded_as_expected
 
 
@@ -92,3 +92,20 @@ def test_feedback_pages_never_show_hidden_tests(graded):
             assert line not in text and line.replace('"', "&quot;") not in text, (page, line)
             checked += 1
     assert checked > 0, "no hidden tests to check against"
+
+
+def test_the_commands_make_examples_runs_the_tool(tmp_path):
+    """``python -m autograder make-examples`` (the name the README and older notes use)
+    runs tools/make_examples.py: the same expectations, the same words."""
+    import subprocess
+    import sys
+
+    from autograder import REPO_ROOT
+
+    done = subprocess.run([sys.executable, "-m", "autograder", "make-examples",
+                           "--expected-only", "--dest", str(tmp_path)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "make-examples: 2 file(s) changed" in done.stdout
+    for name in ("EXPECTED.json", "EXPECTED.md"):
+        assert (tmp_path / name).read_bytes() == (EXPECTED_DIR / name).read_bytes(), name
