@@ -248,3 +248,19 @@ def test_an_exercises_run_gets_its_earlier_functions_from_the_grader_only(block_
     case = next(line for line in lines if "case" in line)
     assert case["error"].startswith("NotImplementedError"), case
     assert "exercise layer_norm" in case["error"], case
+
+
+@pytest.mark.slow
+def test_no_function_of_an_exercises_copy_returns_any_answer(block_copy, tmp_path):
+    """The behavioural scan of the bundle (tests/bundle_scan.py) on the copy an
+    exercise's run imports: every function of every module, called on the visible inputs
+    of the exercise and of those it uses, returns none of their answers (here no worker
+    answers: what the copy itself can compute)."""
+    from pathlib import Path
+
+    from bundle_scan import answers_in
+
+    names = ["transformer_block", "layer_norm", "feed_forward", "multi_head_attention",
+             "split_heads", "softmax"]
+    leaks = answers_in(Path(block_copy["transformer_block"]), names, tmp_path)
+    assert not leaks, "\n".join(leaks)

@@ -1,90 +1,24 @@
 """The student bundle holds no answer, checked by behaviour (issue 23, finding 6).
 
-Every function of every module of the bundle's ``helpers`` (private ones and class
-methods too, found by walking the modules: tests/autograder/release/_bundle_probe.py) is called, in a
-process that imports the bundle's package, with the visible inputs of every exercise the
-bundle leaves out, adapted to its signature when possible, every exception caught, each
-call limited in time. The test fails if any call returns that exercise's answer as the
-judge sees it (``helpers.judge.compare(name, case, got) is None``), unless the output
-is one of the inputs returned unchanged (a case whose answer is an error is skipped,
-and an answer of at most one number counts when the function answers two cases). The recorded worked examples are left out of the probed copy: they replay
-the notebooks' own inputs, public by design. A syntax-tree comparison (test_bundle.py) misses
-an answer written another way, such as a model's own fast path; this does not.
+Every function of every module of the bundle's ``helpers`` is called with the visible
+inputs of every exercise the bundle leaves out (tests/bundle_scan.py, shared with the
+grading children's copies: tests/autograder/isolation/test_trusted_answers.py). A
+syntax-tree comparison (test_bundle.py) misses an answer written another way, such as a
+model's own fast path; this does not.
 """
 
 from __future__ import annotations
 
-import os
-import pickle
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
-import numpy as np
 import pytest
 
 from autograder.release import bundle as bundle_mod
-from autograder.engine import course_calls as bundle_calls
-from helpers import exercises, judge
+from bundle_scan import answers_in, left_out as _left_out
+from helpers import exercises
 
 ALL = list(exercises.NOTEBOOKS)
-PROBE = Path(__file__).with_name("_bundle_probe.py")
-
-
-def _left_out(bundle: Path) -> list[str]:
-    import json
-
-    revealed = set(json.loads((bundle / "bundle.json").read_text())["revealed"])
-    return [n for a in ALL if a not in revealed for n in exercises.NOTEBOOKS[a]]
-
-
-def answers_in(bundle: Path, names: list[str], work: Path, timeout: int = 1500) -> list[str]:
-    """``"function gives <exercise>'s answer on visible case <case>"`` for every function
-    of the bundle's helpers that answers one of exercises ``names``."""
-    cases, index = [], {}
-    for name in names:
-        for i, case in enumerate(judge.cases(name)):
-            if case.is_sampling or "raises" in (case.scenario or ""):
-                continue                  # no one answer; any error is "the answer"
-            index[(name, i)] = case
-            args, kwargs = case.fresh_args()
-            cases.append((name, i, args, kwargs, case.scenario, case.expected()))
-    table = bundle / "helpers" / bundle_calls.TABLE_FILE
-    if table.exists():
-        # The recorded worked examples replay the course's outputs on the notebooks' own
-        # inputs, some of which are visible cases (public by design: their expected
-        # outputs are stored for the instant checks; test_bundle.py checks that no hidden
-        # case's output is recorded). Probe what the code computes: a copy without them.
-        copy = work / "probe-bundle"
-        shutil.copytree(bundle / "helpers", copy / "helpers",
-                        ignore=shutil.ignore_patterns(bundle_calls.TABLE_FILE, "__pycache__"))
-        bundle = copy
-    inp, outp = work / "probe-in.pkl", work / "probe-out.pkl"
-    inp.write_bytes(pickle.dumps(cases))
-    run = work / "probe-cwd"
-    run.mkdir(exist_ok=True)
-    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1",
-           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
-    result = subprocess.run([sys.executable, "-I", str(PROBE), str(bundle), str(inp), str(outp)],
-                            cwd=run, env=env, capture_output=True, text=True, timeout=timeout)
-    assert result.returncode == 0, result.stderr[-3000:]
-    hits: dict[tuple[str, str], set[str]] = {}
-    for where, name, i, got in pickle.loads(outp.read_bytes()):
-        case = index[(name, i)]
-        if judge.compare(name, case, got) is None:
-            hits.setdefault((where, name), set()).add(case.name)
-    leaks = []
-    for (where, name), found in hits.items():
-        # an answer of one number (a size-1 case, a scalar) is hit by chance by many a
-        # function: it counts when the function answers two cases or more
-        if len(found) < 2 and all(np.size(index[(name, i)].expected()) <= 1
-                                  for (n, i) in index if n == name and
-                                  index[(n, i)].name in found):
-            continue
-        leaks += [f"{where} gives {name}'s answer on visible case {c!r}" for c in sorted(found)]
-    return sorted(leaks)
 
 
 @pytest.mark.parametrize("assignment", ["06_multi_head_attention", "07_transformer_block"])
