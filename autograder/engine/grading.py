@@ -220,30 +220,33 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
                                {function})
     cells = [{"index": i, "kind": "code", "source": src} for i, src in sorted(code.items())]
     job = {"kind": "calls", "cells": cells, "function": function, "cases": list(payloads),
-           "scenarios": list(scenarios), "uses": {},
+           "scenarios": list(scenarios), "uses": {}, "watch": [dep for dep, _ in uses],
            "answers": list(student_helpers.trusted_answers(function)),
            "cell_timeout": cell_timeout, "case_timeout": cell_timeout,
            "timeout": notebook_timeout}
     res.arrays(function, store)
     t0 = time.monotonic()
-    verdict = _run_calls(function, job, cases, hidden, groups, source, res, limits,
-                         notebook_timeout)
-    if uses and (verdict.status != "ok" or any(p is not None for p in verdict.problems)):
-        # Credit isolation: with the learner's own earlier functions a case failed (or
-        # the run broke a rule: their code ran in it), so the exercise is judged again
-        # with the course's (answered by this trusted process: their code is never in
-        # the child), and that verdict stands. A mistake in the learner's layer_norm
-        # costs points in layer_norm's test only.
+    verdict, own_failed = _run_calls(function, job, cases, hidden, groups, source, res,
+                                     limits, notebook_timeout)
+    if uses and (verdict.status != "ok" or own_failed):
+        # Credit isolation: a case that called the learner's own earlier functions failed
+        # (or the run broke down, or broke a rule: their code ran in it), so the exercise
+        # is judged again with the course's (answered by this trusted process: their
+        # code is never in the child), and that verdict stands. A mistake in the
+        # learner's layer_norm costs points in layer_norm's test only.
         left = max(1.0, notebook_timeout - (time.monotonic() - t0))
-        job = dict(job, uses=dict(uses), timeout=left,
+        job = dict(job, uses=dict(uses), watch=[], timeout=left,
                    case_timeout=min(cell_timeout, left), cell_timeout=min(cell_timeout, left))
-        verdict = _run_calls(function, job, cases, hidden, groups, source, res, limits, left)
+        verdict, _ = _run_calls(function, job, cases, hidden, groups, source, res, limits,
+                                left)
     return verdict
 
 
 def _run_calls(function: str, job: dict, cases, hidden, groups, source: Source,
-               res: _Resources, limits: confine.Limits, notebook_timeout: float) -> _Verdict:
-    """One isolated run of an exercise's calls (``job``), judged here."""
+               res: _Resources, limits: confine.Limits, notebook_timeout: float
+               ) -> tuple[_Verdict, bool]:
+    """One isolated run of an exercise's calls (``job``), judged here; and whether a
+    failing case called the learner's own earlier functions (the child's observation)."""
     from helpers import exercises, judge
 
     conf = res.conf(function, source)
@@ -302,7 +305,10 @@ def _run_calls(function: str, job: dict, cases, hidden, groups, source: Source,
         problems = [broken] * len(cases)
         inconclusive = [False] * len(cases)
         status, note = "invalid", broken
-    return _Verdict(function, problems, list(hidden), groups, inconclusive, status, note)
+    own_failed = any(problems[k] is not None and by_case.get(k, {}).get("own_uses") is True
+                     for k in range(len(cases)))
+    return (_Verdict(function, problems, list(hidden), groups, inconclusive, status, note),
+            own_failed)
 
 
 def _summary(text: str) -> str:

@@ -387,6 +387,13 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
                 ns[dep] = _resolve(spec)
             except Exception:              # not importable in this copy: leave the name
                 pass
+    # The learner's own earlier functions, counted when called: a failing case that
+    # called none of them is not judged again with the course's (the grader's choice,
+    # from this observation; a false one only costs this learner time or a second run).
+    own_calls = [0]
+    for dep in job.get("watch") or ():
+        if dep != name and _is_learners(ns.get(dep)):
+            ns[dep] = _counted(ns[dep], own_calls)
     stopped = None
     for k, payload in enumerate(job["cases"]):
         line: dict = {"case": k}
@@ -405,6 +412,7 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
         sink = _Capped(1000)
         sys.stdout, sys.stderr = sink, sink
         changed: list = []
+        own_calls[0] = 0
         try:
             args, kwargs = decode(unb64(payload), arrays=arrays)
             runner.timer.start(job["case_timeout"])
@@ -437,8 +445,29 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
                 line["error"] = "the function raised an unprintable exception"
         finally:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        if own_calls[0]:
+            line["own_uses"] = True
         send(fd, line)
     send(fd, {"done": True, "cpu": _cpu_seconds()})
+
+
+def _is_learners(fn) -> bool:
+    """Whether ``fn`` is a function the learner's cells defined."""
+    import types
+
+    return isinstance(fn, types.FunctionType) and fn.__module__ == "__main__"
+
+
+def _counted(fn, counter: list):
+    """``fn``, counting its calls in ``counter[0]``."""
+    import functools
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        counter[0] += 1
+        return fn(*args, **kwargs)
+
+    return call
 
 
 def _differs(before, after) -> bool:
