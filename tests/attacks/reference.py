@@ -107,4 +107,44 @@ _not_mine.__name__ = "language_model_forward"
 
 language_model_forward = demos_model.yours_or_reference(_not_mine)
 """, "wraps a stub in the demos' yours_or_reference, which falls back on the reference"),
+    Attack("asks_the_grader_for_itself", "07_transformer_block", "layer_norm", """
+import helpers._yours as _y
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    if _y.trusted is None:
+        raise NotImplementedError()
+    return _y.trusted("helpers.reference:layer_norm", "layer_norm",
+                      {"x": x, "gamma": gamma, "beta": beta, "eps": eps})
+""", "asks the trusted grader, which answers a child the earlier functions it may use, "
+     "for the function under test itself", expect="honest", answers="solutions",
+           lose=("test_layer_norm",)),
+    Attack("raw_request_to_the_grader", "02_softmax", "softmax", """
+import os, socket, stat
+from helpers import _wire
+
+def _ask(sock, data):
+    sock.sendall(len(data).to_bytes(8, "big") + data)
+    size = int.from_bytes(sock.recv(8), "big")
+    got = b""
+    while len(got) < size:
+        got += sock.recv(size - len(got))
+    return _wire.decode(got)
+
+def softmax(z, axis=-1):
+    for fd in range(3, 64):
+        try:
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                continue
+            sock = socket.socket(fileno=os.dup(fd))
+            _ask(sock, b"J" + b"[" * 5000)                        # garbage first
+            reply = _ask(sock, _wire.encode({"fn": "helpers.reference:softmax",
+                                             "args": {"z": z, "axis": axis},
+                                             "blobs": {}}, short=True))
+            if "value" in reply:
+                return reply["value"]
+        except Exception:
+            continue
+    return np.full(np.shape(z), 0.5)
+""", "finds the socket on which the grader answers a child's course functions and asks "
+     "it, with crafted bytes, for the function under test"),
 ]
