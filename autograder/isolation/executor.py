@@ -819,8 +819,10 @@ def _recv_exactly(sock: socket.socket, n: int, deadline: float) -> bytes | None:
     return b"".join(chunks)
 
 
-#: The course functions the worker has answered with, by spec (resolved once).
+#: The course functions the worker has answered with, by spec, and their parameters
+#: (each resolved once).
 _ANSWERING: dict = {}
+_PARAMETERS: dict = {}
 
 
 def _parameters(fn):
@@ -832,7 +834,7 @@ def _parameters(fn):
 def _bind(fn, args: dict) -> tuple[list, dict]:
     """``fn``'s positional and keyword arguments from ``args`` (every parameter by name,
     as the stub sends them)."""
-    params = _ANSWERING[fn] if fn in _ANSWERING else _ANSWERING.setdefault(fn, _parameters(fn))
+    params = _PARAMETERS[fn] if fn in _PARAMETERS else _PARAMETERS.setdefault(fn, _parameters(fn))
     if set(args) != set(params):
         raise TypeError(f"{fn.__name__} takes {', '.join(params)}")
     pos, kw = [], {}
