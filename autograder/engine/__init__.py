@@ -36,16 +36,17 @@ Execution (:mod:`autograder.isolation`, :mod:`autograder.notebook.slicing`)
        nothing and wrote nothing to stderr (nbgrader's rule). Hidden tests are not run
        here (step 2 judges them), so their source never enters the learner's process.
     2. The *authoritative verdict* for every exercise with a test cell: a separate
-       confined child whose ``helpers`` lacks the exercise's reference, the functions it
-       refuses and every hidden case, runs its answer cell and, from the other cells
-       before its first test, the statements its function needs (slow top-level work of
-       other answer cells is not run again), binds the
-       earlier course functions it uses to the course's own (a mistake in the learner's
-       ``layer_norm`` costs points in ``layer_norm``'s test only, not again in
-       ``transformer_block``'s), then calls the function on every case of the registry
+       confined child whose ``helpers`` is a student's (no exercise's reference, no
+       case; the earlier course functions it may use are computed by the trusted
+       worker) runs its answer cell and, from the other cells before its first test,
+       the statements its function needs (slow top-level work of other answer cells is
+       not run again), then calls the function on every case of the registry
        (visible and hidden; a *scenario* case runs a small script around it: two calls
        sharing a KV cache, the same seed twice) and returns only the outputs. This
-       process (trusted) compares them with ``helpers.judge.compare``.
+       process (trusted) compares them with ``helpers.judge.compare``. When a failing
+       case called the learner's own earlier functions, the exercise is judged again
+       with the course's (a mistake in the learner's ``layer_norm`` costs points in
+       ``layer_norm``'s test only, not again in ``transformer_block``'s).
     The points of every test cell come from step 2, never from step 1: a correct answer
     keeps its points even if the notebook run failed (a warning on stderr, a crash or a
     time-out in an unrelated cell), and a test that passed in the notebook but fails its

@@ -194,15 +194,13 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
     """Step 2 for one exercise: its outputs on every case, from a child whose ``helpers``
     is a student's (no reference, no case; its own reference and what it refuses raise),
     compared here with ``helpers.judge.compare``. The earlier course functions it uses
-    are the learner's own; when a case fails, it is judged again with the course's
-    (answered by the trusted process), and that verdict stands.
+    are the learner's own; when a failing case called one of them, it is judged again
+    with the course's (answered by the trusted process), and that verdict stands.
 
     The child runs the exercise's own answer cell whole (what the learner's notebook
     runs to define it) and, from the other cells before its first test, only the
     statements the function needs (:mod:`autograder.notebook.slicing`): slow top-level work in
     other answer cells is not run again."""
-    from helpers import exercises, judge
-
     cases, hidden, payloads, scenarios, uses, store = _cases_for(function, hidden_seed)
     groups = [str(getattr(c, "group", "") or "") for c in cases]
     own = {gid for gid, names in _answer_functions(source).items() if function in names}

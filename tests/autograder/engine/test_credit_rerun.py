@@ -9,13 +9,13 @@ self-contained wrong ``transformer_block`` is not run twice.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from autograder import SOLUTIONS_DIR, engine
 from autograder.engine import resources
+from notebook_helpers import hand_in
 
 ASSIGNMENT = "07_transformer_block"
 WRONG_LAYER_NORM = ("import numpy as np\n\n"
@@ -30,15 +30,7 @@ UNANSWERED_BLOCK = ("def transformer_block(x, params, n_heads, causal=True):\n"
 
 
 def _notebook(tmp_path: Path, answers: dict[str, str]) -> Path:
-    nb = json.loads((SOLUTIONS_DIR / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
-    for cell in nb["cells"]:
-        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if gid in answers:
-            cell["source"] = answers[gid]
-    path = tmp_path / "student" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(nb), encoding="utf-8")
-    return path
+    return hand_in(tmp_path, "student", ASSIGNMENT, answers)
 
 
 @pytest.fixture

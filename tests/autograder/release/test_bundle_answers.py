@@ -16,6 +16,7 @@ import pytest
 
 from autograder.release import bundle as bundle_mod
 from bundle_scan import answers_in, left_out as _left_out
+from notebook_helpers import hand_in
 from helpers import exercises
 
 ALL = list(exercises.NOTEBOOKS)
@@ -79,20 +80,12 @@ _FAST_PATH_ANSWERS = {
 @pytest.mark.slow
 def test_an_answer_calling_a_models_fast_path_earns_nothing(tmp_path):
     import csv
-    import json
 
-    from autograder import REPO_ROOT, SOLUTIONS_DIR
+    from autograder import REPO_ROOT
 
     subs = tmp_path / "submissions"
     for assignment, answers in _FAST_PATH_ANSWERS.items():
-        nb = json.loads((SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text())
-        for cell in nb["cells"]:
-            gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-            if gid in answers:
-                cell["source"] = answers[gid]
-        path = subs / "mallory" / assignment / f"{assignment}.ipynb"
-        path.parent.mkdir(parents=True)
-        path.write_text(json.dumps(nb), encoding="utf-8")
+        hand_in(subs, "mallory", assignment, answers)
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out",
                            str(out), "--jobs", "1"], cwd=REPO_ROOT, capture_output=True,
