@@ -19,6 +19,9 @@ PORT ?= 8888
 # `make lab OPENBLAS_NUM_THREADS=4`.
 export OPENBLAS_NUM_THREADS ?= 1
 PYTEST_ARGS ?=
+# `make test` runs the suite in this many processes (pytest-xdist; tests/conftest.py keeps
+# the tests that share a minutes-long fixture in one of them). TEST_JOBS=0: one process.
+TEST_JOBS ?= 2
 LAB_ARGS ?=
 
 .PHONY: lab test check install release regenerate bundle check-release grade-examples examples collect grade report export constraints clean help
@@ -58,7 +61,7 @@ lab: $(STAMP)
 		--ServerApp.root_dir="$(CURDIR)" $(LAB_ARGS) notebooks/00_start_here/00_start_here.ipynb
 
 test: $(STAMP)
-	$(BIN)python -m pytest $(PYTEST_ARGS)
+	$(BIN)python -m pytest -n $(TEST_JOBS) --dist loadgroup $(PYTEST_ARGS)
 
 check: $(STAMP)
 	$(BIN)python -m pytest tests/setup/test_smoke.py $(PYTEST_ARGS)

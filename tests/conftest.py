@@ -6,6 +6,11 @@ examples and more of them.
 
 ``tools/`` goes on ``sys.path`` so that tests can import the dev scripts' input builders
 (``from make_torch_reference import random_lm_params``).
+
+``make test`` runs the suite in two processes (pytest-xdist, ``--dist loadgroup``). What
+a test session builds once (the fixtures of :data:`SHARED`, and a module's own
+module-scoped fixtures) must then be built by one process only: every test is put in a
+group, the shared fixture it uses or else its module, and each group runs in one process.
 """
 
 from __future__ import annotations
@@ -27,6 +32,28 @@ settings.register_profile(
 )
 settings.register_profile("explore", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+#: Session fixtures that take minutes to build (below): every test using one of them runs
+#: in the same test process, so the fixture is built once per session.
+SHARED = ("catalogue_run", "whole_course_bundle", "example_class")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Each test's group for ``--dist loadgroup`` (read by pytest-xdist after this hook):
+    the first of :data:`SHARED` it uses, else its module's file; the groups of
+    :data:`SHARED` are handed out first."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    rank = {}
+    for item in items:
+        shared = [name for name in SHARED if name in item.fixturenames]
+        group = shared[0] if shared else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+        rank[item] = SHARED.index(group) if shared else len(SHARED)
+    # the longest groups first, so that no process is left with one at the end
+    items.sort(key=rank.__getitem__)
 
 
 @pytest.fixture(autouse=True)
@@ -66,3 +93,13 @@ def whole_course_bundle(tmp_path_factory):
     assert result.returncode == 0, result.stderr[-3000:]
     assert out.with_suffix(".zip").is_file()
     return out
+
+
+@pytest.fixture(scope="session")
+def catalogue_run(tmp_path_factory):
+    """The one grading run of every catalogue entry, every attack and the honest students
+    (``tests/catalogue/run.py``: minutes), shared by the catalogue, attack and trust
+    tests."""
+    from catalogue.run import graded
+
+    return graded(tmp_path_factory.getbasetemp())

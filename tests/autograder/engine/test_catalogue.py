@@ -32,7 +32,7 @@ from autograder.results import feedback
 from helpers import exercises as registry
 from catalogue import (Entry, assignments, cells_testing, entries, exercises,
                        graded_test_cells, hidden_lines)
-from catalogue.run import HONEST, graded
+from catalogue.run import HONEST
 
 
 ENTRIES = entries()
@@ -100,8 +100,8 @@ def _param(entry: Entry):
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return graded(tmp_path_factory.getbasetemp())
+def run(catalogue_run):
+    return catalogue_run
 
 
 # ---------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 
 from catalogue import graded_test_cells
-from catalogue.run import CASCADE, SLOW, cascade_breaks, graded
+from catalogue.run import CASCADE, SLOW, cascade_breaks
 from helpers import exercises
 
 
@@ -28,8 +28,8 @@ def _rows(run, student, assignment):
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return graded(tmp_path_factory.getbasetemp())
+def run(catalogue_run):
+    return catalogue_run
 
 
 def test_a_slow_honest_notebook_earns_every_point_unflagged(run):

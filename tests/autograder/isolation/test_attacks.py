@@ -25,7 +25,7 @@ import pytest
 from attacks import Attack, attacks
 from autograder import SOLUTIONS_DIR
 from catalogue import graded_test_cells, hidden_lines
-from catalogue.run import HONEST, graded
+from catalogue.run import HONEST
 
 pytestmark = pytest.mark.slow
 
@@ -42,8 +42,8 @@ def _param(attack: Attack):
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return graded(tmp_path_factory.getbasetemp())
+def run(catalogue_run):
+    return catalogue_run
 
 
 def _points(rows: dict[str, dict]) -> dict[str, float]:
