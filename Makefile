@@ -61,7 +61,7 @@ lab: $(STAMP)
 		--ServerApp.root_dir="$(CURDIR)" $(LAB_ARGS) notebooks/00_start_here/00_start_here.ipynb
 
 test: $(STAMP)
-	$(BIN)python -m pytest -n $(TEST_JOBS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)python -m pytest -n $(TEST_JOBS) $(PYTEST_ARGS)
 
 check: $(STAMP)
 	$(BIN)python -m pytest tests/setup/test_smoke.py $(PYTEST_ARGS)

@@ -7,10 +7,10 @@ examples and more of them.
 ``tools/`` goes on ``sys.path`` so that tests can import the dev scripts' input builders
 (``from make_torch_reference import random_lm_params``).
 
-``make test`` runs the suite in two processes (pytest-xdist, ``--dist loadgroup``). What
-a test session builds once (the fixtures of :data:`SHARED`, and a module's own
-module-scoped fixtures) must then be built by one process only: every test is put in a
-group, the shared fixture it uses or else its module, and each group runs in one process.
+``make test`` runs the suite in two processes (pytest-xdist, ``-n 2``). What a test
+session builds once (the fixtures of :data:`SHARED`, and a module's own module-scoped
+fixtures) must then be built by one process only: tests are handed out a module at a
+time, and the modules sharing a fixture of :data:`SHARED` together.
 """
 
 from __future__ import annotations
@@ -34,25 +34,52 @@ settings.register_profile("explore", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-#: Session fixtures that take minutes to build (below): every test using one of them runs
-#: in the same test process, so the fixture is built once per session.
-SHARED = ("catalogue_run", "whole_course_bundle", "example_class")
+#: Session fixtures that take minutes to build (below), and the test modules that use
+#: them: under pytest-xdist the modules of one fixture run in the same test process, so
+#: the fixture is built once per session.
+SHARED = {
+    "catalogue_run": ("tests/autograder/engine/test_catalogue.py",
+                      "tests/autograder/engine/test_trust.py",
+                      "tests/autograder/isolation/test_attacks.py"),
+    "whole_course_bundle": ("tests/autograder/release/test_bundle.py",
+                            "tests/autograder/release/test_bundle_answers.py",
+                            "tests/autograder/release/test_bundle_install.py"),
+    "example_class": ("tests/autograder/test_cli.py", "tests/tools/test_make_examples.py",
+                      "tests/setup/test_smoke.py"),
+}
+GROUP_OF = {module: fixture for fixture, modules in SHARED.items() for module in modules}
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """How pytest-xdist hands out tests (``make test``: ``-n 2``): a module at a time,
+    the modules of one :data:`SHARED` fixture together."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return GROUP_OF.get(_module(nodeid), _module(nodeid))
+
+    return ByModule(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Each test's group for ``--dist loadgroup`` (read by pytest-xdist after this hook):
-    the first of :data:`SHARED` it uses, else its module's file; the groups of
-    :data:`SHARED` are handed out first."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
+    """Every test using a fixture of :data:`SHARED` must be in one of its modules (else
+    two test processes could each build it); the modules of :data:`SHARED` come first,
+    in its order, so that no process is left with a long group at the end."""
     rank = {}
     for item in items:
-        shared = [name for name in SHARED if name in item.fixturenames]
-        group = shared[0] if shared else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
-        rank[item] = SHARED.index(group) if shared else len(SHARED)
-    # the longest groups first, so that no process is left with one at the end
+        for fixture, modules in SHARED.items():
+            if fixture in item.fixturenames and _module(item.nodeid) not in modules:
+                raise pytest.UsageError(
+                    f"{item.nodeid} uses the {fixture} fixture: add its module to "
+                    f"SHARED[{fixture!r}] in tests/conftest.py")
+        group = GROUP_OF.get(_module(item.nodeid))
+        rank[item] = list(SHARED).index(group) if group else len(SHARED)
     items.sort(key=rank.__getitem__)
 
 
@@ -103,3 +130,4 @@ def catalogue_run(tmp_path_factory):
     from catalogue.run import graded
 
     return graded(tmp_path_factory.getbasetemp())
+
