@@ -9,8 +9,9 @@ and what changed on disk. Meanwhile a separate run of the command grades
 ``0-honest-first`` alone, so that tests can check that sharing a run with attackers
 changed nothing for an honest student.
 
-The result is cached for the test session: ``tests/autograder/engine/test_catalogue.py`` and
-``tests/autograder/isolation/test_attacks.py`` share the same run.
+The result is cached for the test session (the ``catalogue_run`` fixture of
+``tests/conftest.py``): ``tests/autograder/engine/test_catalogue.py``, ``test_trust.py``
+and ``tests/autograder/isolation/test_attacks.py`` share the same run.
 """
 
 from __future__ import annotations
@@ -296,28 +297,68 @@ def _command(submissions: Path, out: Path) -> list[str]:
             "--secret-file", str(key)]
 
 
-#: Functions of one notebook whose answers do not use each other (nor does either's
-#: solution use the other): a wrong answer to each can share a notebook.
-INDEPENDENT = [("dot", "pairwise_scores"), ("project_qkv", "scaled_dot_product_attention"),
-               ("causal_mask", "cross_attention"), ("split_heads", "merge_heads"),
-               ("layer_norm", "feed_forward"), ("cross_entropy", "generate")]
+def _depends(assignment: str) -> dict[str, set[str]]:
+    """function -> the functions of the same notebook it depends on: its exercise's
+    ``uses``, transitively, and every name its solution's answer cell mentions."""
+    import ast
+
+    from helpers import exercises as registry
+
+    names = [n for n in registry.NOTEBOOKS[assignment] if n in set(exercises())]
+    solution = json.loads((SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text())
+    mentions = {nbgrader(c).get("grade_id"): {n.id for n in ast.walk(ast.parse(text(c)))
+                                               if isinstance(n, ast.Name)}
+                for c in solution["cells"]
+                if c["cell_type"] == "code" and nbgrader(c).get("solution")}
+
+    def uses(name: str, seen: set[str]) -> set[str]:
+        for dep in registry.get(name).uses:
+            if dep not in seen:
+                seen.add(dep)
+                uses(dep, seen)
+        return seen
+
+    return {n: {m for m in names if m != n and (m in uses(n, set())
+                                                or m in mentions.get(n, ()))}
+            for n in names}
+
+
+def independent_sets(assignment: str) -> list[list[str]]:
+    """The functions of a notebook with wrong answers in the catalogue, in sets of which
+    no function depends on another (:func:`_depends`, either way): the most wrong
+    answers first, each into the first set it fits."""
+    count: dict[str, int] = {}
+    for e in entries():
+        if e.kind == "wrong":
+            count[e.function] = count.get(e.function, 0) + 1
+    depends = _depends(assignment)
+    sets: list[list[str]] = []
+    for name in sorted((n for n in depends if count.get(n)), key=lambda n: -count[n]):
+        for members in sets:
+            if all(name not in depends[m] and m not in depends[name] for m in members):
+                members.append(name)
+                break
+        else:
+            sets.append([name])
+    return sets
 
 
 def wrong_packs() -> list[list[Entry]]:
-    """The wrong entries, one or two per notebook: the k-th wrong answers of two
-    independent functions (``INDEPENDENT``) share one, which keeps the run short; each
-    is judged on its own function's test cells only."""
-    wrong = [e for e in entries() if e.kind == "wrong"]
+    """The wrong entries, packed: the k-th wrong answers of the functions of one
+    :func:`independent_sets` set share a notebook, which keeps the run short. Each is
+    judged on its own function's test cells; every other test cell of the notebook (the
+    functions that use a wrong one among them) must keep its points."""
+    from helpers import exercises as registry
+
     by_function: dict[str, list[Entry]] = {}
-    for e in wrong:
-        by_function.setdefault(e.function, []).append(e)
-    packs, paired = [], set()
-    for first, second in INDEPENDENT:
-        a, b = by_function.get(first, []), by_function.get(second, [])
-        for k in range(max(len(a), len(b))):
-            packs.append([x[k] for x in (a, b) if k < len(x)])
-        paired |= {first, second}
-    packs += [[e] for e in wrong if e.function not in paired]
+    for e in entries():
+        if e.kind == "wrong":
+            by_function.setdefault(e.function, []).append(e)
+    packs = []
+    for assignment in registry.NOTEBOOKS:
+        for members in independent_sets(assignment):
+            for k in range(max(len(by_function[f]) for f in members)):
+                packs.append([by_function[f][k] for f in members if k < len(by_function[f])])
     return packs
 
 

@@ -9,7 +9,9 @@ OUT/grades.csv and the feedback pages:
 
 * a wrong answer loses the points of its function's test cells, and its feedback says
   what went wrong: the mistake in words where it is a known one, otherwise the input
-  and expected against got;
+  and expected against got; it costs no other test cell a point (the wrong answers of
+  functions that do not depend on each other share a notebook, the functions that use
+  them stay right: ``tests/catalogue/run.py``);
 * a correct answer earns every autograded point of its notebook, unflagged;
 * the honest student earns every autograded point of every solution notebook;
 * no feedback page shows a line of a hidden test.
@@ -163,6 +165,12 @@ def test_wrong_answer_loses_points_and_feedback_says_why(run, entry):
         assert float(row["points"]) < float(row["max_points"]), \
             f"{gid} kept its points: {row['message']}"
         assert row["status"] == "failed", (gid, row["status"], row["message"])
+    # it loses points once: the notebook's other test cells (those of the functions that
+    # use it among them; the pack's other wrong answers apart) keep every point
+    own = {g for e in run.students[sid] for g in cells_testing(e.function, assignment)}
+    lost = {g: r["message"] for g, r in rows.items() if r["kind"] == "test" and g not in own
+            and float(r["points"]) < float(r["max_points"])}
+    assert not lost, f"the wrong {entry.function} cost other test cells points: {lost}"
     said = run.cell_text(sid, assignment, tests)
     assert entry.words.lower() in said.lower(), (
         f"feedback of {tests} does not say {entry.words!r}; message: {rows[tests[0]]['message']}")
