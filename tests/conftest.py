@@ -63,7 +63,8 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return GROUP_OF.get(_module(nodeid), _module(nodeid))
 
-    return ByModule(config, log)
+    config.option.loadscopereorder = False       # in the order of collection (below), not
+    return ByModule(config, log)                 # the modules with the most tests first
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -100,9 +100,11 @@ def test_the_notebook_runs_copy_is_what_a_student_of_the_assignment_has(tmp_path
 
 
 def test_every_solution_earns_full_marks_and_no_notebook_cell_raises(tmp_path):
-    """One student hands in the course's solution of every notebook; the grader runs with
-    its notebook run's cell lines written to a file, so that an error in any cell (a demo
-    calling a stub, a check that cannot find its cases) is seen, not only the points."""
+    """One student hands in the course's solution of every notebook (hidden tests and all):
+    every autograded point earned, unflagged, each written answer left to the grader's
+    hand. The grader runs with its notebook run's cell lines written to a file, so that an
+    error in any cell (a demo calling a stub, a check that cannot find its cases) is seen,
+    not only the points."""
     subs, out, tmp = tmp_path / "subs", tmp_path / "out", tmp_path / "tmp"
     tmp.mkdir()
     notebooks = sorted(p for p in SOLUTIONS_DIR.glob("*/*.ipynb")
@@ -144,6 +146,10 @@ def test_every_solution_earns_full_marks_and_no_notebook_cell_raises(tmp_path):
             if c["kind"] == "test":
                 assert c["points"] == c["max_points"] and c["message"] == "passed", \
                     (r["assignment"], c)
+            else:                                    # a written answer: graded by hand
+                assert (c["kind"], c["status"], c["points"]) == (
+                    "manual", "needs_manual_grade", 0), (r["assignment"], c)
+        assert any(c["kind"] == "test" for c in r["cells"]), r["assignment"]
     logged = [json.loads(x) for x in lines.read_text().splitlines()]
     assert {x["notebook"] for x in logged} == {p.parent.name for p in notebooks}
     errors = [x for x in logged if x["error"] or (x["stderr"] or "").strip()]

@@ -4,7 +4,9 @@ own README's commands.
 The bundle is built, unzipped into a new folder (as a student would from the LMS), and
 the commands of its README's ``bash`` block are run as written: the install line (a
 fresh venv, the bundle's pinned requirements, the model wheels), then "check my
-notebooks", after a correct answer has been written into one notebook. The commands are
+notebooks", after a correct answer has been written into one notebook: every notebook
+runs as handed out (demos, plots and worked examples included), and every instant check
+fails, saying it is not implemented yet, but the answered one's; nothing else fails. The commands are
 read from the README itself, so the README cannot drift from what works. pip resolves
 from whatever index the machine is configured with (here the local caches). The "open
 the course" command is not started (it serves JupyterLab until stopped): the test checks
@@ -115,7 +117,20 @@ def test_the_whole_course_bundle_installs_and_checks_from_a_fresh_folder(tmp_pat
     assert "test_softmax:" not in softmax_block, softmax_block         # the answer passes
     assert "test_softmax_with_temperature: CheckFailed" in softmax_block, softmax_block
     assert "not implemented yet" in softmax_block
-    # nothing but the unanswered checks fails, in any notebook
+    # nothing but the unanswered checks fails, in any notebook, and every one of them does
     failures = [line for line in lines if line.startswith("  ") and line[2] != " "]
     assert failures and all(line.lstrip().startswith("test_") and "not implemented yet" in line
                             for line in failures), "\n".join(failures)
+    failed: dict[str, set[str]] = {}
+    name = None
+    for line in lines:
+        if not line.startswith(" ") and ": " in line:
+            name = line.split(": ", 1)[0]
+        elif line.startswith("  ") and line[2] != " ":
+            failed.setdefault(name, set()).add(line.strip().split(":", 1)[0])
+    for name in names:
+        released = json.loads((folder / "notebooks" / name / f"{name}.ipynb").read_text())
+        checks = {c["metadata"]["nbgrader"]["grade_id"] for c in released["cells"]
+                  if c["cell_type"] == "code" and c["metadata"].get("nbgrader", {}).get("grade")
+                  and not c["metadata"]["nbgrader"].get("solution")} - {"test_softmax"}
+        assert checks and failed.get(name, set()) == checks, (name, checks, failed.get(name))

@@ -41,6 +41,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -238,26 +239,33 @@ def test_documented_slurm_array_job_merges_to_one_runs_output(tmp_path):
         "--secret-file", "grading-secret.key")
     assert (course / "grading-secret.key").is_file()
 
-    with one_node_slurm(tmp_path / "cluster") as (slurm_env, logs):
+    # Slurm's daemons make Unix sockets under their spool folder, and a socket's path has
+    # at most 107 bytes: the test's own folder is too deep (under pytest-xdist, 112 bytes
+    # made every job fail to launch), so the cluster lives in a short folder of its own.
+    with tempfile.TemporaryDirectory(prefix="ag-slurm-", dir="/tmp") as short, \
+            one_node_slurm(Path(short) / "cluster") as (slurm_env, logs):
         slurm_env = dict(slurm_env, OPENBLAS_NUM_THREADS="1", SBATCH_EXPORT="ALL")
-        # the test's environment reaches a job: its own TMPDIR
-        r = subprocess.run(["sbatch", "--wait", "--output", str(tmp_path / "env.out"),
-                            "--wrap", "printenv TMPDIR"], env=slurm_env, capture_output=True,
-                           text=True, timeout=JOBS_DEADLINE_S)
-        assert r.returncode == 0, (r.stdout, r.stderr, tails(logs))
-        assert (tmp_path / "env.out").read_text().strip() == os.environ["TMPDIR"]
-        r = subprocess.run(["bash", "submit.sh"], cwd=course, env=slurm_env,
-                           capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, (r.stdout, r.stderr, tails(logs))
         job_logs = lambda: sorted(course.glob("slurm-*.out"))     # noqa: E731
 
         def done() -> bool:
             q = subprocess.run(["squeue", "-h", "-o", "%i %T %r"], env=slurm_env,
                                capture_output=True, text=True, timeout=60)
             assert q.returncode == 0, q.stderr
-            assert "DependencyNeverSatisfied" not in q.stdout, (
-                "the array job failed\n" + q.stdout + tails(job_logs() + logs))
+            for failed in ("DependencyNeverSatisfied", "launch_failed"):
+                assert failed not in q.stdout, (
+                    "a job failed\n" + q.stdout + tails(job_logs() + logs))
             return not q.stdout.strip()
+
+        # the test's environment reaches a job: its own TMPDIR
+        r = subprocess.run(["sbatch", "--output", str(tmp_path / "env.out"),
+                            "--wrap", "printenv TMPDIR"], env=slurm_env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, (r.stdout, r.stderr, tails(logs))
+        wait_for("the job printing its TMPDIR", done, JOBS_DEADLINE_S, logs)
+        assert (tmp_path / "env.out").read_text().strip() == os.environ["TMPDIR"]
+        r = subprocess.run(["bash", "submit.sh"], cwd=course, env=slurm_env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (r.stdout, r.stderr, tails(logs))
 
         wait_for("the array job and the merge job", done, JOBS_DEADLINE_S,
                  [*job_logs(), *logs])
