@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-import hashlib
 
 from helpers.exercises import Arg, Contract, Case, Exercise, case
+from helpers.exercises._compare import model_fingerprint as _fingerprint
 from helpers.exercises._inputs import _gen_models, _rng
 from helpers.exercises._variants import _gen, _onehot, _sampler_multiplied, _sampler_no_temperature, _sampler_uniform
 
@@ -251,27 +251,6 @@ def _generate_parts(case: Case):
 
 #: Reference next-token logits by (model fingerprint, n_heads, context bytes).
 _LOGITS_CACHE: dict = {}
-
-
-def _fingerprint(obj) -> str:
-    """A hash of every number in a (nested) params dict: equal models, equal hashes."""
-    h = hashlib.sha1()
-
-    def feed(o):
-        if isinstance(o, dict):
-            for k in sorted(o):
-                h.update(str(k).encode())
-                feed(o[k])
-        elif isinstance(o, (list, tuple)) and o and isinstance(o[0], dict):
-            for x in o:
-                feed(x)
-        else:
-            a = np.asarray(o, dtype=np.float64)
-            h.update(str(a.shape).encode())
-            h.update(a.tobytes())
-
-    feed(obj)
-    return h.hexdigest()
 
 
 def _sampling_statistics(case: Case, ids: np.ndarray, samplers: list) -> list:
