@@ -42,7 +42,6 @@ SHARED = {
                       "tests/autograder/engine/test_trust.py",
                       "tests/autograder/isolation/test_attacks.py"),
     "whole_course_bundle": ("tests/autograder/release/test_bundle.py",
-                            "tests/autograder/release/test_bundle_answers.py",
                             "tests/autograder/release/test_bundle_install.py"),
     "example_class": ("tests/autograder/test_cli.py", "tests/tools/test_make_examples.py",
                       "tests/setup/test_smoke.py"),

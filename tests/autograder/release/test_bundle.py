@@ -25,6 +25,7 @@ import pytest
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
 from autograder.release import bundle as bundle_mod
+from bundle_scan import answers_in, left_out as _left_out
 from catalogue import student_notebook
 from helpers import exercises
 
@@ -470,3 +471,13 @@ def test_reveal_ships_the_answers_of_earlier_homework(tmp_path):
     with pytest.raises(bundle_mod.BundleError, match="both"):
         bundle_mod.build(tmp_path / "y", ["02_softmax"], reveal=["02_softmax"],
                          worked_examples=False)
+
+
+@pytest.mark.slow
+def test_no_function_of_the_whole_course_bundle_returns_an_answer(built, tmp_path):
+    """The behavioural scan (tests/bundle_scan.py; homework bundles:
+    test_bundle_answers.py) of the whole course's bundle: every exercise left out."""
+    names = _left_out(built)
+    assert names == list(exercises.names())
+    leaks = answers_in(built, names, tmp_path, timeout=3600)
+    assert not leaks, "\n".join(leaks)
