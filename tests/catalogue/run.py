@@ -36,7 +36,7 @@ from pathlib import Path
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
 
-from catalogue import (Entry, assignments, catalogue_notebook, entries, exercises, nbgrader,
+from catalogue import (Entry, _solution, assignments, entries, exercises, nbgrader,
                        student_notebook, text)
 
 #: Limits of the run (the command's options): generous for honest notebooks, short
@@ -305,7 +305,7 @@ def _depends(assignment: str) -> dict[str, set[str]]:
     from helpers import exercises as registry
 
     names = [n for n in registry.NOTEBOOKS[assignment] if n in set(exercises())]
-    solution = json.loads((SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text())
+    solution = json.loads(_solution(assignment))
     mentions = {nbgrader(c).get("grade_id"): {n.id for n in ast.walk(ast.parse(text(c)))
                                                if isinstance(n, ast.Name)}
                 for c in solution["cells"]
