@@ -36,7 +36,7 @@ from pathlib import Path
 from helpers.checks import BUNDLE_MARK
 
 #: Files of ``helpers/exercises/`` kept as they are (no answer in them).
-KEEP_EXERCISE_FILES = ("__init__.py", "_compare.py", "_scenarios.py")
+KEEP_EXERCISE_FILES = ("__init__.py", "_compare.py", "_draw.py", "_scenarios.py")
 #: What a left-out course function says (the check shows messages holding BUNDLE_MARK).
 STUB_MESSAGE = ("is exercise {name} of notebook {notebook}, " + BUNDLE_MARK + ": the "
                 "course has its output for this notebook's own examples only; for other "
@@ -121,8 +121,8 @@ def strip_exercise_module(source: str) -> str:
                 todo.append(defs[name])
     kept = {id(n) for n in keep.values()} | {id(exercise)}
     body_nodes = [n for n in tree.body if id(n) in kept]
-    used = _referenced_names(body_nodes)
-    imports = []
+    used = {n.id for node in body_nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
+    imports = []                         # an imported name is used as a name, never as `x.name`
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if isinstance(node, ast.ImportFrom) and node.module == "__future__":

@@ -38,6 +38,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
+from helpers.exercises import _draw
+from helpers.exercises._draw import ids_below
+
 __all__ = ["Case", "Mistake", "Exercise", "NOTEBOOKS", "PREPARE", "get", "names",
            "of_notebook", "notebook_of", "case", "answer_functions", "module_file", "Arg",
            "Contract", "contract_problems", "draw_cases", "VISIBLE_SEED", "HIDDEN_SEED",
@@ -524,11 +527,6 @@ def _check_arg(name: str, arg: Arg, value, dims: dict, batches: list, contract) 
     return []
 
 
-def _bound(value, dims: dict):
-    """A bound of an :class:`Arg`: a number, or an expression of dimensions (``"V - 1"``)."""
-    return eval(value, {}, dict(dims)) if isinstance(value, str) else value   # noqa: S307
-
-
 def _range_problems(name: str, arg: Arg, value, dims: dict) -> list[str]:
     """What entries of array ``value`` lie outside ``[arg.low, arg.high]``."""
     import numpy as np
@@ -537,7 +535,7 @@ def _range_problems(name: str, arg: Arg, value, dims: dict) -> list[str]:
     if not arr.size or arr.dtype.kind not in "iuf" or arg.low is None and arg.high is None:
         return []
     try:
-        lo, hi = _bound(arg.low, dims), _bound(arg.high, dims)
+        lo, hi = _draw.bound(arg.low, dims), _draw.bound(arg.high, dims)
     except NameError:                   # a dimension no argument binds: not checked
         return []
     bad = (arr < lo if lo is not None else False) | (arr > hi if hi is not None else False)
@@ -671,99 +669,6 @@ def contract_problems(ex: "Exercise", case: "Case") -> list[str]:
     return out
 
 
-def _draw_value(arg: Arg, rng, dims: dict, batch: tuple, dtype: str):
-    import numpy as np
-
-    if arg.is_array:
-        shape = []
-        for t in arg.tokens:
-            shape += list(batch) if t == "..." else [int(t) if t.isdigit() else dims[t]]
-        shape = tuple(shape)
-        if arg.values is not None:
-            return np.asarray(arg.values(rng, shape, dims))
-        if dtype == "bool":
-            out = rng.random(shape) < 0.7
-            if out.ndim:
-                out[..., 0] = True
-            return out
-        if dtype == "int":
-            lo, hi = _bound(arg.low, dims), _bound(arg.high, dims)
-            return rng.integers(int(lo or 0), int(9 if hi is None else hi) + 1, size=shape)
-        return rng.standard_normal(shape).astype(dtype)
-    if isinstance(arg.shape, str):
-        return int(dims[arg.shape])
-    if arg.values is not None:
-        return arg.values(rng, (), dims)
-    if arg.shape not in (int, float, bool):
-        raise ValueError(f"an Arg({arg.shape.__name__}) needs values(rng, shape, dims)")
-    if arg.shape is int:
-        return int(rng.integers(int(arg.low or 0), int(arg.high or 9) + 1))
-    if arg.shape is bool:
-        return bool(rng.integers(2))
-    lo = 0.0 if arg.low is None else arg.low
-    hi = lo + 1.0 if arg.high is None else arg.high
-    return float(rng.uniform(lo, hi))
-
-
-def ids_below(dim: str) -> Callable:
-    """``values`` for an :class:`Arg` of ids: ints in ``[0, dims[dim])``, never one id
-    along a whole last axis longer than 2 (no drawn case, visible or hidden, depends on
-    the seed for that trait: a constant row)."""
-
-    def draw(rng, shape, dims):
-        import numpy as np
-
-        n = int(dims[dim])
-        ids = rng.integers(0, n, shape)
-        if n > 1 and len(shape) and shape[-1] > 2:
-            ids[..., 0] = (ids[..., -1] + 1) % n
-        return np.asarray(ids)
-
-    return draw
-
-
-def random_block(rng, d: int, d_ff: int) -> dict:
-    """One transformer block's parameters for a case, in the layout of
-    ``helpers.BLOCK_PARAM_SHAPES``: weights N(0, 1/fan_in), layer-norm gains near 1,
-    shifts and biases near 0. The one builder of block parameters for cases: a listed
-    case passes a generator seeded by its own number, a drawn case the contract's."""
-    import math
-
-    s = 1.0 / math.sqrt(d)
-    return {
-        "ln1_gamma": 1.0 + 0.3 * rng.normal(size=d), "ln1_beta": 0.2 * rng.normal(size=d),
-        "W_Q": rng.normal(size=(d, d)) * s, "W_K": rng.normal(size=(d, d)) * s,
-        "W_V": rng.normal(size=(d, d)) * s, "W_O": rng.normal(size=(d, d)) * s,
-        "ln2_gamma": 1.0 + 0.3 * rng.normal(size=d), "ln2_beta": 0.2 * rng.normal(size=d),
-        "W1": rng.normal(size=(d, d_ff)) * s, "b1": 0.2 * rng.normal(size=d_ff),
-        "W2": rng.normal(size=(d_ff, d)) / math.sqrt(d_ff), "b2": 0.2 * rng.normal(size=d),
-    }
-
-
-def _all_dims(contract: Contract) -> list[str]:
-    names_ = []
-    for arg in list(contract.args.values()):
-        found = arg.tokens if arg.is_array else ([arg.shape] if isinstance(arg.shape, str)
-                                                 else [])
-        names_ += [t for t in found if t != "..." and not t.isdigit() and t not in names_]
-    return names_ + [n for n in contract.sizes if n not in names_]   # sizes only values use
-
-
-def _draw_dims(contract: Contract, rng, ones: bool) -> dict:
-    names_ = _all_dims(contract)
-    for attempt in range(500):
-        dims = {}
-        for n in names_:
-            pool = contract.sizes.get(n, (2, 3, 4, 5))
-            if ones and (attempt == 0 or rng.random() < 0.6):
-                dims[n] = 1                 # size1: as many dimensions of size 1 as fit
-            else:
-                dims[n] = int(rng.choice(pool))
-        if all(eval(c, {}, dict(dims)) for c in contract.where):   # noqa: S307
-            return dims
-    raise ValueError(f"no dimensions satisfy {contract.where}")
-
-
 def draw_cases(ex: "Exercise", seed: int, hidden: bool = False) -> list[dict]:
     """Cases drawn from ``ex``'s contract with ``seed``: one per kind of input it allows:
     ``rank<r>`` for each number of batch axes (the rank of the first batched argument),
@@ -779,11 +684,11 @@ def draw_cases(ex: "Exercise", seed: int, hidden: bool = False) -> list[dict]:
     contract = ex.contract
     if not contract.args or not contract.draw:
         return []                           # nothing to vary (wash_we()), or not drawn
-    rng = np.random.default_rng([seed, zlib.crc32(ex.name.encode())])
+    rng = _draw.rng([seed, zlib.crc32(ex.name.encode())])
     first = next((a for a in contract.args.values() if a.is_array and "..." in a.tokens),
                  next((a for a in contract.args.values() if a.is_array), None))
     base = len([t for t in first.tokens if t != "..."]) if first else 0
-    if first is None and not _all_dims(contract):     # no shape to vary: two draws
+    if first is None and not _draw.dim_names(contract):     # no shape to vary: two draws
         kinds = [("draw1", {}), ("draw2", {})]
     else:
         kinds = [(f"rank{base + b}", {"batch": b}) for b in contract.batch]
@@ -797,7 +702,7 @@ def draw_cases(ex: "Exercise", seed: int, hidden: bool = False) -> list[dict]:
         kinds.append(("keywords", {"keywords": True}))
     out = []
     for kind, how in kinds:
-        dims = _draw_dims(contract, rng, how.get("ones", False))
+        dims = _draw.dims(contract, rng, how.get("ones", False))
         b = how.get("batch", contract.batch[-1] if how.get("ones") else contract.batch[0])
         batch = tuple(int(rng.choice((1, 2, 3) if how.get("ones") else (2, 3)))
                       for _ in range(b))
@@ -814,7 +719,7 @@ def draw_cases(ex: "Exercise", seed: int, hidden: bool = False) -> list[dict]:
             dtype = arg.dtypes[0]
             if how.get("dtype") in arg.dtypes:
                 dtype = how["dtype"]
-            value = _draw_value(arg, rng, dims, batch, dtype)
+            value = _draw.value(arg, rng, dims, batch, dtype)
             if how.get("lists") and arg.lists:
                 value = value.tolist() if isinstance(value, np.ndarray) else list(value)
             if positional:

@@ -1,32 +1,11 @@
-"""Seeded inputs of notebook 09's exercises: random encoder layers and models, and the
-real all-MiniLM-L6-v2 cut down to a few layers and the tokens of a batch."""
+"""Inputs of notebook 09's exercises from the real all-MiniLM-L6-v2: the model cut down
+to a few layers and the tokens of a batch (random encoders: ``_draw.tiny_bert``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from helpers.bert import LN_EPS, load_encoder, tokenize
-
-
-def random_layer(rng, d: int, d_ff: int, scale: float = 1.5) -> dict:
-    """Seeded parameters of one encoder layer, activations of order 1."""
-    w = lambda *s: scale * rng.normal(size=s) / np.sqrt(s[0])  # noqa: E731
-    v = lambda n: 0.3 * rng.normal(size=n)  # noqa: E731
-    return {"W_Q": w(d, d), "b_Q": v(d), "W_K": w(d, d), "b_K": v(d),
-            "W_V": w(d, d), "b_V": v(d), "W_O": w(d, d), "b_O": v(d),
-            "ln1_gamma": 1 + v(d), "ln1_beta": v(d), "W1": w(d, d_ff),
-            "b1": v(d_ff), "W2": w(d_ff, d), "b2": v(d),
-            "ln2_gamma": 1 + v(d), "ln2_beta": v(d)}
-
-
-def tiny_bert(rng, V: int, d: int, d_ff: int, n_heads: int, n_layers: int, n_ctx: int,
-              scale: float = 1.5) -> dict:
-    """A small random model in the layout of ``helpers.bert.load_params``."""
-    return {"E": rng.normal(size=(V, d)), "P": 0.5 * rng.normal(size=(n_ctx, d)),
-            "T": 0.5 * rng.normal(size=(2, d)), "ln_e_gamma": 1 + 0.2 * rng.normal(size=d),
-            "ln_e_beta": 0.2 * rng.normal(size=d),
-            "layers": [random_layer(rng, d, d_ff, scale) for _ in range(n_layers)],
-            "n_heads": n_heads, "eps": LN_EPS}
+from helpers.bert import load_encoder, tokenize
 
 
 def cut_model(sentences, layers) -> tuple:

@@ -7,6 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from helpers import tokenizer as T
+from helpers.exercises import _draw
 
 _TEXT = Path(T.__file__).parent / "data" / "shakespeare_hamlet_act1.txt"
 
@@ -33,36 +34,14 @@ def small_bpe(n_merges: int = 80) -> tuple[list, dict]:
     return [tuple(m) for m in merges], {t: i for i, t in enumerate(tokens)}
 
 
-# Values drawn for the contracts' cases (helpers.exercises.draw_cases). The exercise
-# modules import these inside their drawing functions: a student bundle keeps those
-# functions but not this module, and never draws.
-
-#: Pieces of drawn text: words, runs of spaces, tabs and newlines, punctuation, ASCII
-#: digits, characters of two, three and four bytes, control tokens.
-TEXT_PIECES = ("the", " cat", " sat", "Hello", " world", ",", "!", "'s", " ", "  ", "\n",
-               "\t", "é", " café", "😀", "日本", "0", "7", "42", " 3", "<|endoftext|>",
-               "<|im_start|>", "<|im_end|>")
-
-
-def drawn_text(rng) -> str:
-    """1 to 8 pieces of :data:`TEXT_PIECES`."""
-    return "".join(str(p) for p in rng.choice(TEXT_PIECES, size=int(rng.integers(1, 9))))
-
-
-def drawn_tokens(rng, alphabet=("a", "b", "c"), low: int = 2, high: int = 10) -> list[str]:
-    """``low`` to ``high`` tokens of a small alphabet (so that pairs repeat)."""
-    return [str(t) for t in rng.choice(alphabet, size=int(rng.integers(low, high + 1)))]
-
-
-def drawn_words(rng) -> list[str]:
-    """1 to 8 words of 1 to 6 of the letters a-d (some repeated)."""
-    return ["".join(drawn_tokens(rng, ("a", "b", "c", "d"), 1, 6))
-            for _ in range(int(rng.integers(1, 9)))]
+# Drawn for the contracts' cases (helpers.exercises.draw_cases). The exercise modules
+# import these inside their drawing functions: a student bundle keeps those functions but
+# not this module, and never draws.
 
 
 def drawn_merges(rng) -> list[tuple[str, str]]:
-    """The merges BPE learns from :func:`drawn_words`: 1 to 6 of them."""
-    return [tuple(m) for m in T.train_bpe(drawn_words(rng), int(rng.integers(1, 7)))]
+    """The merges BPE learns from drawn words (``_draw.words``): 1 to 6 of them."""
+    return [tuple(m) for m in T.train_bpe(_draw.words(rng), int(rng.integers(1, 7)))]
 
 
 def small_vocab() -> dict[str, int]:

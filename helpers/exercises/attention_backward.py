@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, _draw, case
 from helpers.exercises._compare import nested_problem
 
 PARTS = ("dQ", "dK", "dV")
@@ -52,7 +52,7 @@ return ___, ___, dV
 
 @EXERCISE.cases
 def cases():
-    r = np.random.default_rng(1206)
+    r = _draw.rng(1206)
     causal = np.tril(np.ones((4, 4), dtype=bool))
     return [
         case("causal", "4 positions, causal mask, d_k = 3, d_v = 2",

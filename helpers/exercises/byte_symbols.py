@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, _draw, case
 
 
 def _compare(case, expected, got):
@@ -18,8 +18,7 @@ def _compare(case, expected, got):
 
 
 def _text(rng, shape, dims):
-    from helpers.exercises._bpe_inputs import drawn_text
-    return drawn_text(rng)
+    return _draw.text(rng)
 
 
 CONTRACT = Contract(args={"text": Arg(str, values=_text)}, returns=Arg(str),

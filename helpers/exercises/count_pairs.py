@@ -7,7 +7,7 @@ A dictionary with tuple keys cannot cross the grader's wire, so each case runs
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, _draw, case
 
 _ROWS = "helpers.exercises.count_pairs:scenario_rows"
 
@@ -48,8 +48,7 @@ def _compare(case, expected, got):
 
 
 def _tokens(rng, shape, dims):
-    from helpers.exercises._bpe_inputs import drawn_tokens
-    return drawn_tokens(rng)
+    return _draw.tokens(rng)
 
 
 CONTRACT = Contract(args={"tokens": Arg(list, items=str, values=_tokens)},

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, _draw, case
 from helpers.exercises._bpe_inputs import small_bpe
 
 def _text(rng, shape, dims):
-    from helpers.exercises._bpe_inputs import drawn_text
-    return drawn_text(rng)
+    return _draw.text(rng)
 
 
 def _merges(rng, shape, dims):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, _draw, case
 from helpers.exercises._compare import _array_problem
 from helpers.exercises._llama_variants import block_variant
 from helpers.llama import model
@@ -103,7 +103,7 @@ def scenario_cache_decide(observed):
 
 def _cache_case(seed: int, n: int, hidden: bool):
     block = model.random_llama_params(SMALL_CONFIG, seed=seed)["blocks"][0]
-    x = np.random.default_rng(seed).standard_normal((n + 1, SMALL_CONFIG.d_model))
+    x = _draw.rng(seed).standard_normal((n + 1, SMALL_CONFIG.d_model))
     full = model.llama_block(x, block, SMALL_CONFIG)[-1:]            # [1, d]: no cache
     return case(f"cache_{n}", f"a cache: {n} positions, then 1 new one at start = {n} (it "
                 f"must see the {n} cached keys)", (x, block, SMALL_CONFIG, n), group="cache",
@@ -113,7 +113,7 @@ def _cache_case(seed: int, n: int, hidden: bool):
 
 @EXERCISE.cases
 def cases():
-    normal = np.random.default_rng(1010).standard_normal
+    normal = _draw.rng(1010).standard_normal
     cfg = SMALL_CONFIG
     block = model.random_llama_params(cfg, seed=1010)["blocks"][0]
     visible = [
@@ -123,7 +123,7 @@ def cases():
              (normal((3, 24)), block, cfg), {"start": 4}),
         _cache_case(2020, 4, hidden=False),
     ]
-    normal = np.random.default_rng(1011).standard_normal
+    normal = _draw.rng(1011).standard_normal
     block = model.random_llama_params(cfg, seed=1011)["blocks"][0]
     hidden = [
         case("large_values", "x [6, 24] with large values, start = 9",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, _draw, case
 
 
 def _compare(case, expected, got):
@@ -17,13 +17,11 @@ def _compare(case, expected, got):
 
 
 def _tokens(rng, shape, dims):
-    from helpers.exercises._bpe_inputs import drawn_tokens
-    return drawn_tokens(rng)
+    return _draw.tokens(rng)
 
 
 def _pair(rng, shape, dims):
-    from helpers.exercises._bpe_inputs import drawn_tokens
-    return tuple(drawn_tokens(rng, low=2, high=2))
+    return tuple(_draw.tokens(rng, low=2, high=2))
 
 
 CONTRACT = Contract(args={"tokens": Arg(list, items=str, values=_tokens),

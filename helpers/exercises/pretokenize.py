@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, _draw, case
 from helpers.tokenizer import CONTROL_TOKENS, GPT2_PATTERN
 
 
@@ -44,8 +44,7 @@ def _pieces(text, controls=True, digits=True, digits_after=False, split=None):
 
 
 def _text(rng, shape, dims):
-    from helpers.exercises._bpe_inputs import drawn_text
-    return drawn_text(rng)
+    return _draw.text(rng)
 
 
 CONTRACT = Contract(args={"text": Arg(str, values=_text)}, returns=Arg(list, items=str),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, _draw, case
 from helpers.exercises._bpe_inputs import words
 
 
@@ -56,8 +56,7 @@ def _train(words_list, n_merges, choose, weight=True):
 
 
 def _words(rng, shape, dims):
-    from helpers.exercises._bpe_inputs import drawn_words
-    return drawn_words(rng)
+    return _draw.words(rng)
 
 
 CONTRACT = Contract(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference, training
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.exercises import Arg, Contract, Exercise, _draw, case
 from helpers.exercises._compare import nested_problem
 
 PARTS = ("dx", "grads")
@@ -70,7 +70,7 @@ def _block(rng, d, d_ff):
 
 @EXERCISE.cases
 def cases():
-    r = np.random.default_rng(1208)
+    r = _draw.rng(1208)
     return [
         case("small", "N = 4 tokens, d = 4, d_ff = 8, 2 heads",
              (r.normal(size=(4, 4)), _block(r, 4, 8), 2, r.normal(size=(4, 4)))),

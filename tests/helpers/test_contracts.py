@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from helpers import checks, exercises, judge
+from helpers.exercises import _draw
 from helpers.checks import CheckFailed
 
 #: Exercises that do not declare a contract YET. It only shrinks: a new exercise (notebooks
@@ -51,7 +52,7 @@ def test_every_case_lies_inside_its_contract(name):
     assert not outside, f"{name}: cases outside the contract: {outside}"
     kinds = {c.name for c in ex.all_cases() if c.group == "contract" and not c.hidden}
     shaped = any(a.is_array for a in ex.contract.args.values()) or \
-        exercises._all_dims(ex.contract)
+        _draw.dim_names(ex.contract)
     want = "contract_size1" if shaped else "contract_draw1"   # strings, lists, numbers
     assert want in kinds or not ex.contract.args or not ex.contract.draw, kinds
 

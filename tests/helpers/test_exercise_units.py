@@ -231,3 +231,77 @@ def test_every_case_crosses_the_sandbox_boundary(name):
         assert len(data) < 16 * 2**20, (name, case.name, len(data))
         args, kwargs = wire.decode(data)
         assert len(args) == len(case.args) and set(kwargs) == set(case.kwargs)
+
+
+# -- one random-input builder -----------------------------------------------------------------
+
+#: Names of ``np.random`` that make no numbers (a type to check against).
+_RANDOM_TYPES = {"Generator"}
+
+
+def _own_generators(source: str) -> list[str]:
+    """Where ``source`` makes random numbers of its own: any use of ``np.random`` or the
+    ``random`` module, outside a scenario's frozen keyword defaults (a scenario runs in
+    the sandbox, where it may call nothing of ``helpers.exercises``: it takes numpy's
+    generator when its module is imported)."""
+    tree = ast.parse(source)
+    allowed = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("scenario_"):
+            for d in node.args.kw_defaults + node.args.defaults:
+                allowed |= {id(n) for n in ast.walk(d)} if d is not None else set()
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in allowed:
+            continue
+        if isinstance(node, ast.Attribute) and node.attr not in _RANDOM_TYPES and \
+                ast.unparse(node.value) in ("np.random", "numpy.random"):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""]
+            if any(m == "random" or m.startswith("numpy.random") for m in mods):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_every_random_input_of_a_case_is_drawn_by_the_one_builder():
+    """Issue 20: random inputs were built in seven places (three input modules, two
+    language-model builders, a block builder, the contract generator). Now
+    ``helpers/exercises/_draw.py`` makes every generator and every shared structure; the
+    other modules ask it for a seeded generator or are handed the contract's."""
+    from autograder import REPO_ROOT
+
+    folder = REPO_ROOT / "helpers" / "exercises"
+    found = {p.name: _own_generators(p.read_text(encoding="utf-8"))
+             for p in sorted(folder.glob("*.py")) if p.name != "_draw.py"}
+    assert not {k: v for k, v in found.items() if v}
+    # the rule sees each way of making one
+    assert not _own_generators("isinstance(r, np.random.Generator)")
+    for line in ("r = np.random.default_rng(3)", "x = numpy.random.normal(size=3)",
+                 "import random", "from numpy.random import default_rng",
+                 "def scenario_x(fn, *, g=np.random.default_rng):\n    return g(np.random.rand())"):
+        assert _own_generators(line), line
+    assert not _own_generators("def scenario_x(fn, *, g=np.random.default_rng):\n    return g(1)")
+
+
+def test_the_builders_give_the_layouts_the_references_take():
+    from helpers import bert
+    from helpers.exercises import _draw
+
+    block = _draw.block(5, 4, 8)
+    assert {k: v.shape for k, v in block.items()} == {
+        k: tuple({"d": 4, "d_ff": 8}[s] for s in shape)
+        for k, shape in reference.BLOCK_PARAM_SHAPES.items()}
+    assert block.keys() == _draw.block(_draw.rng(5), 4, 8).keys()
+    assert all(np.array_equal(block[k], _draw.block(_draw.rng(5), 4, 8)[k]) for k in block)
+    lm = _draw.seeded_lm(7, V=6, d=4, n_ctx=5, n_blocks=2, ln_f=True)
+    ids = np.array([1, 5, 0])
+    assert reference.language_model_forward(ids, lm, 2).shape == (3, 6)
+    assert np.array_equal(lm["blocks"][1]["W_Q"], _draw.block(7 * 100 + 2, 4, 8)["W_Q"])
+    drawn = _draw.lm(_draw.rng(1), 5, 4, 6, blocks=1, ln_f=False)
+    assert len(drawn["blocks"]) == 1 and "ln_f_gamma" not in drawn
+    tiny = _draw.tiny_bert(_draw.rng(2), V=9, d=8, d_ff=12, n_heads=2, n_layers=2, n_ctx=6,
+                           eps=bert.LN_EPS)
+    out = bert.bert_forward(np.array([[1, 2, 3]]), np.ones((1, 3), dtype=bool), tiny)
+    assert out.shape == (1, 3, 8) and np.all(np.isfinite(out))

@@ -18,6 +18,7 @@ import pytest
 
 from autograder.isolation import course_calls, executor, helpers_copy, student_helpers, wire
 from helpers import exercises, reference
+from helpers.exercises import _draw
 from sandbox_jobs import run_cells
 
 BLOCK = "helpers.reference:transformer_block"
@@ -87,7 +88,7 @@ def test_a_notebook_run_is_answered_earlier_notebooks_only_and_its_sampling_mode
 
 def test_an_allowed_function_is_computed_with_its_arrays_sent_once():
     rng = np.random.default_rng(0)
-    x, p = rng.normal(size=(3, 8)), exercises.random_block(rng, 8, 16)
+    x, p = rng.normal(size=(3, 8)), _draw.block(rng, 8, 16)
     client = course_calls.Trusted.__new__(course_calls.Trusted)
     client.sent = set()
     new: dict = {}
@@ -225,7 +226,7 @@ print(json.dumps({"found": found, "stubs": stubs, "own": own,
 
 def test_an_exercises_run_gets_its_earlier_functions_from_the_grader_only(block_copy):
     rng = np.random.default_rng(3)
-    x, p = rng.normal(size=(4, 8)), exercises.random_block(rng, 8, 16)
+    x, p = rng.normal(size=(4, 8)), _draw.block(rng, 8, 16)
     payloads = [wire.b64(wire.encode(((x, p, 2), {})))]
     answers = list(student_helpers.trusted_answers("transformer_block"))
     reply, lines = run_cells([_LEARNER, _LOOK], block_copy, kind="calls",
