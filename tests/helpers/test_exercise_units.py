@@ -305,3 +305,19 @@ def test_the_builders_give_the_layouts_the_references_take():
                            eps=bert.LN_EPS)
     out = bert.bert_forward(np.array([[1, 2, 3]]), np.ones((1, 3), dtype=bool), tiny)
     assert out.shape == (1, 3, 8) and np.all(np.isfinite(out))
+
+
+def test_the_mistakes_sampling_probabilities_are_the_references_bit_for_bit():
+    """Diagnosing a wrong generate samples thousands of steps with ``_variants._probs``
+    (the reference's softmax without its checks): the same numbers, or a known mistake's
+    draws would part from the learner's."""
+    from helpers.exercises import _variants
+
+    rng = np.random.default_rng(3)
+    for _ in range(500):
+        z = rng.normal(size=int(rng.integers(1, 40))) * rng.choice([1e-3, 1.0, 30.0, 700.0])
+        t = float(rng.choice([0.25, 0.7, 1.0, 2.0]))
+        assert np.array_equal(_variants._sample_correct(z, t),
+                              reference.softmax((z - z.max()) / t))
+        assert np.array_equal(_variants._sampler_multiplied(z, t), reference.softmax(z * t))
+        assert np.array_equal(_variants._sampler_no_temperature(z, t), reference.softmax(z))

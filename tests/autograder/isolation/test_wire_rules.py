@@ -143,6 +143,41 @@ def test_deep_nesting_is_refused_without_recursion():
     _refused(_forged(value), "nested too deeply")
 
 
+def test_the_quick_bounds_decide_as_the_exact_scan():
+    """``loads`` skips the exact scan when the counts of brackets and separators (strings
+    included) are within the caps: for texts at and around the caps, with brackets and
+    separators inside strings or not, it decides as the exact scan alone would."""
+    def exact(text, max_depth, max_items):
+        depth, separators = wire.json_shape(text)
+        if depth > max_depth or separators > max_items:
+            return False
+        try:
+            json.loads(text)
+        except ValueError:
+            return False
+        return True
+
+    rng = np.random.default_rng(0)
+    texts = []
+    for depth in (0, 1, 5, 6, 7, 127, 128, 129):
+        texts.append("[" * depth + "]" * depth)
+        texts.append('{"k": ' + "[" * depth + '"a,b:c"' + "]" * depth + "}")
+        texts.append('["' + "[{,:" * depth + '"]')             # only strings hold them
+    for _ in range(300):
+        items = [json.dumps("[" * int(rng.integers(0, 4)) + "," * int(rng.integers(0, 4)))
+                 if rng.random() < 0.5 else "[1, 2]" for _ in range(int(rng.integers(1, 8)))]
+        nest = int(rng.integers(0, 9))
+        texts.append("[" * nest + ", ".join(items) + "]" * nest)
+    for text in texts:
+        for max_depth, max_items in ((6, 5), (128, 10**6), (3, 2), (8, 9)):
+            try:
+                wire.loads(text, 10**6, max_depth=max_depth, max_items=max_items)
+                accepted = True
+            except wire.DecodeError:
+                accepted = False
+            assert accepted == exact(text, max_depth, max_items), (text, max_depth, max_items)
+
+
 def test_a_huge_item_count_is_refused():
     cap = wire.item_cap(wire.MAX_VALUE_BYTES)
     items = b"[" + b"0," * (cap + 10) + b"0]"
