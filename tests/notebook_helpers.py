@@ -340,10 +340,41 @@ def execute(path: Path, nb: nbformat.NotebookNode | None = None, *,
     return Executed(path, nb, seconds, failure)
 
 
+#: Appended to every answer cell of the shared solution run: each function it defines
+#: first prints warnings (a new text each call, so Python never hides a repeat), then does
+#: the solution's work.
+NOISY_MARK = "def _noisy(fn):"
+_NOISY_ANSWER = """
+def _noisy(fn):
+    import functools, itertools, warnings
+    import numpy as np
+    calls = itertools.count()
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        warnings.warn(f"a harmless warning from a correct answer (call {next(calls)})",
+                      RuntimeWarning)
+        np.float64(1e308) * np.float64(10.0)             # NumPy: overflow in multiply
+        return fn(*args, **kwargs)
+    return wrapper
+
+"""
+
+
 @cache
 def executed_solution(path: Path) -> Executed:
-    """The solution notebook executed once per test session (shared by several tests)."""
-    return execute(path)
+    """The solution notebook executed once per test session (shared by several tests),
+    every answer the solution plus warnings: each function an answer cell defines warns
+    (Python's and NumPy's) on every call, then does the solution's work. What the plain
+    solution does, this run does too (the wrapper only adds warnings), so one run checks
+    both that the solution runs and that the test cells stay quiet about a correct
+    answer's warnings."""
+    nb = read(path)
+    for cell in nb.cells:
+        names = sorted(defined_functions(cell.source)) if is_answer(cell) else []
+        if names:
+            cell.source += _NOISY_ANSWER + "".join(f"{n} = _noisy({n})\n" for n in names)
+    return execute(path, nb)
 
 
 # Stub probes: after each answer cell of a student notebook, a cell that calls each stub

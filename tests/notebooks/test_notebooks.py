@@ -24,8 +24,9 @@ import pytest
 import helpers
 from autograder import REPO_ROOT
 from notebook_helpers import (
-    SEEDS_DIR, bound_names, cell_label, defined_functions, errors, execute, executed_solution,
-    explorer_cells, grade_id, has_hidden_tests, has_toplevel_stub, is_answer, is_manual, is_test,
+    NOISY_MARK, SEEDS_DIR, bound_names, cell_label, defined_functions, errors, execute,
+    executed_solution, explorer_cells, grade_id, has_hidden_tests, has_toplevel_stub, is_answer,
+    is_manual, is_test,
     loaded_names, nb_id, probe_report, read, short, slide_runs, solution_notebooks, stderr_text,
     stub_functions, student_notebooks, with_stub_probes, word_runs, words,
 )
@@ -197,41 +198,17 @@ def test_solution_runs_without_error_or_stderr_in_tests(path: Path):
     assert not problems, f"{rel(path)} (ran in {run.seconds:.1f} s):\n" + "\n".join(problems)
 
 
-#: Appended to every answer cell: each function it defines first prints warnings (a new
-#: text each call, so Python never hides a repeat), then does the solution's work.
-_NOISY_ANSWER = """
-def _noisy(fn):
-    import functools, itertools, warnings
-    import numpy as np
-    calls = itertools.count()
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        warnings.warn(f"a harmless warning from a correct answer (call {next(calls)})",
-                      RuntimeWarning)
-        np.float64(1e308) * np.float64(10.0)             # NumPy: overflow in multiply
-        return fn(*args, **kwargs)
-    return wrapper
-
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("path", SOLUTIONS, ids=nb_id)
 def test_correct_answers_that_print_warnings_keep_every_test_cell_quiet(path: Path):
     """Under plain nbgrader any stderr output in a test cell scores it 0, so the test cells
     (the contract checks and the notebooks' own tests) must silence the learner's
-    warnings. Every answer here is the solution plus warnings."""
-    nb = read(path)
-    noisy = 0
-    for cell in nb.cells:
-        names = sorted(defined_functions(cell.source)) if is_answer(cell) else []
-        if names:
-            cell.source += _NOISY_ANSWER + "".join(f"{n} = _noisy({n})\n" for n in names)
-            noisy += 1
-    assert noisy, "no answer cell defines a function"
-    run = execute(path, nb)
+    warnings. Every answer of the shared run is the solution plus warnings
+    (:func:`executed_solution`)."""
+    run = executed_solution(path)
     assert run.failure is None, run.failure
+    noisy = [c for c in run.nb.cells if is_answer(c) and NOISY_MARK in c.source]
+    assert noisy, "no answer cell defines a function"
     problems = []
     for index, cell in enumerate(run.nb.cells):
         if cell.cell_type != "code":
