@@ -81,25 +81,6 @@ def test_grade_command(small_class, graded):
 
 
 @pytest.mark.slow
-def test_shards_and_merge_command(small_class, graded, tmp_path):
-    out, _, _ = graded
-    parts = []
-    for i in (1, 2):
-        part = tmp_path / f"part{i}"
-        result = cli("grade", str(small_class), "--out", str(part), "--jobs", "1",
-                     "--shard", f"{i}/2", "--timeout", "120", "--cell-timeout", "30",
-                     "--secret-file", str(out / "grading-secret.key"))   # the class's one
-        assert result.returncode == 0, result.stderr
-        parts.append(part)
-    students = [{r["student_id"] for r in read_csv(p / "summary.csv")} for p in parts]
-    assert not students[0] & students[1] and students[0] | students[1] == set(STUDENTS)
-    result = cli("merge", *map(str, parts), "--out", str(tmp_path / "merged"))
-    assert result.returncode == 0, result.stderr
-    for name in ("grades.csv", "summary.csv"):
-        assert (tmp_path / "merged" / name).read_text() == (out / name).read_text()
-
-
-@pytest.mark.slow
 def test_report_and_export_commands(graded, tmp_path):
     out, _, _ = graded
     result = cli("report", str(out), "--dest", str(tmp_path))

@@ -5,6 +5,7 @@ collected from a Canvas-style download."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -14,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from autograder import REPO_ROOT
 from autograder.run.pool import shard_of
 from benchmark_term import canvas_download
 
@@ -48,6 +48,12 @@ def test_merged_shards_are_byte_identical_to_one_run(tmp_path):
     for i in (1, 2):
         cli(tmp_path, "grade", "submissions", "--out", f"part{i}", "--jobs", "1",
             "--shard", f"{i}/2")
+    # each shard graded its own students, and together all of them
+    graded = []
+    for i in (1, 2):
+        with open(tmp_path / f"part{i}" / "summary.csv", newline="", encoding="utf-8") as f:
+            graded.append({row["student_id"] for row in csv.DictReader(f)})
+    assert not graded[0] & graded[1] and graded[0] | graded[1] == set(students)
     cli(tmp_path, "merge", "part1", "part2", "--out", "merged")
 
     full, merged = files(tmp_path / "full"), files(tmp_path / "merged")
