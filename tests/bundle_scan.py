@@ -48,7 +48,7 @@ def answers_in(bundle: Path, names: list[str], work: Path, timeout: int = 1500) 
             index[(name, i)] = case
             args, kwargs = case.fresh_args()
             cases.append((name, i, args, kwargs, case.scenario, case.expected()))
-    table = bundle / "helpers" / bundle_calls.TABLE_FILE
+    table = bundle / "helpers" / bundle_calls.TABLE_DIR
     if table.exists():
         # The recorded worked examples replay the course's outputs on the notebooks' own
         # inputs, some of which are visible cases (public by design: their expected
@@ -56,7 +56,7 @@ def answers_in(bundle: Path, names: list[str], work: Path, timeout: int = 1500) 
         # case's output is recorded). Probe what the code computes: a copy without them.
         copy = work / "probe-bundle"
         shutil.copytree(bundle / "helpers", copy / "helpers",
-                        ignore=shutil.ignore_patterns(bundle_calls.TABLE_FILE, "__pycache__"))
+                        ignore=shutil.ignore_patterns(bundle_calls.TABLE_DIR, "__pycache__"))
         bundle = copy
     inp, outp = work / "probe-in.pkl", work / "probe-out.pkl"
     inp.write_bytes(pickle.dumps(cases))

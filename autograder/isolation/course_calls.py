@@ -10,7 +10,7 @@ call of :func:`course`. That call answers, in this order:
 
 1. with the output the course's own function gave **on the same arguments** when the
    notebook ran at bundle time (its worked examples, demos and plots, with nothing
-   answered and with the model answers: :data:`TABLE_FILE`), so every notebook runs from
+   answered and with the model answers: :data:`TABLE_DIR`), so every notebook runs from
    top to bottom before the learner has written a line, as the self-paced course does;
 2. in a grading child that judges an exercise, for the earlier course functions that
    exercise uses (credit isolation): with what the trusted grader computes
@@ -41,9 +41,17 @@ import numpy as np
 #: larger ones (a model's weights, read from a file) by their exact content.
 TOLERANT_SIZE = 65_536
 RTOL, ATOL = 1e-4, 1e-6
-#: The recorded calls, beside this file in the bundle's ``helpers/``.
-TABLE_FILE = "_worked_examples.npz"
+#: The recorded calls, in this folder beside this file in the bundle's ``helpers/``: one
+#: file per course function (:func:`table_file`), read when a notebook first calls it, so
+#: a notebook's kernel holds only the recordings of the functions it calls.
+TABLE_DIR = "_worked_examples"
 MAX_TABLE_BYTES = 512 * 1024 * 1024
+
+
+def table_file(spec: str) -> str:
+    """The file of :data:`TABLE_DIR` holding the recorded calls of ``spec``
+    (``helpers.training:_block_forward`` -> ``helpers.training._block_forward.npz``)."""
+    return spec.replace(":", ".") + ".npz"
 
 
 class Unfingerprintable(TypeError):
@@ -298,20 +306,44 @@ class Table:
         return {"arrays": arrays, "entries": entries}
 
 
-_table: Table | None = None
+    def by_function(self) -> dict[str, "Table"]:
+        """This table split by course function (what :data:`TABLE_DIR` holds)."""
+        out = {}
+        for spec, by_key in self.index.items():
+            part = out[spec] = Table()
+            part.index[spec] = by_key
+        return out
 
 
-def table() -> Table:
-    """The bundle's recorded calls (read once; empty when there are none)."""
+class Recorded:
+    """The bundle's recorded calls (:data:`TABLE_DIR`), each function's read on its first
+    use; none when the folder has no file for it."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.tables: dict[str, Table] = {}
+
+    def find(self, spec: str, args: dict):
+        part = self.tables.get(spec)
+        if part is None:
+            path = self.folder / table_file(spec)
+            plain = None
+            if path.is_file():
+                from helpers import _wire
+
+                plain = _wire.decode(path.read_bytes(), max_bytes=MAX_TABLE_BYTES)
+            part = self.tables[spec] = Table(plain)
+        return part.find(spec, args)
+
+
+_table: Recorded | None = None
+
+
+def table() -> Recorded:
+    """The bundle's recorded calls."""
     global _table
     if _table is None:
-        path = Path(__file__).with_name(TABLE_FILE)
-        plain = None
-        if path.exists():
-            from helpers import _wire
-
-            plain = _wire.decode(path.read_bytes(), max_bytes=MAX_TABLE_BYTES)
-        _table = Table(plain)
+        _table = Recorded(Path(__file__).with_name(TABLE_DIR))
     return _table
 
 

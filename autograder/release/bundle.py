@@ -9,7 +9,7 @@ writes ``OUT/`` and ``OUT.zip``:
   that answers an exercise that is not revealed is a stub calling
   ``helpers._yours.course`` (``autograder/isolation/course_calls.py``), which here
   answers with the output recorded for the same arguments when the handed-out notebooks
-  ran at bundle time (:func:`record_worked_examples`, ``helpers/_worked_examples.npz``),
+  ran at bundle time (:func:`record_worked_examples`, ``helpers/_worked_examples/``, a file per function),
   else with the learner's own function, else says which exercise to finish; the exercise
   modules keep only how an output is judged, and the visible cases of the bundle's
   assignments are stored as plain data;
@@ -296,7 +296,11 @@ def build(out: Path, assignments: list[str], reveal: list[str] = (),
         if worked_examples and stubs:
             table = record_worked_examples(assignments, stubs, course=snapshot,
                                            solutions=solutions)
-            (pkg / bundle_calls.TABLE_FILE).write_bytes(engine.plain_data(table.plain()))
+            folder = pkg / bundle_calls.TABLE_DIR
+            folder.mkdir()
+            for spec, part in sorted(table.by_function().items()):
+                (folder / bundle_calls.table_file(spec)).write_bytes(
+                    engine.plain_data(part.plain()))
     finally:
         shutil.rmtree(snapshot, ignore_errors=True)
     (out / "check_my_work.py").write_text(_CHECK_MY_WORK, encoding="utf-8")

@@ -296,6 +296,8 @@ def softmax(z, axis=-1):
     return np.full(np.shape(z), 7.0)
 __main__.softmax = softmax
 print("OWN", helpers.softmax(np.array([0.125, 4.5, -3.0])))
+from helpers import _yours
+print("READ", sorted(_yours.table().tables))       # the recordings this kernel read
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=built, timeout=120)
@@ -303,6 +305,13 @@ print("OWN", helpers.softmax(np.array([0.125, 4.5, -3.0])))
     assert "RECORDED (4, 4)" in result.stdout, result.stdout
     assert "exercise softmax of notebook 02_softmax" in result.stdout
     assert "OWN [7. 7. 7.]" in result.stdout
+    # a kernel reads the recordings of the functions it calls only (notebook 12's training
+    # demo alone records hundreds of megabytes), one file per function
+    assert "READ ['helpers.reference:pairwise_scores', 'helpers.reference:softmax']" in \
+        result.stdout, result.stdout
+    folder = built / "helpers" / "_worked_examples"
+    files = sorted(p.name for p in folder.iterdir())
+    assert "helpers.reference.pairwise_scores.npz" in files and len(files) > 10, files
 
 
 def _table_arrays(built: Path) -> list:
@@ -315,11 +324,11 @@ def _table_arrays(built: Path) -> list:
     sys.modules["_bundle_wire"] = wire
     try:
         spec.loader.exec_module(wire)
-        data = wire.decode((built / "helpers" / "_worked_examples.npz").read_bytes(),
-                           max_bytes=1 << 30)
+        parts = [wire.decode(p.read_bytes(), max_bytes=1 << 30)
+                 for p in sorted((built / "helpers" / "_worked_examples").glob("*.npz"))]
     finally:
         sys.modules.pop("_bundle_wire", None)
-    found = list(data["arrays"].values())
+    found = [a for data in parts for a in data["arrays"].values()]
 
     def walk(x):
         if isinstance(x, np.ndarray):
@@ -331,7 +340,8 @@ def _table_arrays(built: Path) -> list:
             for v in x.values():
                 walk(v)
 
-    walk(data["entries"])
+    for data in parts:
+        walk(data["entries"])
     return found
 
 
