@@ -314,6 +314,18 @@ print("READ", sorted(_yours.table().tables))       # the recordings this kernel 
     assert "helpers.reference.pairwise_scores.npz" in files and len(files) > 10, files
 
 
+#: The most the whole course's recorded worked examples may take (75 MB when notebook 12
+#: recorded outputs alone; its forward passes with their caches took 330 MB more).
+MAX_WORKED_EXAMPLES_BYTES = 120 * 1024 * 1024
+
+
+def test_the_recorded_worked_examples_stay_small(built):
+    files = list((built / "helpers" / "_worked_examples").glob("*.npz"))
+    sizes = {p.name: p.stat().st_size for p in files}
+    assert sum(sizes.values()) <= MAX_WORKED_EXAMPLES_BYTES, sorted(
+        sizes.items(), key=lambda kv: -kv[1])[:5]
+
+
 def _table_arrays(built: Path) -> list:
     """Every array of the bundle's recorded worked examples, read as the bundle reads them."""
     import numpy as np
