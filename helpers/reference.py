@@ -82,6 +82,8 @@ def _array(x, name: str, ndim: int | None = None, min_ndim: int | None = None,
         raise ValueError(f"{name} must be {ndim}-D, but has shape {a.shape}")
     if min_ndim is not None and a.ndim < min_ndim:
         raise ValueError(f"{name} must be at least {min_ndim}-D, but has shape {a.shape}")
+    if np.isfinite(a).all():                                     # the usual case: one pass
+        return a
     bad = np.isnan(a) | (np.isposinf(a) if allow_neg_inf else np.isinf(a))
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
