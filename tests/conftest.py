@@ -45,8 +45,15 @@ SHARED = {
                             "tests/autograder/release/test_bundle_install.py"),
     "example_class": ("tests/autograder/test_cli.py", "tests/tools/test_make_examples.py",
                       "tests/setup/test_smoke.py"),
+    "example_class_graded": ("tests/autograder/test_cli.py",
+                             "tests/tools/test_make_examples.py"),
 }
-GROUP_OF = {module: fixture for fixture, modules in SHARED.items() for module in modules}
+#: A module's group: the first fixture of :data:`SHARED` that lists it (a fixture built
+#: from another, such as the graded example class, runs in that one's group).
+GROUP_OF: dict[str, str] = {}
+for _fixture, _modules in SHARED.items():
+    for _m in _modules:
+        GROUP_OF.setdefault(_m, _fixture)
 
 
 def _module(nodeid: str) -> str:
@@ -105,6 +112,40 @@ def example_class(tmp_path_factory):
     dest = tmp_path_factory.mktemp("example-class")
     make_examples(dest)
     return dest
+
+
+@pytest.fixture(scope="session")
+def example_class_graded(example_class, tmp_path_factory):
+    """The example class graded once by the real command (``grade --jobs 2``, with short
+    limits for its hanging and memory-hungry students and a fixed grading secret, so the
+    same hidden draws every run): ``(OUT, the finished command, SUBMISSIONS' digest
+    before, and after)``. The example tests and the command-line tests read it."""
+    import hashlib
+
+    def digest(root: Path) -> str:
+        h = hashlib.sha256()
+        for path in sorted(root.rglob("*")):
+            st = path.stat()
+            h.update(f"{path.relative_to(root)}|{st.st_mode}|{st.st_mtime_ns}|"
+                     f"{st.st_size}".encode())
+            if path.is_file():
+                h.update(path.read_bytes())
+        return h.hexdigest()
+
+    from autograder import REPO_ROOT
+
+    subs = example_class / "submissions"
+    out = tmp_path_factory.mktemp("example-graded") / "out"
+    key = tmp_path_factory.mktemp("example-secret") / "grading-secret.key"
+    key.write_text("examples-" + "0123456789abcdef" * 3 + "\n")
+    key.chmod(0o600)
+    before = digest(subs)
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
+         "--jobs", "2", "--timeout", "60", "--cell-timeout", "10", "--memory-mb", "1024",
+         "--secret-file", str(key)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
+    return out, result, before, digest(subs)
 
 
 @pytest.fixture(scope="session")

@@ -10,14 +10,12 @@ grades it with the real engine and checks each one.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 
 import pytest
 
 from autograder import SOLUTIONS_DIR
-from autograder.run import pool as grade
 from make_examples import EXPECTED_DIR, make_examples
 from expected_examples import EXPECTED, assert_graded_as_expected
 
@@ -44,14 +42,12 @@ def test_examples_cover_the_issue_list(example_class):
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory, example_class):
-    out = tmp_path_factory.mktemp("graded")
-    key = tmp_path_factory.mktemp("secret") / "grading-secret.key"
-    key.write_text("examples-" + "0123456789abcdef" * 3 + "\n")   # the same draws every run
-    key.chmod(0o600)
-    records = grade.run(example_class / "submissions", out, jobs=2, stream=io.StringIO(),
-                        limits=grade.Limits(cell_timeout=10, notebook_timeout=60, memory_mb=1024),
-                        secret_file=key)
+def graded(example_class_graded):
+    """The class graded by ``python -m autograder grade`` (tests/conftest.py), its records."""
+    out, result, _, _ = example_class_graded
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = [json.loads(line) for line in
+               (out / "results.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
     return out, {(r["student_id"], f"{r['assignment']}/{r['notebook']}"): r for r in records}
 
 
