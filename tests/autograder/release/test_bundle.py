@@ -131,7 +131,6 @@ def test_the_comparison_sees_through_renaming():
 
 def test_no_hidden_case_solution_test_or_bytecode_in_the_bundle(built):
     files = [p for p in built.rglob("*") if p.is_file()]
-    names = {p.name for p in files}
     assert not [p for p in files if p.suffix == ".pyc" or "__pycache__" in p.parts]
     for folder in ("solutions", "tests", "grading-output", "autograder"):
         assert not (built / folder).exists(), folder
