@@ -120,17 +120,7 @@ def example_class_graded(example_class, tmp_path_factory):
     limits for its hanging and memory-hungry students and a fixed grading secret, so the
     same hidden draws every run): ``(OUT, the finished command, SUBMISSIONS' digest
     before, and after)``. The example tests and the command-line tests read it."""
-    import hashlib
-
-    def digest(root: Path) -> str:
-        h = hashlib.sha256()
-        for path in sorted(root.rglob("*")):
-            st = path.stat()
-            h.update(f"{path.relative_to(root)}|{st.st_mode}|{st.st_mtime_ns}|"
-                     f"{st.st_size}".encode())
-            if path.is_file():
-                h.update(path.read_bytes())
-        return h.hexdigest()
+    from fake_class import tree_digest as digest
 
     from autograder import REPO_ROOT
 

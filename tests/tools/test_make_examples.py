@@ -16,6 +16,7 @@ import re
 import pytest
 
 from autograder import SOLUTIONS_DIR
+from autograder.results.records import read_records
 from make_examples import EXPECTED_DIR, make_examples
 from expected_examples import EXPECTED, assert_graded_as_expected
 
@@ -46,8 +47,7 @@ def graded(example_class_graded):
     """The class graded by ``python -m autograder grade`` (tests/conftest.py), its records."""
     out, result, _, _ = example_class_graded
     assert result.returncode == 0, result.stderr[-3000:]
-    records = [json.loads(line) for line in
-               (out / "results.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = read_records(out)
     return out, {(r["student_id"], f"{r['assignment']}/{r['notebook']}"): r for r in records}
 
 
