@@ -30,6 +30,7 @@ import pytest
 
 from helpers import bert, reference
 from helpers.checks import check
+from helpers.exercises import _draw
 from helpers.exercises.bert_layer import _layer_variant
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,12 +122,7 @@ def test_tanh_approximation_is_told_apart(stored):
 
 
 def _random_layer(rng, d, d_ff):
-    w = lambda *s: rng.normal(size=s) / np.sqrt(s[0])  # noqa: E731
-    b = lambda n: 0.3 * rng.normal(size=n)  # noqa: E731
-    return {"W_Q": w(d, d), "b_Q": b(d), "W_K": w(d, d), "b_K": b(d), "W_V": w(d, d),
-            "b_V": b(d), "W_O": w(d, d), "b_O": b(d), "ln1_gamma": 1 + b(d),
-            "ln1_beta": b(d), "W1": w(d, d_ff), "b1": b(d_ff), "W2": w(d_ff, d),
-            "b2": b(d), "ln2_gamma": 1 + b(d), "ln2_beta": b(d)}
+    return _draw.bert_layer(rng, d, d_ff, scale=1.0)
 
 
 def _layer_by_hand(x, p, n_heads, real, eps=1e-12):
