@@ -308,15 +308,13 @@ def loads(text, max_chars: int, max_depth: int = MAX_JSON_DEPTH,
         raise DecodeError(f"a line of {len(text)} characters exceeds the cap of {max_chars}")
     # Upper bounds first (brackets and separators counted inside strings too): when they
     # are within the caps, so are the exact counts, and the exact scan is not needed.
-    if text.count("[") + text.count("{") <= max_depth and (
-            max_items is None or text.count(",") + text.count(":") <= max_items):
-        depth, separators = 0, 0
-    else:
+    if text.count("[") + text.count("{") > max_depth or (
+            max_items is not None and text.count(",") + text.count(":") > max_items):
         depth, separators = json_shape(text)
-    if depth > max_depth:
-        raise DecodeError(f"nested deeper than {max_depth} levels")
-    if max_items is not None and separators > max_items:
-        raise DecodeError(f"too many items ({separators} separators, at most {max_items})")
+        if depth > max_depth:
+            raise DecodeError(f"nested deeper than {max_depth} levels")
+        if max_items is not None and separators > max_items:
+            raise DecodeError(f"too many items ({separators} separators, at most {max_items})")
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as exc:
