@@ -394,6 +394,10 @@ def blob_key(a: np.ndarray) -> str:
     return h.hexdigest()[:32]
 
 
+#: Values :meth:`Trusted._named` has nothing to name in.
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 class Trusted:
     """The course functions ``specs`` answered by the trusted grader over the socket
     ``fd``: the arguments go as plain data (each large array once: :data:`BLOB_SIZE`),
@@ -419,6 +423,8 @@ class Trusted:
         if type(x) is dict:
             return {k: self._named(v, new, depth + 1) for k, v in x.items()}
         if type(x) in (list, tuple):
+            if all(type(v) in _LEAVES for v in x):     # no array in it: as it is
+                return x
             return type(x)(self._named(v, new, depth + 1) for v in x)
         return x
 

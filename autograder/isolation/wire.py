@@ -140,6 +140,8 @@ def encode(obj, store=None, short: bool = False) -> bytes:
             kind = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}.get(
                 type(x), "tuple" if isinstance(x, tuple) else "list")
             items = x if isinstance(x, (list, tuple)) else _sorted_items(x)
+            if all(type(v) in _FLAT for v in items):      # strings, floats, ...: as they are
+                return {"__seq__": kind, "items": list(items)}
             return {"__seq__": kind, "items": [enc(v, depth + 1) for v in items]}
         if isinstance(x, dict):
             if all(isinstance(k, str) for k in x):
@@ -160,6 +162,11 @@ def encode(obj, store=None, short: bool = False) -> bytes:
     buf = io.BytesIO()
     np.savez(buf, __structure__=np.frombuffer(structure.encode(), dtype=np.uint8), **arrays)
     return buf.getvalue()
+
+
+#: The types :func:`encode` writes as they are, whatever their value (an int may be too
+#: big for a JSON number: not one of them).
+_FLAT = frozenset({str, float, bool, type(None)})
 
 
 def _sorted_items(items) -> list:
@@ -478,6 +485,8 @@ class _Budget:
 
 
 _SEQ_KINDS = ("list", "tuple", "set", "frozenset")
+#: The types of parsed JSON that decode as themselves.
+_PLAIN_JSON = frozenset({str, int, float, bool, type(None)})
 #: The exact keys of each tagged object of a structure.
 _SHAPES = {frozenset({"__nd__", "scalar"}), frozenset({"__file__"}), frozenset({"__int__"}),
            frozenset({"__seq__", "items"}), frozenset({"__dict__"}), frozenset({"__map__"}),
@@ -582,7 +591,10 @@ def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES, arrays: str | None = N
             if kind not in _SEQ_KINDS or not isinstance(items, list):
                 raise DecodeError("bad sequence")
             budget.check(len(items))
-            items = [dec(v, depth + 1) for v in items]
+            if all(type(v) in _PLAIN_JSON for v in items):  # what dec returns as it is
+                budget.take(len(items))
+            else:
+                items = [dec(v, depth + 1) for v in items]
             if kind in ("set", "frozenset"):
                 try:
                     return set(items) if kind == "set" else frozenset(items)

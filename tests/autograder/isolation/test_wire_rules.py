@@ -11,8 +11,10 @@ import zipfile
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from autograder.isolation import executor, wire
+from autograder.isolation import course_calls, executor, wire
 
 
 def _npy(descr: str, shape: tuple, data: bytes, fortran: bool = False) -> bytes:
@@ -43,6 +45,80 @@ def _peak_kb() -> int:
 
 
 # -- honest values still cross ----------------------------------------------------------
+
+
+class _Text(str):
+    pass
+
+
+#: Leaves of every kind a sequence may hold: the plain ones that cross as they are
+#: (strings, floats, booleans, None, small ints) and those that need their own form (big
+#: ints, NumPy scalars, a str subclass, small arrays).
+_LEAF = st.one_of(st.text(max_size=4), st.floats(allow_nan=False), st.booleans(), st.none(),
+                  st.integers(-2**60, 2**60), st.integers(-10, 10).map(np.int64),
+                  st.floats(-1e3, 1e3).map(np.float64), st.text(max_size=3).map(_Text),
+                  st.lists(st.floats(-9, 9), max_size=20).map(np.array))
+_VALUE = st.recursive(_LEAF, lambda inner: st.one_of(
+    st.lists(inner, max_size=6), st.lists(inner, max_size=6).map(tuple),
+    st.dictionaries(st.text(max_size=3), inner, max_size=4)), max_leaves=30)
+
+
+def _same(a, b) -> bool:
+    """Equal values of the same types, all the way down (a str subclass reads as str)."""
+    if isinstance(a, np.ndarray):
+        return type(b) is np.ndarray and a.dtype == b.dtype and np.array_equal(a, b)
+    if type(a) is _Text:
+        return type(b) is str and a == b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+@settings(max_examples=200, deadline=None)
+@given(_VALUE)
+def test_every_value_round_trips_with_its_types_whatever_its_sequences_hold(value):
+    """The sequences of plain leaves take a quick path in encode and decode: what
+    crosses is the same value, of the same types, in either form."""
+    for short in (False, True):
+        back = wire.decode(wire.encode(value, short=short))
+        assert _same(value, back), (value, back)
+
+
+def test_plain_sequences_are_written_and_counted_as_their_items_one_by_one():
+    """The quick path's form is the general one's: a flat list is its JSON items, a list
+    with anything else in it its items' own forms; decoding counts every item."""
+    flat = ["ab", 1.5, True, None]
+    assert json.loads(wire.encode(flat, short=True)[1:]) == {"__seq__": "list", "items": flat}
+    mixed = ["ab", 2**60, np.float64(1.0)]
+    items = json.loads(wire.encode(mixed, short=True)[1:])["items"]
+    assert items[0] == "ab" and items[1] == {"__int__": str(2**60)} and "__nda__" in items[2]
+    cap = wire.item_cap(wire.MAX_VALUE_BYTES)
+    exact = b'{"__seq__": "list", "items": [' + b"0," * (cap - 2) + b"0]}"
+    assert len(wire.decode(wire.SHORT + exact)) == cap - 1       # the list and its items
+    over = b'{"__seq__": "list", "items": [' + b"0," * (cap - 1) + b"0]}"
+    _refused(wire.SHORT + over, "too many items")
+
+
+def test_the_trusted_calls_name_every_large_array_however_deep():
+    """The child names each large array of a request by its digest and the worker puts
+    the array back: lists of plain values pass as they are, lists holding arrays do not."""
+    big = np.arange(40.0)
+    trusted = object.__new__(course_calls.Trusted)
+    trusted.sent = set()
+    args = {"tokens": ["a", "b", 3, None], "mixed": ["a", big, [big, 1.0]], "t": (1, 2.0)}
+    new: dict = {}
+    named = trusted._named(args, new)
+    key = course_calls.blob_key(big)
+    assert named["tokens"] == ["a", "b", 3, None] and named["t"] == (1, 2.0)
+    assert named["mixed"] == ["a", {course_calls.BLOB: key}, [{course_calls.BLOB: key}, 1.0]]
+    assert list(new) == [key]
+    back = executor._unnamed(wire.decode(wire.encode(named, short=True)), dict(new))
+    assert back["tokens"] == ["a", "b", 3, None] and back["t"] == (1, 2.0)
+    assert np.array_equal(back["mixed"][1], big) and np.array_equal(back["mixed"][2][0], big)
 
 
 @pytest.mark.parametrize("name", ["PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"])
