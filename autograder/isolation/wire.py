@@ -505,7 +505,12 @@ def _short_array(x: dict) -> np.ndarray:
             len(shape) > MAX_NDIM or not isinstance(scalar, bool) or \
             not all(type(n) is int and 0 <= n <= SHORT_ARRAY for n in shape):
         raise DecodeError("bad short array")
-    if int(np.prod(shape, dtype=np.int64)) != len(values) or (scalar and shape):
+    count = 0 if 0 in shape else 1
+    for n in shape if count else ():
+        count *= n
+        if count > SHORT_ARRAY:      # too many already: it only grows
+            break
+    if count != len(values) or (scalar and shape):
         raise DecodeError("bad short array")
     kinds = {"b": (bool,), "i": (int,), "u": (int,), "f": (int, float)}[dtype.kind]
     if not all(type(v) in kinds for v in values):

@@ -103,6 +103,21 @@ def test_plain_sequences_are_written_and_counted_as_their_items_one_by_one():
     _refused(wire.SHORT + over, "too many items")
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 300), max_size=5), st.integers(0, 260))
+def test_a_short_array_is_taken_exactly_when_its_shape_counts_its_values(shape, n):
+    """The short form's shape is checked against its values' count (without NumPy's
+    product, which a forged shape could overflow): taken iff every size is at most
+    SHORT_ARRAY and their product is the count."""
+    form = {"__nda__": [0.5] * n, "dtype": "<f8", "shape": shape, "scalar": False}
+    fits = all(k <= wire.SHORT_ARRAY for k in shape) and int(np.prod(shape, dtype=object)) == n
+    if fits:
+        assert wire._short_array(form).shape == tuple(shape)
+    else:
+        with pytest.raises(wire.DecodeError, match="bad short array"):
+            wire._short_array(form)
+
+
 def test_the_trusted_calls_name_every_large_array_however_deep():
     """The child names each large array of a request by its digest and the worker puts
     the array back: lists of plain values pass as they are, lists holding arrays do not."""
