@@ -29,6 +29,7 @@ import ast
 import re
 import symtable
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass
@@ -36,8 +37,8 @@ class _Stmt:
     cell: int
     first: int      # 1-based first line (decorators included)
     last: int       # 1-based last line
-    binds: set[str]
-    uses: set[str]
+    binds: frozenset[str]
+    uses: frozenset[str]
     star: bool      # ``from x import *``: may bind anything
 
 
@@ -212,26 +213,19 @@ def slice_cells(cells: list[CellCode], extra_names: set[str] = frozenset()) -> d
     whole: set[int] = set()
     needed = set(extra_names)
     for cell in cells:
-        code, cell_magic = _python(cell.source)
+        code, cell_magic, facts = _cell_facts(cell.source)
         codes[cell.index] = code
-        try:
-            tree = ast.parse(code)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            tree = None
-        statements += len(tree.body) if tree is not None else 0
+        statements += len(facts) if facts is not None else 0
         if statements > MAX_STATEMENTS:
             raise TooLarge(f"the notebook has more than {MAX_STATEMENTS} top-level "
                            f"statements; a graded notebook may not")
-        if cell.root or cell_magic or tree is None:
+        if cell.root or cell_magic or facts is None:
             if cell.root or cell_magic:
                 whole.add(cell.index)
-                uses = _global_uses(code) if tree is not None else None
+                uses = _cell_uses(code) if facts is not None else None
                 needed |= uses if uses is not None else _words(code)
             continue
-        for st in tree.body:
-            first = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", [])])
-            binds, uses, star = _analyse(st)
-            stmts.append(_Stmt(cell.index, first, st.end_lineno or st.lineno, binds, uses, star))
+        stmts.extend(_Stmt(cell.index, *fact) for fact in facts)
     # A worklist over names (linear in the statements and names, not quadratic): each
     # needed name keeps the statements that bind it, whose uses become needed in turn.
     binders: dict[str, list[int]] = {}
@@ -269,6 +263,53 @@ def slice_cells(cells: list[CellCode], extra_names: set[str] = frozenset()) -> d
         out[cell.index] = "\n".join(line if keep_line[n] else ""
                                     for n, line in enumerate(lines))
     return out
+
+
+#: Cells up to this many characters have their analysis kept (:func:`_cell_facts`):
+#: a class's notebooks share the solution's cells, and each exercise of a notebook
+#: slices the same cells again.
+CACHED_CELL_CHARS = 100_000
+
+
+def _cell_facts(source: str) -> tuple[str, bool, tuple | None]:
+    """(Python code of a cell, whether it is a cell magic, and per top-level statement
+    ``(first line, last line, binds, uses, star)``; None when it does not parse)."""
+    if len(source) > CACHED_CELL_CHARS:
+        return _analyse_cell(source)
+    return _analyse_cell_kept(source)
+
+
+def _analyse_cell(source: str) -> tuple[str, bool, tuple | None]:
+    code, cell_magic = _python(source)
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return code, cell_magic, None
+    facts = []
+    for st in tree.body:
+        first = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", [])])
+        binds, uses, star = _analyse(st)
+        facts.append((first, st.end_lineno or st.lineno, frozenset(binds), frozenset(uses),
+                      star))
+    return code, cell_magic, tuple(facts)
+
+
+_analyse_cell_kept = lru_cache(maxsize=4096)(_analyse_cell)
+
+
+def _cell_uses(code: str) -> frozenset[str] | None:
+    """:func:`_global_uses` of a root cell's code (kept for cells up to
+    :data:`CACHED_CELL_CHARS`)."""
+    if len(code) > CACHED_CELL_CHARS:
+        uses = _global_uses(code)
+        return None if uses is None else frozenset(uses)
+    return _global_uses_kept(code)
+
+
+@lru_cache(maxsize=1024)
+def _global_uses_kept(code: str) -> frozenset[str] | None:
+    uses = _global_uses(code)
+    return None if uses is None else frozenset(uses)
 
 
 def _words(text: str) -> set[str]:

@@ -5,6 +5,7 @@ function is charged once, where it lives, and the instant check says so."""
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import math
 
@@ -218,6 +219,89 @@ def test_every_known_mistake_is_told_apart_by_a_visible_case(name):
         if not caught:
             missed.append(mistake.key)
     assert not missed, f"{name}: no visible case tells these mistakes apart: {missed}"
+
+
+def _snapshot(x):
+    """A deep, exact picture of a value (arrays as dtype, shape and bytes)."""
+    if isinstance(x, np.ndarray):
+        return ("nd", x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, [_snapshot(v) for v in x])
+    if isinstance(x, dict):
+        return ("dict", [(k, _snapshot(v)) for k, v in x.items()])
+    if isinstance(x, (set, frozenset)):
+        return (type(x).__name__, sorted(map(repr, x)))
+    return ("v", repr(x))
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_the_kept_outcomes_of_the_course_functions_are_those_of_fresh_runs(name):
+    """A grading process keeps what the reference and each named mistake give on a case
+    (``Case.outcome``): every student is judged on the same cases. Diagnosing each
+    mistake's own output on each visible case (every comparison an exercise has, on the
+    kept outputs) names the same mistakes as with nothing kept, leaves each kept output
+    as a fresh run gives it, and the expected value handed out is a copy."""
+    ex = exercises.get(name)
+    visible = list(judge.cases(name))
+
+    def diagnoses():
+        out = []
+        for case in visible:
+            for mistake in ex.mistakes:
+                got, err = case.outcome(mistake.fn)
+                if err is None:
+                    found = judge.diagnose(name, case, copy.deepcopy(got))
+                else:
+                    found = judge.diagnose(name, case, reported=f"{type(err).__name__}: {err}")
+                out.append((case.name, mistake.key, sorted(m.key for m in found)))
+        return out
+
+    for case in visible:
+        exercises._OUTCOMES.pop(case, None)
+    cold = diagnoses()
+    assert diagnoses() == cold                          # every outcome kept by now
+    for case in visible:
+        kept = exercises._OUTCOMES[case]
+        for mistake in ex.mistakes:
+            with checks.quiet():
+                try:
+                    fresh, err = case.run(mistake.fn), None
+                except Exception as exc:
+                    fresh, err = None, exc
+            got, kept_err = kept.get(mistake.fn, case.outcome(mistake.fn))
+            assert (type(kept_err), str(kept_err)) == (type(err), str(err))
+            if err is None and not case.is_sampling:
+                assert _snapshot(got) == _snapshot(fresh), (case.name, mistake.key)
+        if not case.is_sampling and case.answer is None:
+            a, b = case.expected(), case.expected()
+            assert _snapshot(a) == _snapshot(b) and (a is not b or a is None
+                                                    or isinstance(a, (bool, int, float, str)))
+
+
+def test_a_case_keeps_each_outcome_once_and_not_a_large_one():
+    calls = []
+
+    def small(x):
+        calls.append("small")
+        return np.asarray(x) * 2.0
+
+    def large(x):
+        calls.append("large")
+        return np.zeros(exercises.OUTCOME_BYTES // 8 + 1)
+
+    def failing(x):
+        calls.append("failing")
+        raise ValueError("no")
+
+    case = exercises.Case("dot", "t", "a test case", (np.arange(3.0),))
+    for _ in range(3):
+        assert case.outcome(small)[0].tolist() == [0.0, 2.0, 4.0]
+        assert case.outcome(large)[0].size == exercises.OUTCOME_BYTES // 8 + 1
+        out, err = case.outcome(failing)
+        assert out is None and type(err) is ValueError and str(err) == "no"
+        assert err.__traceback__ is None                 # no frames kept with it
+    assert calls.count("small") == 1 and calls.count("failing") == 1
+    assert calls.count("large") == 3
 
 
 @pytest.mark.parametrize("name", exercises.names())

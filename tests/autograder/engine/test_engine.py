@@ -582,6 +582,33 @@ def test_slicing_keeps_dependencies_and_drops_demos():
     assert out[1].count("\n") == cells[1].source.count("\n")   # line numbers kept
 
 
+def test_slicing_gives_the_same_code_whatever_it_has_analysed_before():
+    """Each cell's analysis is kept by its text (a class shares the solution's cells, a
+    notebook's exercises slice the same cells): slicing with every analysis kept, or
+    with none (cells longer than the cap are never kept), gives the same code; the same
+    text in another role (a root, a demo) is sliced by its role."""
+    nb = json.loads((SOLUTIONS_DIR / "08_language_model" / "08_language_model.ipynb")
+                    .read_text(encoding="utf-8"))
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    roots = [k for k, src in enumerate(sources) if src.lstrip().startswith("def ")]
+    cells = [slicing.CellCode(k, src, k == roots[0]) for k, src in enumerate(sources)]
+    other = [slicing.CellCode(k, src, k == roots[-1]) for k, src in enumerate(sources)]
+    slicing._analyse_cell_kept.cache_clear()
+    slicing._global_uses_kept.cache_clear()
+    first, second = slicing.slice_cells(cells), slicing.slice_cells(other)
+    assert slicing._analyse_cell_kept.cache_info().currsize >= len(sources) - 2
+    assert slicing.slice_cells(cells) == first and slicing.slice_cells(other) == second
+    assert first != second
+    cap = slicing.CACHED_CELL_CHARS
+    try:
+        slicing.CACHED_CELL_CHARS = 0                       # nothing kept, all analysed
+        slicing._analyse_cell_kept.cache_clear()
+        assert slicing.slice_cells(cells) == first and slicing.slice_cells(other) == second
+        assert slicing._analyse_cell_kept.cache_info().currsize == 0
+    finally:
+        slicing.CACHED_CELL_CHARS = cap
+
+
 # ---------------------------------------------------------------------------------------
 # A small synthetic assignment: groups, a test cell without check(), a written answer.
 # ---------------------------------------------------------------------------------------
