@@ -48,6 +48,13 @@ SHARED = {
     "example_class_graded": ("tests/autograder/test_cli.py",
                              "tests/tools/test_make_examples.py"),
 }
+#: Modules without a shared fixture that take a minute or more on two cores, longest
+#: first: handed out right after the groups of :data:`SHARED` (the longest jobs first,
+#: so that the session does not end with one process running a long module alone).
+LONG = ("tests/notebooks/test_notebooks.py", "tests/autograder/release/test_bundle_answers.py",
+        "tests/autograder/engine/test_engine.py", "tests/notebooks/test_jupyterhub.py",
+        "tests/autograder/release/test_authoring.py", "tests/autograder/results/test_gradebook.py",
+        "tests/autograder/engine/test_hidden_seed.py")
 #: A module's group: the first fixture of :data:`SHARED` that lists it (a fixture built
 #: from another, such as the graded example class, runs in that one's group).
 GROUP_OF: dict[str, str] = {}
@@ -77,7 +84,8 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_modifyitems(config, items):
     """Every test using a fixture of :data:`SHARED` must be in one of its modules (else
     two test processes could each build it); the modules of :data:`SHARED` come first,
-    in its order, so that no process is left with a long group at the end."""
+    in its order, then those of :data:`LONG`, so that no process is left with a long
+    group at the end."""
     rank = {}
     for item in items:
         for fixture, modules in SHARED.items():
@@ -85,8 +93,10 @@ def pytest_collection_modifyitems(config, items):
                 raise pytest.UsageError(
                     f"{item.nodeid} uses the {fixture} fixture: add its module to "
                     f"SHARED[{fixture!r}] in tests/conftest.py")
-        group = GROUP_OF.get(_module(item.nodeid))
-        rank[item] = list(SHARED).index(group) if group else len(SHARED)
+        module = _module(item.nodeid)
+        group = GROUP_OF.get(module)
+        rank[item] = (list(SHARED).index(group) if group else
+                      len(SHARED) + (LONG.index(module) if module in LONG else len(LONG)))
     items.sort(key=rank.__getitem__)
 
 
