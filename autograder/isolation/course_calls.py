@@ -33,6 +33,7 @@ import hashlib
 import json
 import sys
 import weakref
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -382,8 +383,10 @@ def _recv_exactly(sock, n: int) -> bytes:
 #: are written in the request (the wire's short form).
 BLOB_SIZE = 16
 #: Answers kept per run for requests asked again (a model's forward pass on a context
-#: seen before).
+#: seen before, the pairs of a word no merge has changed), the least recently used
+#: dropped first: at most this many, of at most MEMO_BYTES of requests and replies.
 MEMO_ITEMS = 4096
+MEMO_BYTES = 64 * 1024 * 1024
 #: How a request names an array sent before: ``{BLOB: digest}``.
 BLOB = "\x00blob"
 
@@ -409,7 +412,8 @@ class Trusted:
         self.sock = socket.socket(fileno=fd)
         self.specs = frozenset(specs)
         self.sent: set[str] = set()
-        self.answered: dict[bytes, object] = {}    # request -> output (no side effect)
+        self.answered: OrderedDict[bytes, tuple[object, int]] = OrderedDict()
+        self.answered_bytes = 0          # request -> (output, bytes): calls without effects
 
     def _named(self, x, new: dict, depth: int = 0):
         """``x`` with its large arrays replaced by their names (the new ones in ``new``)."""
@@ -428,6 +432,14 @@ class Trusted:
             return type(x)(self._named(v, new, depth + 1) for v in x)
         return x
 
+    def _keep(self, request: bytes, value, size: int) -> None:
+        while self.answered and (len(self.answered) >= MEMO_ITEMS
+                                 or self.answered_bytes + size > MEMO_BYTES):
+            _, (_, dropped) = self.answered.popitem(last=False)
+            self.answered_bytes -= dropped
+        self.answered[request] = (value, size)
+        self.answered_bytes += size
+
     def __call__(self, spec: str, name: str, args: dict):
         from helpers import _wire
 
@@ -442,7 +454,8 @@ class Trusted:
             raise ValueError(f"the arguments of the course's {name} are too large "
                              f"({len(data)} bytes)")
         if not new and data in self.answered:           # asked before: the same answer
-            return copy.deepcopy(self.answered[data])
+            self.answered.move_to_end(data)
+            return copy.deepcopy(self.answered[data][0])
         self.sock.sendall(len(data).to_bytes(8, "big") + data)
         size = int.from_bytes(_recv_exactly(self.sock, 8), "big")
         if size > MAX_CALL_BYTES:
@@ -454,8 +467,8 @@ class Trusted:
             raise _ERRORS.get(kind, RuntimeError)(text if kind in _ERRORS else reply["error"])
         patches = reply.get("patches") or []
         apply_changes(args, patches)
-        if not patches and not new and len(self.answered) < MEMO_ITEMS:
-            self.answered[data] = copy.deepcopy(reply["value"])
+        if not patches and not new and len(data) + size <= MEMO_BYTES:
+            self._keep(data, copy.deepcopy(reply["value"]), len(data) + size)
         return reply["value"]
 
 

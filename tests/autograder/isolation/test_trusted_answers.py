@@ -10,6 +10,8 @@ request is hostile bytes: any breach is an error reply, never an exception or a 
 
 from __future__ import annotations
 
+import time
+
 import json
 import os
 
@@ -162,6 +164,63 @@ def test_a_remembered_reply_is_given_only_to_a_run_that_may_ask():
     assert executor.answer(data, frozenset([LAYER_NORM])) == first      # remembered
     refused = _reply(executor.answer(data, frozenset([BLOCK])))
     assert "computes" in refused["error"]
+
+
+def test_the_child_asks_again_only_what_it_no_longer_remembers(monkeypatch):
+    """The child keeps the replies of calls without side effects, the least recently
+    used dropped first (train_bpe asks the pairs of every word at every merge; most
+    words have not changed since the last one), within a count and a size in bytes."""
+    import socket
+    import threading
+
+    spec = "helpers.tokenizer:merge_pair"
+    served: list[bytes] = []
+    real = executor.answer
+
+    def counting(data, answers, blobs=None):
+        served.append(data)
+        return real(data, answers, blobs)
+
+    import sys
+
+    import helpers
+
+    monkeypatch.setitem(sys.modules, "helpers._wire", wire)   # as in a grading child
+    monkeypatch.setattr(helpers, "_wire", wire, raising=False)
+    monkeypatch.setattr(executor, "answer", counting)
+    monkeypatch.setattr(course_calls, "MEMO_ITEMS", 3)
+    ours, theirs = socket.socketpair()
+
+    def serve():
+        while executor._serve_call(theirs, frozenset([spec]), time.monotonic() + 120, {}):
+            pass
+
+    worker = threading.Thread(target=serve, daemon=True)
+    worker.start()
+    client = course_calls.Trusted(ours.detach(), [spec])
+
+    def ask(word):
+        return client(spec, "merge_pair", {"tokens": list(word), "pair": ("a", "b")})
+
+    try:
+        for word in "abx", "bab", "cab", "abx", "dab", "abx", "bab":
+            assert ask(word) == reference_merge(list(word), ("a", "b"))
+        # abx, bab, cab asked; abx remembered; dab asked, dropping bab (least recently
+        # used); abx remembered; bab asked again
+        assert len(served) == 5
+        monkeypatch.setattr(course_calls, "MEMO_BYTES", 10)      # nothing fits: all asked
+        for word in "eab", "eab":
+            ask(word)
+        assert len(served) == 7
+    finally:
+        client.sock.close()
+        worker.join(10)
+
+
+def reference_merge(tokens, pair):
+    from helpers import tokenizer
+
+    return tokenizer.merge_pair(tokens, pair)
 
 
 def test_dict_keys_that_are_not_strings_cross_as_they_are():
