@@ -66,11 +66,30 @@ def _variant(assignment: str, answered: bool, released: dict | None = None,
     return nb
 
 
+def _what_checks_need(nb) -> None:
+    """Cut the answered notebook ``nb`` (nbformat) to its answer and test cells, its
+    first and last cells, and the statements they need (``autograder.notebook.slicing``,
+    as the grader's notebook run): that run records only the calls made under ``check``,
+    which its demos (a training run of minutes, a real model) never reach."""
+    from autograder.notebook import cells as nbcells, slicing
+
+    code = [k for k, c in enumerate(nb.cells) if c.cell_type == "code"]
+    roots = {k for k in code if nbcells.is_answer(nb.cells[k]) or nbcells.is_test(nb.cells[k])}
+    kept = slicing.slice_cells([slicing.CellCode(k, nb.cells[k].source,
+                                                 k in roots or k in (code[0], code[-1]))
+                                for k in code])
+    for k in code:
+        nb.cells[k].source = kept.get(k, "")
+    nb.cells = [c for k, c in enumerate(nb.cells) if c.cell_type != "code" or k in kept]
+
+
 def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
-                           course: Path | None = None, solutions: dict | None = None):
+                           course: Path | None = None, solutions: dict | None = None,
+                           whole: bool = False):
     """The calls of ``specs`` that the notebooks of ``assignments`` make, run as released
-    and with the model answers, in kernels of this copy of the course
-    (autograder/release/recording.py). Returns an ``autograder.engine.course_calls.Table``.
+    and with the model answers (only what the checks need, unless ``whole``), in kernels
+    of this copy of the course (autograder/release/recording.py). Returns an
+    ``autograder.engine.course_calls.Table``.
 
     ``course``: a folder holding the ``helpers/`` and ``notebooks/`` to run (a snapshot
     taken with the bundle's own copy, so that other edits of the checkout while the
@@ -105,6 +124,8 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
                     f"_r.start({sorted(specs)!r}, checks_only={answered})\ndel _r"))
                 nb.cells.append(nbformat.v4.new_code_cell(
                     f"import autograder.release.recording as _r\n_r.save({str(out)!r})"))
+                if answered and not whole:
+                    _what_checks_need(nb)
                 client = NotebookClient(nb, kernel_name="python3", timeout=timeout,
                                         allow_errors=True, store_widget_state=False,
                                         resources={"metadata": {"path": str(work)}})

@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from autograder import engine
 from autograder.release import bundle as bundle_mod
 from bundle_scan import answers_in, left_out as _left_out
 from notebook_helpers import hand_in
@@ -107,3 +108,15 @@ def test_an_answer_calling_a_models_fast_path_earns_nothing(tmp_path):
     # the rest of the notebooks (the solutions' own answers) earn their points
     rest = [r for (a, gid), r in cells.items() if gid[5:] not in _FAST_PATH_ANSWERS[a]]
     assert rest and all(r["points"] == r["max_points"] for r in rest), rest
+
+
+@pytest.mark.slow
+def test_the_answered_run_records_what_the_whole_notebook_records():
+    """The recording of a homework's answered run keeps only its answer and test cells and
+    what they need (the calls recorded there are those made under check): the table is
+    the one the whole notebook records (a notebook with demos between its exercises)."""
+    specs = sorted(exercises.qualified(exercises.get(n).reference) for n in exercises.names())
+    cut = bundle_mod.record_worked_examples(["06_multi_head_attention"], specs)
+    whole = bundle_mod.record_worked_examples(["06_multi_head_attention"], specs, whole=True)
+    assert engine.plain_data(cut.plain()) == engine.plain_data(whole.plain())
+    assert sum(len(b) for by_key in cut.index.values() for b in by_key.values()) > 10
