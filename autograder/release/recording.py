@@ -1,7 +1,8 @@
 """Recording the worked examples of a student bundle (run inside a notebook's kernel).
 
 ``autograder/release/bundle.py`` runs each handed-out notebook twice at bundle time (as released,
-and with the model answers filled in) in a kernel of the instructor's copy, after a first
+and with the model answers filled in, cut to what the checks need) in a kernel of the
+instructor's copy, after a first
 cell that calls :func:`start` with the course functions the bundle leaves out. Each of
 them is then recorded: the arguments (:func:`autograder.engine.course_calls.fingerprint`), the
 output and what the call changed in its arguments. Only the outermost such call is
