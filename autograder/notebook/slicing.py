@@ -267,7 +267,8 @@ def slice_cells(cells: list[CellCode], extra_names: set[str] = frozenset()) -> d
 
 #: Cells up to this many characters have their analysis kept (:func:`_cell_facts`):
 #: a class's notebooks share the solution's cells, and each exercise of a notebook
-#: slices the same cells again.
+#: slices the same cells again. Of longer cells (a generated chain of 30,000
+#: statements), the last two analysed are kept: those of the notebook being graded.
 CACHED_CELL_CHARS = 100_000
 
 
@@ -275,7 +276,7 @@ def _cell_facts(source: str) -> tuple[str, bool, tuple | None]:
     """(Python code of a cell, whether it is a cell magic, and per top-level statement
     ``(first line, last line, binds, uses, star)``; None when it does not parse)."""
     if len(source) > CACHED_CELL_CHARS:
-        return _analyse_cell(source)
+        return _analyse_long_cell(source)
     return _analyse_cell_kept(source)
 
 
@@ -295,6 +296,7 @@ def _analyse_cell(source: str) -> tuple[str, bool, tuple | None]:
 
 
 _analyse_cell_kept = lru_cache(maxsize=4096)(_analyse_cell)
+_analyse_long_cell = lru_cache(maxsize=2)(_analyse_cell)
 
 
 def _cell_uses(code: str) -> frozenset[str] | None:
