@@ -280,6 +280,10 @@ def _run_calls(function: str, job: dict, cases, hidden, groups, source: Source,
             inconclusive[-1] = err.startswith(("timeout", "MemoryError"))
             problems.append(_case_error(function, case, err, str(line.get("where") or "")))
             continue
+        size = line.get("too_large")
+        if type(size) is int and size > wire.MAX_VALUE_BYTES:
+            problems.append(_too_large(function, case, size))
+            continue
         try:
             got = wire.decode(wire.unb64(line.get("value")))
         except wire.DecodeError as exc:
@@ -321,6 +325,14 @@ def _summary(text: str) -> str:
     case = re.match(r"Case ('[^']*')", lines[0])
     where = f"case {case.group(1)}: " if case else ""
     return (f"{mistake} ({where}{problem})" if mistake else f"{where}{problem}")
+
+
+def _too_large(function: str, case, size: int) -> str:
+    """Words for a case whose output holds more array bytes than the grader takes."""
+    label = f"case {getattr(case, 'name', '?')!r} ({getattr(case, 'description', '')})"
+    return (f"{label}: {function} returned {size / 2**20:,.0f} MB of arrays; the grader "
+            f"takes outputs of at most {wire.MAX_VALUE_BYTES // 2**20} MB (return only the "
+            f"output the exercise asks for)")
 
 
 def _case_error(function: str, case, err: str, where: str = "") -> str:

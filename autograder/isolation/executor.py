@@ -370,6 +370,7 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
     observers = _observers(job.get("scenarios") or [None] * len(job["cases"]))
     _trusted_answers(job)
     encode, decode, b64, unb64, send = wire.encode, wire.decode, wire.b64, wire.unb64, _send
+    array_bytes, most = wire.array_bytes, wire.MAX_VALUE_BYTES
     _callable, _str, _isinstance = callable, str, isinstance
     runner = _Runner(job["cells"], {})
     for c in job["cells"]:
@@ -429,7 +430,11 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
                     changed = _changed_inputs((fresh_args, fresh_kwargs), (args, kwargs))
             finally:
                 runner.timer.stop()
-            line["value"] = b64(encode(value))
+            size = array_bytes(value, most)
+            if size > most:            # refused unencoded: the grader would refuse it encoded
+                line["too_large"] = size
+            else:
+                line["value"] = b64(encode(value))
             if changed:
                 line["changed"] = changed
         except CellTimeout:

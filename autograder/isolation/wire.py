@@ -164,6 +164,28 @@ def encode(obj, store=None, short: bool = False) -> bytes:
     return buf.getvalue()
 
 
+def array_bytes(obj, stop: int, depth: int = 0) -> int:
+    """The bytes of the NumPy arrays and scalars in ``obj`` (into the containers
+    :func:`encode` walks, as deep), counted until they exceed ``stop``: at least as
+    much as its encoding would take, known before encoding it."""
+    if isinstance(obj, (np.ndarray, np.generic)):
+        return int(obj.nbytes)
+    if depth > 20 or isinstance(obj, (str, bytes)):
+        return 0
+    if isinstance(obj, dict):
+        items = list(obj.keys()) + list(obj.values())
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        items = obj
+    else:
+        return 0
+    total = 0
+    for v in items:
+        total += array_bytes(v, stop, depth + 1)
+        if total > stop:
+            break
+    return total
+
+
 #: The types :func:`encode` writes as they are, whatever their value (an int may be too
 #: big for a JSON number: not one of them).
 _FLAT = frozenset({str, float, bool, type(None)})

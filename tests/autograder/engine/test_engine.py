@@ -15,10 +15,12 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import helpers
 from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR, engine
+from autograder.isolation import wire
 from autograder.notebook import slicing, source
 from autograder.notebook import cells as nbcells
 
@@ -115,6 +117,23 @@ def test_released_stub_earns_nothing(path: Path, tmp_path: Path):
     assert sum(_points(result).values()) == 0
     assert all(c.status == "failed" for c in result.cells if c.kind == "test")
     assert not [f for f in result.flags if "tamper" in f]
+
+
+def test_an_output_too_large_for_the_grader_fails_its_cases_with_its_size(tmp_path: Path):
+    """A function returning more array bytes than the grader takes fails each case
+    with its size in words, told by the child before encoding it (not an encoded reply
+    of 64 MB refused by the grader as breaking its rules)."""
+    nb = _with_answer("02_softmax", "softmax",
+                      "def softmax(z, axis=-1):\n    return np.zeros(5_000_000)\n")
+    result = _by_id(_grade(_write(nb, tmp_path, "02_softmax"), "02_softmax"))
+    cell = result["test_softmax"]
+    assert cell.status == "failed" and cell.points == 0, (cell.status, cell.message)
+    assert "softmax returned 38 MB of arrays" in cell.message, cell.message
+    assert "at most 32 MB" in cell.message and "breaks" not in cell.message
+    assert result["test_softmax_with_temperature"].points > 0     # its own answer is right
+    small = [0.0] * 3
+    assert wire.array_bytes([np.zeros(4), {"k": (np.float32(1), small)}], 10**9) == 36
+    assert wire.array_bytes([np.zeros(10**6)] * 1000, 8 * 10**6) == 16 * 10**6   # stops
 
 
 def _reference_caller(answer_source: str, name: str) -> str:
