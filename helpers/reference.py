@@ -155,7 +155,9 @@ def _edge_spec(exercise: str, names: tuple[str, ...], shapes: tuple) -> tuple:
             continue
         shape = dict(shapes).get(name, arg.shape)
         is_ids = "int" in arg.dtypes
-        spec.append((name, shape, *axes(shape), str(arg.high) if is_ids else None, None))
+        spec.append((name, shape, *axes(shape),
+                     compile(str(arg.high), f"<{exercise}: {name} bound>", "eval")
+                     if is_ids else None, None))
     return tuple(sorted(spec, key=lambda row: row[4] is not None))
 
 
