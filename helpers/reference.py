@@ -71,6 +71,9 @@ __all__ = [
 # ---------------------------------------------------------------------------------------
 
 
+_all = np.logical_and.reduce          # ndarray.all without its Python wrapper
+
+
 def _array(x, name: str, ndim: int | None = None, min_ndim: int | None = None,
            allow_neg_inf: bool = False) -> np.ndarray:
     """``x`` as a float64 array, or a ValueError that says what is wrong with it."""
@@ -82,7 +85,7 @@ def _array(x, name: str, ndim: int | None = None, min_ndim: int | None = None,
         raise ValueError(f"{name} must be {ndim}-D, but has shape {a.shape}")
     if min_ndim is not None and a.ndim < min_ndim:
         raise ValueError(f"{name} must be at least {min_ndim}-D, but has shape {a.shape}")
-    if np.isfinite(a).all():                                     # the usual case: one pass
+    if _all(np.isfinite(a), axis=None):                          # the usual case: one pass
         return a
     bad = np.isnan(a) | (np.isposinf(a) if allow_neg_inf else np.isinf(a))
     if bad.any():
