@@ -397,7 +397,8 @@ def blob_key(a: np.ndarray) -> str:
     return h.hexdigest()[:32]
 
 
-#: Values :meth:`Trusted._named` has nothing to name in.
+#: Values :meth:`Trusted._named` has nothing to name in (``wire.PLAIN``: this module
+#: imports nothing of ``autograder``).
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 

@@ -874,14 +874,10 @@ def _unnamed(x, blobs: dict, depth: int = 0):
             return view
         return {k: _unnamed(v, blobs, depth + 1) for k, v in x.items()}
     if type(x) in (list, tuple):
-        if all(type(v) in _LEAVES for v in x):         # no name in it: as it is
+        if all(type(v) in wire.PLAIN for v in x):      # no name in it: as it is
             return x
         return type(x)(_unnamed(v, blobs, depth + 1) for v in x)
     return x
-
-
-#: Decoded values that hold no array name.
-_LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
 #: Replies the worker gave, by request (each names only arrays by their content): the

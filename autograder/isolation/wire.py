@@ -507,8 +507,8 @@ class _Budget:
 
 
 _SEQ_KINDS = ("list", "tuple", "set", "frozenset")
-#: The types of parsed JSON that decode as themselves.
-_PLAIN_JSON = frozenset({str, int, float, bool, type(None)})
+#: The types of parsed JSON that decode as themselves (and hold no array).
+PLAIN = frozenset({str, int, float, bool, type(None)})
 #: The exact keys of each tagged object of a structure.
 _SHAPES = {frozenset({"__nd__", "scalar"}), frozenset({"__file__"}), frozenset({"__int__"}),
            frozenset({"__seq__", "items"}), frozenset({"__dict__"}), frozenset({"__map__"}),
@@ -618,7 +618,7 @@ def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES, arrays: str | None = N
             if kind not in _SEQ_KINDS or not isinstance(items, list):
                 raise DecodeError("bad sequence")
             budget.check(len(items))
-            if all(type(v) in _PLAIN_JSON for v in items):  # what dec returns as it is
+            if all(type(v) in PLAIN for v in items):  # what dec returns as it is
                 budget.take(len(items))
             else:
                 items = [dec(v, depth + 1) for v in items]
