@@ -28,16 +28,14 @@ Each exercise is declared once, in ``helpers/exercises/<name>.py``.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import inspect
 import traceback
-import warnings
 
 import numpy as np
 
 from helpers import exercises
-from helpers.exercises import Case, Exercise, Mistake
+from helpers.exercises import Case, Exercise, Mistake, quiet
 from helpers.exercises._compare import (_array_problem, _as_float_array, _close,
                                         _fmt_value, _mask_problem)
 from helpers.exercises._scenarios import RAISES
@@ -84,18 +82,6 @@ def cases(name: str, hidden: bool = False, group: str | None = None,
                 f"{name} has no {'hidden' if hidden else 'visible'} cases in group {group!r}; "
                 f"its groups are: {', '.join(groups(name, hidden))}")
     return copy.deepcopy(selected)     # nothing a caller does to them leaks into the next call
-
-
-@contextlib.contextmanager
-def quiet():
-    """No warnings and no floating-point error messages from the code inside.
-
-    Under plain nbgrader any output on stderr scores a test cell 0, and a correct answer
-    may make NumPy warn (``0 * inf`` in a mask, say): the checks run inside it."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with np.errstate(all="ignore"):
-            yield
 
 
 def _user_frames(exc: BaseException) -> list:

@@ -32,6 +32,7 @@ and a test cell with the one line ``check("<name>", <name>)`` (plus the same cal
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import warnings
@@ -45,7 +46,7 @@ import numpy as np
 from helpers.exercises import _draw
 from helpers.exercises._draw import ids_below
 
-__all__ = ["Case", "Mistake", "Exercise", "NOTEBOOKS", "PREPARE", "get", "names",
+__all__ = ["Case", "quiet", "Mistake", "Exercise", "NOTEBOOKS", "PREPARE", "get", "names",
            "of_notebook", "notebook_of", "case", "answer_functions", "module_file", "Arg",
            "Contract", "contract_problems", "draw_cases", "VISIBLE_SEED", "HIDDEN_SEED",
            "decide", "ids_below"]
@@ -86,6 +87,18 @@ PREPARE: dict[str, tuple[str, ...]] = {
 
 RTOL = 1e-6
 ATOL = 1e-8
+
+
+@contextlib.contextmanager
+def quiet():
+    """No warnings and no floating-point error messages from the code inside.
+
+    Under plain nbgrader any output on stderr scores a test cell 0, and a correct answer
+    may make NumPy warn (``0 * inf`` in a mask, say): the checks run inside it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            yield
 
 
 @dataclass(frozen=True, eq=False)        # eq on arrays would be ambiguous: identity instead
@@ -143,8 +156,7 @@ class Case:
         runs = _OUTCOMES.setdefault(self, {})
         if fn in runs:
             return runs[fn]
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
+        with quiet():
             try:
                 result = self.run(fn), None
             except Exception as exc:

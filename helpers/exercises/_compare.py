@@ -6,24 +6,15 @@ own ``compare`` functions."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import warnings
 
 import numpy as np
 
 from helpers.exercises import ATOL, RTOL, Exercise
+from helpers.exercises import quiet as _quiet
 
 _ATTENTION_HINT = ("is the softmax stable (subtract each row's maximum before exp), and do "
                    "masked scores use -inf or a large negative number consistently?")
-
-
-@contextlib.contextmanager
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with np.errstate(all="ignore"):
-            yield
 
 
 def _num(v) -> str:
