@@ -133,8 +133,7 @@ def _array_problem(ex: Exercise | None, expected, got, what: str = "the output",
                 f"({n_bad} non-finite entr{'y' if n_bad == 1 else 'ies'}): {hint}")
     msg = (f"{what}: wrong values ({len(bad)} of {exp.size} entries differ); first "
            f"difference{where}: expected {_num(e)}, got {_num(g)}")
-    if exp.size > 1:
-        msg += _expected_got(exp, arr)
+    # the hints first, the arrays last: a long message is cut at its end (feedback pages)
     ratio = _constant_ratio(exp, arr) if exp.size > 1 else None
     if ratio is not None:
         msg += f"\n    (every entry is {_num(ratio)} times the expected one)"
@@ -143,7 +142,8 @@ def _array_problem(ex: Exercise | None, expected, got, what: str = "the output",
         with _quiet():
             if np.allclose(arr, exp, rtol=1e-3, atol=1e-5):
                 msg += f"\n    (nearly right: {ex.near_miss})"
-    return msg + _tolerance_note(rtol, atol)
+    msg += _tolerance_note(rtol, atol)
+    return msg + _expected_got(exp, arr) if exp.size > 1 else msg
 
 
 def _precision_hint(got, exp: np.ndarray, arr: np.ndarray) -> str:

@@ -1140,6 +1140,17 @@ def test_a_capstone_mistake_is_named_and_a_near_miss_hinted():
         checks.check("gelu", lambda x: _erf_gelu(x)[None])
 
 
+def test_the_hints_of_a_wrong_array_come_before_its_arrays():
+    """Feedback pages cut a long message at its end: the short hints (nearly right, a
+    constant ratio, the tolerance) come before the expected and got arrays."""
+    with pytest.raises(CheckFailed) as info:
+        checks.check("gelu", lambda x: _erf_gelu(x) * (1 + 1e-4))
+    text = str(info.value)
+    assert text.index("nearly right") < text.index("expected: [")
+    assert text.index("every entry is") < text.index("expected: [")
+    assert text.index("judged with rtol") < text.index("got:      [")
+
+
 def test_a_capstone_refuses_its_references_wherever_the_answer_holds_them():
     from helpers.llama import model
 
