@@ -27,8 +27,10 @@ the SmolLM2 tokenizer (Hugging Face, 2024).
 
 from __future__ import annotations
 
+import array
 import os
 import re
+import sys
 import unicodedata
 from functools import lru_cache
 
@@ -168,26 +170,33 @@ def encode_word(word: str, merges) -> list[str]:
 # ---------------------------------------------------------------------------------------
 
 
-def _ranges(test) -> str:
-    """A regular-expression character class body of every code point ``c`` with
-    ``test(unicodedata.category(chr(c)))`` (built once, about 0.3 s)."""
-    parts, start = [], None
-    for c in range(0x110001):
-        inside = c < 0x110000 and test(unicodedata.category(chr(c)))
-        if inside and start is None:
-            start = c
-        elif not inside and start is not None:
-            parts.append(re.escape(chr(start)) if start == c - 1
-                         else f"{re.escape(chr(start))}-{re.escape(chr(c - 1))}")
-            start = None
-    return "".join(parts)
+def _ranges(flags: bytes) -> str:
+    """A regular-expression character class body of the code points ``c`` with
+    ``flags[c] == 1``: each run of them as ``first-last`` (or one character alone)."""
+    return "".join(re.escape(chr(m.start())) if m.end() - m.start() == 1
+                   else f"{re.escape(chr(m.start()))}-{re.escape(chr(m.end() - 1))}"
+                   for m in re.finditer(rb"\x01+", flags))
+
+
+def _letters_and_numbers() -> tuple[str, str]:
+    """The class bodies of ``\\p{L}`` and ``\\p{N}`` for this Python's Unicode database
+    (built once, about 0.1 s): ``str.isalpha`` is exactly the letter categories (Lu, Ll,
+    Lt, Lm, Lo); every number (Nd, Nl, No) is ``str.isnumeric``, and so are a few
+    letters (CJK numerals such as 三), which ``unicodedata.category`` weeds out."""
+    codes = array.array("I", range(0x110000))
+    every = (codes.tobytes().decode(f"utf-32-{sys.byteorder[0]}e", "surrogatepass")
+             if codes.itemsize == 4 else "".join(map(chr, codes)))   # every code point
+    numeric = bytearray(map(str.isnumeric, every))
+    for m in re.finditer(rb"\x01", numeric):
+        if unicodedata.category(every[m.start()])[0] != "N":
+            numeric[m.start()] = 0
+    return _ranges(bytes(map(str.isalpha, every))), _ranges(bytes(numeric))
 
 
 #: Whitespace as the ``tokenizers`` library's regular expressions see it (``\s``: the
 #: Unicode White_Space property; Python's own ``\s`` also counts ``\x1c``-``\x1f``).
 _SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-_LETTER = _ranges(lambda cat: cat[0] == "L")                     # \p{L}
-_NUMBER = _ranges(lambda cat: cat[0] == "N")                     # \p{N}
+_LETTER, _NUMBER = _letters_and_numbers()                        # \p{L}, \p{N}
 
 #: GPT-2's split into words, ``'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
 #: ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+``, written for Python's ``re`` (which has no ``\p``):

@@ -97,6 +97,23 @@ def test_pretokenize_smollm2_rules():
     assert "".join(T.pretokenize(text)) == text
 
 
+def test_letter_and_number_classes_are_the_unicode_categories():
+    """The character classes standing in for ``\\p{L}`` and ``\\p{N}`` hold exactly the
+    code points whose Unicode category is a letter (L*) or a number (N*), checked code
+    point by code point against ``unicodedata.category``."""
+    import re
+    import sys
+    import unicodedata
+
+    letter = re.compile(f"[{T._LETTER}]")
+    number = re.compile(f"[{T._NUMBER}]")
+    wrong = [c for c in range(sys.maxunicode + 1)
+             if bool(letter.fullmatch(chr(c))) != (unicodedata.category(chr(c))[0] == "L")
+             or bool(number.fullmatch(chr(c))) != (unicodedata.category(chr(c))[0] == "N")]
+    assert not wrong, [hex(c) for c in wrong[:10]]
+    assert number.fullmatch("½") and number.fullmatch("Ⅻ") and not number.fullmatch("三")
+
+
 def test_decode_joins_bytes_before_utf8():
     vocab = {"ðŁĺ": 0, "Ģ": 1, "Ġhi": 2, "<|im_end|>": 3}
     assert T.decode([2, 0, 1, 3], vocab) == " hi😀<|im_end|>"
