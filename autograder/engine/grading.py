@@ -257,7 +257,11 @@ def _run_calls(function: str, job: dict, cases, hidden, groups, source: Source,
             by_case[k] = line
     done = any(line.get("done") is True for line in lines)
     status, note = "ok", ""
-    if reply.get("exit") == executor.EXIT_TIMEOUT:
+    if reply.get("exit") == executor.EXIT_TIMEOUT and reply.get("stalled"):
+        status, note = "timeout", (
+            f"the isolated run of {function} was stopped: a cell or call ran past its "
+            f"limit of {job['case_timeout']:g} s and did not stop (its timer was blocked)")
+    elif reply.get("exit") == executor.EXIT_TIMEOUT:
         status, note = "timeout", f"the isolated run of {function} took longer than {notebook_timeout:g} s"
     elif not done:
         status, note = "crashed", f"the isolated run of {function} stopped unexpectedly"
@@ -469,6 +473,8 @@ def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout:
     memory = [i for i, line in by_cell.items() if line.get("memory")]
     exit_code = reply.get("exit")
     if exit_code == executor.EXIT_TIMEOUT or timed_out:
+        if not timed_out and reply.get("stalled"):      # stopped in the first unreported cell
+            timed_out = [c["index"] for c in cells if c["index"] not in by_cell][:1]
         where = f" (cell {timed_out[0] + 1})" if timed_out else ""
         return _Run(by_cell, "timeout", f"the notebook ran out of time{where}: cell limit "
                                         f"{cell_timeout:g} s, notebook limit {notebook_timeout:g} s")

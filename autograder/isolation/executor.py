@@ -77,6 +77,12 @@ RESULT_CAP = 64 * 1024 * 1024
 HOME_PREFIX = "autograder-worker-"
 #: Exit code A reports when it had to kill B at the deadline.
 EXIT_TIMEOUT = 124
+#: Seconds a child may go without a result line past its per-cell (or per-call) limit
+#: before the worker stops it. Each cell and each call runs under the child's own timer
+#: (SIGALRM), which reports the timeout in a line; a child that blocked that signal, or
+#: spins outside any cell or call, says nothing, and without this it would hold the
+#: worker until the notebook's limit.
+STEP_GRACE = 10.0
 
 
 # ---------------------------------------------------------------------------------------
@@ -570,6 +576,7 @@ def _child_a(job: dict, conf: confine.Confinement, wfd: int) -> None:
             confine.kill_quietly(pid)
             if conf.mode == "fallback":
                 confine.kill_quietly(-pid)
+                _kill_descendants()
             os._exit(EXIT_TIMEOUT)
 
         signal.signal(signal.SIGTERM, stop)
@@ -736,11 +743,14 @@ def _start_zygote(mode: str) -> tuple[socket.socket, int]:
 
 
 def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket,
-             answers: frozenset = frozenset()) -> dict:
+             answers: frozenset = frozenset(), step: float = 0.0) -> dict:
     """Run one job (its JSON, conf and limits included) in a fresh A forked by the
     zygote; the job reaches A through a pipe of its own. With ``answers``, the child
     gets a socket on which this (trusted) worker computes those course functions for
-    it (:func:`_serve_call`)."""
+    it (:func:`_serve_call`). With ``step`` (the job's limit per cell or call), a child
+    that sends nothing for ``step + STEP_GRACE`` seconds is stopped (A ends B's world
+    and exits with :data:`EXIT_TIMEOUT`) and the reply says ``stalled``: the seconds it
+    was given."""
     job_r, job_w = os.pipe()
     r, w = os.pipe()
     call = theirs = None
@@ -763,6 +773,9 @@ def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket,
             pass
     chunks, size, truncated = [], 0, False
     deadline = time.monotonic() + timeout + 10
+    quiet_limit = step + STEP_GRACE if step > 0 else 0.0
+    heard = time.monotonic()                    # when the child last sent anything
+    stalled = False
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -774,22 +787,31 @@ def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket,
             if not _serve_call(call, answers, deadline, blobs):
                 call.close()
                 call = None
-            continue
-        if r in ready:
+        elif r in ready:
             data = os.read(r, 1 << 16)
             if not data:
                 break
+            heard = time.monotonic()
             if size < RESULT_CAP:
                 chunks.append(data[: RESULT_CAP - size])
             else:
                 truncated = True
             size += len(data)
+            continue
         elif zygote in ready:
             # A ended; grace for the last bytes (descendants may hold the pipe in
             # fallback mode)
             more, _, _ = select.select([r], [], [], 0.2)
             if not more:
                 break
+            continue
+        if (quiet_limit and not stalled and time.monotonic() - heard > quiet_limit
+                and not select.select([r], [], [], 0)[0]):
+            stalled = True             # A takes B's world down and exits EXIT_TIMEOUT
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
     os.close(r)
     if call is not None:
         call.close()
@@ -797,8 +819,11 @@ def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket,
     code = os.waitstatus_to_exitcode(status)
     # base64, not JSON-escaped text: the child's bytes reach the grader at 4/3 of their
     # size, where escaping control characters would make a 64 MB output a 384 MB line
-    return {"output_b64": wire.b64(b"".join(chunks)), "truncated": truncated,
-            "exit": code, "seconds": round(time.perf_counter() - t0, 4)}
+    reply = {"output_b64": wire.b64(b"".join(chunks)), "truncated": truncated,
+             "exit": code, "seconds": round(time.perf_counter() - t0, 4)}
+    if stalled:
+        reply["stalled"] = quiet_limit
+    return reply
 
 
 # ---------------------------------------------------------------------------------------
@@ -1004,8 +1029,9 @@ def _serve_loop(rin, out, zygote: socket.socket) -> None:
         try:
             req = json.loads(raw)
             job_id = req.pop("id", None)
+            step = max(float(req.get("cell_timeout") or 0), float(req.get("case_timeout") or 0))
             reply = _run_job(json.dumps(req).encode(), float(req["timeout"]), zygote,
-                             frozenset(str(a) for a in req.get("answers") or ()))
+                             frozenset(str(a) for a in req.get("answers") or ()), step)
         except Exception as exc:
             reply = {"worker_error": f"{type(exc).__name__}: {exc}"}
         reply["id"] = job_id

@@ -374,6 +374,35 @@ def test_loop_that_swallows_the_timer_is_killed(tmp_path):
     assert all(c.points == 0 for c in result.cells if c.grade_id == "test_dot")
 
 
+def test_a_call_that_blocks_the_timer_is_stopped_at_its_limit_not_the_budgets(tmp_path):
+    """A graded call that blocks SIGALRM (the child's per-call timer) and then waits
+    forever is stopped by the worker once the child has been silent for the call's limit
+    plus executor.STEP_GRACE, long before the notebook's budget runs out; the message
+    says why, and the exercise that uses the learner's dot is judged again with the
+    course's and keeps its points."""
+    from autograder.isolation import executor
+
+    code = ("def dot(a, b):\n"
+            "    import helpers.checks, signal, time\n"
+            "    if 'Stand-in' in (helpers.checks.__doc__ or ''):   # the isolated run\n"
+            "        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})\n"
+            "        time.sleep(10_000)\n"
+            "    return float(sum(x * y for x, y in zip(a, b)))\n")
+    budget = 600
+    t0 = time.monotonic()
+    result = _grade(_write(_with_answer("01_dot_products", "dot", code), tmp_path,
+                           "01_dot_products"), "01_dot_products",
+                    cell_timeout=1, notebook_timeout=budget)
+    assert time.monotonic() - t0 < budget / 2          # stopped early (generous bound)
+    cells = _by_id(result)
+    assert cells["test_dot"].points == 0 and cells["test_dot"].status == "timeout"
+    assert "did not stop (its timer was blocked)" in cells["test_dot"].message, \
+        cells["test_dot"].message
+    assert "limit of 1 s" in cells["test_dot"].message
+    assert cells["test_pairwise_scores"].points == cells["test_pairwise_scores"].max_points
+    assert executor.STEP_GRACE < budget / 4
+
+
 def test_memory_hog_is_stopped(tmp_path):
     code = "hog = bytearray(3 * 1024 ** 3)\n" + CORRECT_DOT
     result = _grade(_write(_with_answer("01_dot_products", "dot", code), tmp_path,

@@ -214,6 +214,31 @@ def test_job_deadline_kills_a_child_that_ignores_the_timer(helper_copies):
     assert not any(line.get("done") for line in lines)
 
 
+def test_a_silent_child_is_stopped_after_its_cell_limit_and_the_grace(helper_copies):
+    """A cell that blocks SIGALRM (its timer) and waits says nothing: the worker stops the
+    child once it has been silent for the cell limit plus STEP_GRACE, not at the job's
+    deadline, and says so in the reply; the cells before it were reported."""
+    code = ("import signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})\n"
+            "time.sleep(10_000)")
+    reply, lines = _run(["print('before')", code, "print('never')"], helper_copies,
+                        cell_timeout=0.5, timeout=600)
+    assert reply["exit"] == executor.EXIT_TIMEOUT
+    assert reply["stalled"] == 0.5 + executor.STEP_GRACE
+    assert reply["seconds"] < 300                  # not the job's deadline (generous)
+    assert _stdout(lines) == ["before\n"]
+    assert not any(line.get("done") for line in lines)
+
+
+def test_a_child_that_reports_in_time_is_not_stalled(helper_copies):
+    """Cells that each end within their limit (2 s of 4), together longer than the limit
+    plus the grace: no stall, since the quiet time restarts with every line."""
+    cells = ["import time\ntime.sleep(2)"] * 8
+    assert 8 * 2 > 4 + executor.STEP_GRACE
+    reply, lines = _run(cells, helper_copies, cell_timeout=4, timeout=300)
+    assert "stalled" not in reply and any(line.get("done") for line in lines)
+    assert [line.get("timeout") for line in lines if "cell" in line] == [False] * 8
+
+
 def test_memory_limit(helper_copies):
     reply, lines = _run(["x = bytearray(2 * 1024 ** 3)", "print('next')"], helper_copies,
                         limits=confine.Limits(memory_mb=1024))
