@@ -36,7 +36,7 @@ from pathlib import Path
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
 
-from catalogue import (Entry, _solution, assignments, entries, exercises, nbgrader,
+from catalogue import (Entry, assignments, entries, exercises, nbgrader,
                        student_notebook, text)
 
 #: Limits of the run (the command's options): generous for honest notebooks, short
@@ -297,57 +297,14 @@ def _command(submissions: Path, out: Path) -> list[str]:
             "--secret-file", str(key)]
 
 
-def _depends(assignment: str) -> dict[str, set[str]]:
-    """function -> the functions of the same notebook it depends on: its exercise's
-    ``uses``, transitively, and every name its solution's answer cell mentions."""
-    import ast
-
-    from helpers import exercises as registry
-
-    names = [n for n in registry.NOTEBOOKS[assignment] if n in set(exercises())]
-    solution = json.loads(_solution(assignment))
-    mentions = {nbgrader(c).get("grade_id"): {n.id for n in ast.walk(ast.parse(text(c)))
-                                               if isinstance(n, ast.Name)}
-                for c in solution["cells"]
-                if c["cell_type"] == "code" and nbgrader(c).get("solution")}
-
-    def uses(name: str, seen: set[str]) -> set[str]:
-        for dep in registry.get(name).uses:
-            if dep not in seen:
-                seen.add(dep)
-                uses(dep, seen)
-        return seen
-
-    return {n: {m for m in names if m != n and (m in uses(n, set())
-                                                or m in mentions.get(n, ()))}
-            for n in names}
-
-
-def independent_sets(assignment: str) -> list[list[str]]:
-    """The functions of a notebook with wrong answers in the catalogue, in sets of which
-    no function depends on another (:func:`_depends`, either way): the most wrong
-    answers first, each into the first set it fits."""
-    count: dict[str, int] = {}
-    for e in entries():
-        if e.kind == "wrong":
-            count[e.function] = count.get(e.function, 0) + 1
-    depends = _depends(assignment)
-    sets: list[list[str]] = []
-    for name in sorted((n for n in depends if count.get(n)), key=lambda n: -count[n]):
-        for members in sets:
-            if all(name not in depends[m] and m not in depends[name] for m in members):
-                members.append(name)
-                break
-        else:
-            sets.append([name])
-    return sets
-
-
 def wrong_packs() -> list[list[Entry]]:
-    """The wrong entries, packed: the k-th wrong answers of the functions of one
-    :func:`independent_sets` set share a notebook, which keeps the run short. Each is
-    judged on its own function's test cells; every other test cell of the notebook (the
-    functions that use a wrong one among them) must keep its points."""
+    """The wrong entries, packed: the k-th wrong answers of every function of a notebook
+    share one (``k`` from 0 to the most wrong answers of any of its functions), which
+    keeps the run short. Each is judged on its own function's test cells only: a wrong
+    function that another wrong one uses costs that one nothing (the grader judges a
+    failing function again with the course's own, ``autograder/engine/grading.py``), and
+    every other test cell of the notebook (the right functions, those that use a wrong
+    one included) must keep its points."""
     from helpers import exercises as registry
 
     by_function: dict[str, list[Entry]] = {}
@@ -356,9 +313,9 @@ def wrong_packs() -> list[list[Entry]]:
             by_function.setdefault(e.function, []).append(e)
     packs = []
     for assignment in registry.NOTEBOOKS:
-        for members in independent_sets(assignment):
-            for k in range(max(len(by_function[f]) for f in members)):
-                packs.append([by_function[f][k] for f in members if k < len(by_function[f])])
+        members = [f for f in registry.NOTEBOOKS[assignment] if f in by_function]
+        for k in range(max((len(by_function[f]) for f in members), default=0)):
+            packs.append([by_function[f][k] for f in members if k < len(by_function[f])])
     return packs
 
 
@@ -391,7 +348,7 @@ def _grade_once(base: Path | None) -> Run:
     """Build SUBMISSIONS, grade it once with the real command, collect the evidence.
     Everything (the grader's temporary folders included) lives in a folder made under
     ``base`` (the test session's own temporary folder), not in the machine's."""
-    from attacks import attacks as all_attacks, fill
+    from attacks import attacks as all_attacks
 
     def attacks():                      # CATALOGUE_ONLY (development): no attacks either
         return [] if os.environ.get("CATALOGUE_ONLY") else all_attacks()

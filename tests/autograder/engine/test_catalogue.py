@@ -9,9 +9,10 @@ OUT/grades.csv and the feedback pages:
 
 * a wrong answer loses the points of its function's test cells, and its feedback says
   what went wrong: the mistake in words where it is a known one, otherwise the input
-  and expected against got; it costs no other test cell a point (the wrong answers of
-  functions that do not depend on each other share a notebook, the functions that use
-  them stay right: ``tests/catalogue/run.py``);
+  and expected against got; it costs no other test cell a point (the k-th wrong answers
+  of every function of a notebook share one, wrong functions that use wrong ones
+  included, and the right functions that use them must keep their points:
+  ``tests/catalogue/run.py``);
 * a correct answer earns every autograded point of its notebook, unflagged;
 * the honest student earns every autograded point of every solution notebook;
 * no feedback page shows a line of a hidden test.
