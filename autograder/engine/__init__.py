@@ -61,7 +61,7 @@ most ``cell_timeout``. A notebook run that runs out of time costs nothing by its
 (its status says ``timeout``; the verdicts decide the points); an exercise whose calls
 run out of time loses that exercise's points, and the exercises after it in the budget
 are judged with what time is left. A child that sends nothing for ``cell_timeout`` plus
-10 s (its own per-cell timer blocked, or a spin outside any cell or call) is stopped by
+5 s (its own per-cell timer blocked, or a spin outside any cell or call) is stopped by
 the worker then, not at the end of the budget. Every request to the worker carries an id
 that its reply repeats: a late reply is dropped, never taken for the next request's.
 

@@ -79,10 +79,11 @@ HOME_PREFIX = "autograder-worker-"
 EXIT_TIMEOUT = 124
 #: Seconds a child may go without a result line past its per-cell (or per-call) limit
 #: before the worker stops it. Each cell and each call runs under the child's own timer
-#: (SIGALRM), which reports the timeout in a line; a child that blocked that signal, or
-#: spins outside any cell or call, says nothing, and without this it would hold the
-#: worker until the notebook's limit.
-STEP_GRACE = 10.0
+#: (SIGALRM), which reports the timeout in a line at once; a child that blocked that
+#: signal, or spins outside any cell or call, says nothing, and without this it would
+#: hold the worker until the notebook's limit. (A line is late by more than this only
+#: if the child was already at its limit, or starved of CPU for seconds.)
+STEP_GRACE = 5.0
 
 
 # ---------------------------------------------------------------------------------------

@@ -230,11 +230,11 @@ def test_a_silent_child_is_stopped_after_its_cell_limit_and_the_grace(helper_cop
 
 
 def test_a_child_that_reports_in_time_is_not_stalled(helper_copies):
-    """Cells that each end within their limit (2 s of 4), together longer than the limit
+    """Cells that each end within their limit (1 s of 2), together longer than the limit
     plus the grace: no stall, since the quiet time restarts with every line."""
-    cells = ["import time\ntime.sleep(2)"] * 8
-    assert 8 * 2 > 4 + executor.STEP_GRACE
-    reply, lines = _run(cells, helper_copies, cell_timeout=4, timeout=300)
+    cells = ["import time\ntime.sleep(1)"] * 8
+    assert 8 * 1 > 2 + executor.STEP_GRACE
+    reply, lines = _run(cells, helper_copies, cell_timeout=2, timeout=300)
     assert "stalled" not in reply and any(line.get("done") for line in lines)
     assert [line.get("timeout") for line in lines if "cell" in line] == [False] * 8
 
