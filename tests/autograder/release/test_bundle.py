@@ -25,7 +25,7 @@ import pytest
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
 from autograder.release import bundle as bundle_mod
-from bundle_scan import answers_in, left_out as _left_out
+from bundle_scan import HOMEWORK, answers_in, left_out as _left_out, probed_in
 from catalogue import student_notebook
 from helpers import exercises
 
@@ -496,9 +496,13 @@ def test_reveal_ships_the_answers_of_earlier_homework(tmp_path):
 
 @pytest.mark.slow
 def test_no_function_of_the_whole_course_bundle_returns_an_answer(built, tmp_path):
-    """The behavioural scan (tests/bundle_scan.py; homework bundles:
-    test_bundle_answers.py) of the whole course's bundle: every exercise left out."""
+    """The behavioural scan (tests/bundle_scan.py) of the whole course's bundle: it
+    leaves every exercise out; those that a homework bundle revealing more leaves out
+    too are probed there (test_bundle_answers.py, ``bundle_scan.probed_in``)."""
     names = _left_out(built)
     assert names == list(exercises.names())
+    names = probed_in([], names)
+    assert names and {exercises.notebook_of(n) for n in names} == {
+        a for a in ALL if a < HOMEWORK[0]}
     leaks = answers_in(built, names, tmp_path, timeout=3600)
     assert not leaks, "\n".join(leaks)

@@ -18,33 +18,25 @@ import pytest
 
 from autograder import engine
 from autograder.release import bundle as bundle_mod
-from bundle_scan import answers_in, left_out as _left_out
+from bundle_scan import HOMEWORK, answers_in, left_out as _left_out, probed_in
 from notebook_helpers import hand_in
 from helpers import exercises
 
 ALL = list(exercises.NOTEBOOKS)
 
 
-#: Homework bundles scanned: each hands out its assignment and reveals the earlier ones.
-HOMEWORK = ["06_multi_head_attention", "07_transformer_block"]
 
 
 @pytest.mark.parametrize("assignment", HOMEWORK)
 def test_no_function_of_a_homework_bundle_returns_a_left_out_answer(assignment, tmp_path):
     """Every exercise a bundle leaves out is probed, except those a later homework bundle
-    of :data:`HOMEWORK` leaves out too (the scan of each bundle takes most of a minute):
-    that bundle reveals more, so every function that is code here is code there, with
-    more of its callees real code instead of stubs that raise, and a function that
-    computes such an answer here computes it there too (unless it did so only when a
-    stub raised, which no course code does)."""
+    of ``bundle_scan.HOMEWORK`` leaves out too (probed there: ``bundle_scan.probed_in``)."""
     built = tmp_path / "hw"
     bundle_mod.build(built, [assignment], reveal=[a for a in ALL if a < assignment],
                      worked_examples=False)
     names = _left_out(built)
     assert set(exercises.NOTEBOOKS[assignment]) | {"layer_norm", "llama_block"} <= set(names)
-    later = [a for a in HOMEWORK if a > assignment]
-    if later:
-        names = [n for n in names if exercises.notebook_of(n) < later[0]]
+    names = probed_in([a for a in ALL if a < assignment], names)
     leaks = answers_in(built, names, tmp_path)
     assert not leaks, "\n".join(leaks)
 
