@@ -236,7 +236,10 @@ def _read_records(out: Path) -> dict[tuple[str, str], dict]:
 
 
 #: Students of the trust findings (one exercise, one place), graded in the same run.
-SLOW, CASCADE = "trust-slow-honest", "trust-cascade"
+#: The run hands students out in the order of their ids: SLOW's, which waits for about
+#: a minute, is second (beside the first honest student), not last, where it would
+#: leave one grading process working alone at the end.
+SLOW, CASCADE = "0-slow-honest", "trust-cascade"
 #: Seconds of top-level work at the end of each of two answer cells of SLOW's notebook 04:
 #: each under the cell limit, together under the notebook limit.
 SLOW_SECONDS = 12
