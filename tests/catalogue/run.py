@@ -3,7 +3,7 @@
 ``graded()`` writes SUBMISSIONS (one student per catalogue entry and per attack, plus
 the honest students ``0-honest-first``, who hands in every solution notebook, and
 ``zz-honest-last``, who hands in those of the attacked assignments), runs
-``python -m autograder grade SUBMISSIONS --out OUT --jobs 2`` once, and returns what the
+``python -m autograder grade SUBMISSIONS --out OUT --jobs 3`` once, and returns what the
 tests need: the grades per student, the feedback pages, the exit code, the time taken,
 and what changed on disk. Meanwhile a separate run of the command grades
 ``0-honest-first`` alone, so that tests can check that sharing a run with attackers
@@ -40,8 +40,10 @@ from catalogue import (Entry, assignments, entries, exercises, nbgrader,
                        student_notebook, text)
 
 #: Limits of the run (the command's options): generous for honest notebooks, short
-#: enough that the hanging attacks do not dominate the run.
-TIMEOUT, CELL_TIMEOUT, JOBS = 40, 20, 2
+#: enough that the hanging attacks do not dominate the run. Three grading processes:
+#: the first honest student and the slow one (:data:`SLOW`, which mostly waits) start
+#: at once, and the attacks start beside them in the third.
+TIMEOUT, CELL_TIMEOUT, JOBS = 40, 20, 3
 HONEST = ("0-honest-first", "zz-honest-last")
 
 
@@ -237,8 +239,9 @@ def _read_records(out: Path) -> dict[tuple[str, str], dict]:
 
 #: Students of the trust findings (one exercise, one place), graded in the same run.
 #: The run hands students out in the order of their ids: SLOW's, which waits for about
-#: a minute, is second (beside the first honest student), not last, where it would
-#: leave one grading process working alone at the end.
+#: a minute, is second (in a grading process of its own beside the first honest student
+#: and the attacks), not last, where it would leave one grading process working alone
+#: at the end.
 SLOW, CASCADE = "0-slow-honest", "trust-cascade"
 #: Seconds of top-level work at the end of each of two answer cells of SLOW's notebook 04:
 #: each under the cell limit, together under the notebook limit.

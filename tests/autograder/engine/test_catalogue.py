@@ -3,7 +3,7 @@
 ``tests/catalogue/<function>.py`` holds, for each of the 20 contract functions and each
 of the other exercises of the registry, the mistakes learners really make
 (WRONG) and correct answers written in other ways (CORRECT). All of them, the attacks of
-``tests/attacks/`` and two honest students are graded by ONE run of ``python -m autograder grade SUBMISSIONS --out OUT --jobs 2``
+``tests/attacks/`` and two honest students are graded by ONE run of ``python -m autograder grade SUBMISSIONS --out OUT --jobs 3``
 (``tests/catalogue/run.py``, shared with ``tests/autograder/isolation/test_attacks.py``). Then, from
 OUT/grades.csv and the feedback pages:
 
