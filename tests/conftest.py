@@ -7,8 +7,8 @@ examples and more of them.
 ``tools/`` goes on ``sys.path`` so that tests can import the dev scripts' input builders
 (``from make_torch_reference import random_lm_params``).
 
-``make test`` runs the suite in two processes (pytest-xdist, ``-n 2``). What a test
-session builds once (the fixtures of :data:`SHARED`, and a module's own module-scoped
+``make test`` runs the suite in three processes (pytest-xdist, ``-n 3``, on two cores:
+many tests wait for servers, timers and children). What a test session builds once (the fixtures of :data:`SHARED`, and a module's own module-scoped
 fixtures) must then be built by one process only: tests are handed out a module at a
 time, and the modules sharing a fixture of :data:`SHARED` together.
 """
@@ -68,7 +68,7 @@ def _module(nodeid: str) -> str:
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """How pytest-xdist hands out tests (``make test``: ``-n 2``): a module at a time,
+    """How pytest-xdist hands out tests (``make test``: ``-n 3``): a module at a time,
     the modules of one :data:`SHARED` fixture together."""
     from xdist.scheduler import LoadScopeScheduling
 
