@@ -62,8 +62,11 @@ lab: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" JUPYTER_CONFIG_PATH="$(CURDIR)/autograder" $(BIN)jupyter lab --port=$(PORT) $(ROOT_FLAG) \
 		--ServerApp.root_dir="$(CURDIR)" $(LAB_ARGS) notebooks/00_start_here/00_start_here.ipynb
 
+# PYTHONDONTWRITEBYTECODE is cleared for the suite (some machines set it for everyone):
+# it starts hundreds of Python processes, and the course's own modules are then compiled
+# once into their (git-ignored) __pycache__ folders instead of in every process.
 test: $(STAMP)
-	$(BIN)python -m pytest -n $(TEST_JOBS) $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)python -m pytest -n $(TEST_JOBS) $(PYTEST_ARGS)
 
 check: $(STAMP)
 	$(BIN)python -m pytest tests/setup/test_smoke.py $(PYTEST_ARGS)

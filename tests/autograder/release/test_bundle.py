@@ -172,7 +172,7 @@ def _run_checks(bundle: Path, assignment: str, stubs: bool) -> dict[str, list[st
     path = bundle / "notebooks" / assignment / f"{assignment}.ipynb"
     path.write_text(json.dumps(student_notebook(assignment, {}, stubs=stubs)))
     nb = nbformat.read(path, as_version=4)
-    env = dict(os.environ, PYTHONPATH=str(bundle))
+    env = dict(os.environ, PYTHONPATH=str(bundle), PYTHONDONTWRITEBYTECODE="1")   # bundle as built
     client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(path.parent)}})
     old = dict(os.environ)
@@ -202,7 +202,8 @@ def _execute(bundle: Path, nb: dict, name: str, tmp: Path) -> list[tuple[int, di
     work = tmp / name
     shutil.copytree(bundle / "notebooks" / name, work)
     node = nbformat.reads(json.dumps(nb), as_version=4)
-    env = dict(os.environ, PYTHONPATH=str(bundle), MPLBACKEND="Agg", OPENBLAS_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=str(bundle), MPLBACKEND="Agg", OPENBLAS_NUM_THREADS="1",
+               PYTHONDONTWRITEBYTECODE="1")       # no __pycache__ written into the bundle
     env.pop("PYTEST_CURRENT_TEST", None)
     NotebookClient(node, timeout=300, kernel_name="python3", allow_errors=True,
                    store_widget_state=False,
