@@ -450,9 +450,9 @@ class _Run:
 def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout: float,
                   notebook_timeout: float, limits: confine.Limits) -> _Run:
     """Step 1: the merged notebook (answers, tests and what they need) in a child."""
-    code = slicing.slice_cells([slicing.CellCode(
-        c.index, _kernel_source(c.source_cell) if c.kind == "test" else c.source,
-        c.kind in ("test", "answer")) for c in merged.cells])
+    code = slicing.answers_and_tests(
+        (c.index, _kernel_source(c.source_cell) if c.kind == "test" else c.source, c.kind)
+        for c in merged.cells)
     cells = [{"index": c.index, "kind": c.kind, "grade_id": c.grade_id, "source": code[c.index]}
              for c in merged.cells if c.index in code]
     from helpers import exercises

@@ -31,6 +31,8 @@ import symtable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from autograder.notebook.cells import ANSWER, TEST
+
 
 @dataclass
 class _Stmt:
@@ -263,6 +265,16 @@ def slice_cells(cells: list[CellCode], extra_names: set[str] = frozenset()) -> d
         out[cell.index] = "\n".join(line if keep_line[n] else ""
                                     for n, line in enumerate(lines))
     return out
+
+
+def answers_and_tests(cells, keep=()) -> dict[int, str]:
+    """What a graded run executes: the answer and test cells whole, the cells whose index
+    is in ``keep`` whole, and of every other cell the statements they need. ``cells``:
+    ``(index, source, kind)`` per code cell, ``kind`` as :mod:`autograder.notebook.cells`
+    names it. The grader's notebook run and the bundle's recording of the checks' calls
+    both cut a notebook this way."""
+    return slice_cells([CellCode(index, source, kind in (ANSWER, TEST) or index in keep)
+                        for index, source, kind in cells])
 
 
 #: Cells up to this many characters have their analysis kept (:func:`_cell_facts`):

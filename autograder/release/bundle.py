@@ -74,10 +74,8 @@ def _what_checks_need(nb) -> None:
     from autograder.notebook import cells as nbcells, slicing
 
     code = [k for k, c in enumerate(nb.cells) if c.cell_type == "code"]
-    roots = {k for k in code if nbcells.is_answer(nb.cells[k]) or nbcells.is_test(nb.cells[k])}
-    kept = slicing.slice_cells([slicing.CellCode(k, nb.cells[k].source,
-                                                 k in roots or k in (code[0], code[-1]))
-                                for k in code])
+    kept = slicing.answers_and_tests(((k, nb.cells[k].source, nbcells.kind(nb.cells[k]))
+                                      for k in code), keep=(code[0], code[-1]))
     for k in code:
         nb.cells[k].source = kept.get(k, "")
     nb.cells = [c for k, c in enumerate(nb.cells) if c.cell_type != "code" or k in kept]
