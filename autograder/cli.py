@@ -1,18 +1,7 @@
 """The instructor's command line: ``python -m autograder COMMAND ...``.
 
-  release       regenerate the student notebooks (notebooks/) from solutions/
-  sync-exercises  rewrite the exercise cells of solutions/ from helpers/exercises
-  normalize     strip outputs and volatile metadata from notebooks
-  collect       turn an LMS download (Canvas, Moodle, Gradescope, folders) into SUBMISSIONS
-  grade         grade SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb into OUT
-  manual-template  a CSV of the written answers, to score by hand
-  manual-import    take those scores in (they survive later grade runs)
-  gradebook     push / serve / pull: grade the written answers in nbgrader's formgrader
-  merge         join the outputs of several `grade --shard I/N` runs
-  report        item analysis of a graded class (CSV and PNG)
-  export        grades as a CSV an LMS gradebook imports (Canvas, Gradescope)
-  feedback-package  the feedback pages as the zip Moodle or Canvas takes back
-  make-examples generate the example class (submissions and EXPECTED.json)
+Its commands, each with what it does, are listed by ``--help`` (from the ``help`` of each
+parser in :func:`build_parser`: the one list of them).
 
 Exit status: 0 when the command did its job (for grade: every submission was graded,
 whatever the scores), 2 when it could not run (e.g. a folder is missing, or student code

@@ -54,13 +54,18 @@ def course_table(old: str, notebooks: dict[str, tuple[str, ...]],
     return HEADER + "".join(rows)
 
 
-def write_readme(readme: Path = README, solutions: Path = SOLUTIONS_DIR) -> bool:
-    """Rewrite the table between the markers of ``readme``; True when it changed."""
+def readme_text(text: str, solutions: Path = SOLUTIONS_DIR) -> str:
+    """The README's text ``text`` with the table between its markers written anew."""
     from helpers.exercises import NOTEBOOKS
 
-    text = readme.read_text(encoding="utf-8")
     start, end = text.index(BEGIN) + len(BEGIN) + 1, text.index(END)
-    new = text[:start] + course_table(text[start:end], NOTEBOOKS, solutions) + text[end:]
+    return text[:start] + course_table(text[start:end], NOTEBOOKS, solutions) + text[end:]
+
+
+def write_readme(readme: Path = README, solutions: Path = SOLUTIONS_DIR) -> bool:
+    """Rewrite the table between the markers of ``readme``; True when it changed."""
+    text = readme.read_text(encoding="utf-8")
+    new = readme_text(text, solutions)
     if new != text:
         readme.write_text(new, encoding="utf-8")
     return new != text
@@ -86,12 +91,11 @@ def _contract_row(name: str, first_of_notebook: bool) -> str:
     return f"| {notebook} | `{name}({params})` | {doc[0] if doc else ''} | {uses} |\n"
 
 
-def write_contract(contract: Path = CONTRACT) -> bool:
-    """Give every exercise of the registry missing from docs/contract.md's table a row,
-    placed after the exercise before it in course order; True when it changed."""
+def contract_text(text: str) -> str:
+    """docs/contract.md's text ``text`` with a row for every exercise of the registry
+    missing from its table, placed after the exercise before it in course order."""
     from helpers import exercises
 
-    text = contract.read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
     names = list(exercises.names())
     for i, name in enumerate(names):
@@ -103,7 +107,14 @@ def write_contract(contract: Path = CONTRACT) -> bool:
         at = listed[before] + 1 if before in listed else max(listed.values(), default=0) + 1
         first = before is None or exercises.notebook_of(before) != exercises.notebook_of(name)
         lines.insert(at, _contract_row(name, first))
-    new = "".join(lines)
+    return "".join(lines)
+
+
+def write_contract(contract: Path = CONTRACT) -> bool:
+    """Give every exercise missing from docs/contract.md's table a row (:func:`contract_text`);
+    True when it changed."""
+    text = contract.read_text(encoding="utf-8")
+    new = contract_text(text)
     if new != text:
         contract.write_text(new, encoding="utf-8")
     return new != text
