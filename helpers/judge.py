@@ -154,6 +154,11 @@ def _problem(ex: Exercise, case: Case, expected, got) -> str | None:
     """None when ``got`` is right for ``case``; else what is wrong (no case header)."""
     if case is not None and case.scenario == RAISES:
         return None if got == "ValueError" else f"{ex.name} must raise a ValueError here: {got}"
+    if case is not None and got is not None and ex.contract is not None and \
+            ex.contract.dtype_judged:
+        wrong = exercises.dtype_problem(ex.contract.returns, got)
+        if wrong:
+            return wrong
     if ex.custom_compare is not None:
         return ex.custom_compare(case, expected, got)
     if ex.output == "mask":

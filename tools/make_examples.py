@@ -94,23 +94,10 @@ _is_answer = nbcells.is_answer
 _is_test = nbcells.is_test
 
 
-def _without_markers(source: str) -> str:
-    """A solution cell's source without nbgrader's ``### BEGIN/END SOLUTION`` lines."""
-    return "\n".join(line for line in source.splitlines()
-                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
-
-
 def solved(released, solution) -> nbformat.NotebookNode:
     """The released notebook with every answer cell holding the solution's code and every
     written answer holding an example sentence."""
-    nb = copy.deepcopy(released)
-    answers = {_grading(c)["grade_id"]: _without_markers(c.source)
-               for c in solution.cells if _grading(c).get("solution")}
-    for cell in nb.cells:
-        meta = _grading(cell)
-        if meta.get("solution") and meta.get("grade_id") in answers:
-            cell.source = answers[meta["grade_id"]] if cell.cell_type == "code" else WRITTEN_ANSWER
-    return nb
+    return nbcells.with_model_answers(released, solution, written=WRITTEN_ANSWER)
 
 
 # Expectations are computed from the solution notebook, which is what the engine grades
@@ -231,7 +218,7 @@ def build(solutions: Path = SOLUTIONS_DIR, released: Path = NOTEBOOKS_DIR
         "the notebook file is cut off half way: not valid JSON")
 
     last = answer_ids(solution_nb)[-1]
-    last_source = _without_markers(
+    last_source = nbcells.without_solution_markers(
         next(c.source for c in solution_nb.cells if _grading(c).get("grade_id") == last))
     # The function is defined before the cell goes wrong: whether its own tests still
     # score is the engine's call (its isolated re-run may judge the function alone), so

@@ -57,3 +57,42 @@ def is_manual(cell) -> bool:
 def grade_id(cell) -> str | None:
     gid = nbgrader(cell).get("grade_id")
     return gid if isinstance(gid, str) else None
+
+
+#: nbgrader's marker lines around the model answer in a solution's answer cell.
+SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+def source_of(cell) -> str:
+    """The cell's source as one string (nbformat stores a string or a list of lines)."""
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def without_solution_markers(source: str) -> str:
+    """A solution's answer cell as a learner's cell: the model answer, its marker lines
+    removed."""
+    return "".join(line for line in source.splitlines(keepends=True)
+                   if line.strip() not in SOLUTION_MARKERS)
+
+
+def with_model_answers(released, solution, written: str | None = None):
+    """A copy of the released notebook ``released`` whose answer cells hold the model
+    answers of the solution notebook ``solution`` (:func:`without_solution_markers`) and,
+    when ``written`` is given, whose written answers (manual cells the learner writes)
+    hold it (a written answer in code: the model's). Plain dicts and ``nbformat``
+    notebooks alike."""
+    import copy
+
+    nb = copy.deepcopy(released)
+    answers = {grade_id(c): without_solution_markers(source_of(c))
+               for c in solution["cells"] if nbgrader(c).get("solution")}
+    for cell in nb["cells"]:
+        if grade_id(cell) not in answers:
+            continue
+        if is_answer(cell):
+            cell["source"] = answers[grade_id(cell)]
+        elif written is not None and nbgrader(cell).get("solution"):
+            cell["source"] = answers[grade_id(cell)] if cell.get("cell_type") == "code" \
+                else written
+    return nb

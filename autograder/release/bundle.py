@@ -44,8 +44,7 @@ class BundleError(ValueError):
 def _variant(assignment: str, answered: bool, released: dict | None = None,
              solution: dict | None = None) -> dict:
     """The released notebook of ``assignment`` (or ``released``), with the model answers
-    of its solution notebook (or ``solution``) when ``answered``: each answer cell's
-    solution, its marker lines removed."""
+    of its solution notebook (or ``solution``) when ``answered``."""
     import copy
 
     from autograder import SOLUTIONS_DIR
@@ -54,15 +53,8 @@ def _variant(assignment: str, answered: bool, released: dict | None = None,
     nb = copy.deepcopy(released) if released is not None else json.loads(
         (NOTEBOOKS_DIR / assignment / f"{assignment}.ipynb").read_text())
     if answered:
-        solved = solution if solution is not None else json.loads(
-            (SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text())
-        answers = {nbcells.grade_id(c): "".join(c["source"]) for c in solved["cells"]
-                   if nbcells.is_answer(c)}
-        for cell in nb["cells"]:
-            if nbcells.is_answer(cell) and nbcells.grade_id(cell) in answers:
-                cell["source"] = "".join(
-                    line for line in answers[nbcells.grade_id(cell)].splitlines(keepends=True)
-                    if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+        nb = nbcells.with_model_answers(nb, solution if solution is not None else json.loads(
+            (SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text()))
     return nb
 
 

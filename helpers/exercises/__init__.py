@@ -240,8 +240,6 @@ class Exercise:
         self.output = output            # array | scalar | tuple | mask | ids | custom
         self.parts = tuple(parts)       # names of the items of a tuple output
         self.custom_compare = compare   # (case, expected, got) -> problem | None
-        if contract is not None and contract.dtype_judged:
-            self.custom_compare = _judging_dtype(contract.returns, compare, output)
         self.custom_diagnose = diagnose  # (case, got) -> [Mistake] | None (None: the usual)
         self.nan_hint = nan_hint
         self.near_miss = near_miss
@@ -506,33 +504,22 @@ def _dtype_ok(arg: Arg, arr, from_list: bool) -> bool:
     return arr.size == 0
 
 
-def _judging_dtype(returns: Arg, compare: Callable | None, output: str) -> Callable:
-    """The exercise's comparison, preceded by the dtype its contract judges."""
+def dtype_problem(returns: Arg, got) -> str | None:
+    """What is wrong with the dtype of output ``got`` of a contract whose dtype is judged
+    (``returns``: its result), or None (not an array of numbers: the comparison says
+    what is wrong)."""
+    import numpy as np
 
-    def judged(case, expected, got):
-        import numpy as np
-
-        from helpers.exercises._compare import _mask_problem
-
-        if case is not None and got is not None:     # None: two outputs (naming a mistake)
-            try:
-                arr = np.asarray(got)
-            except Exception:                        # ragged: the comparison says so
-                arr = None
-            if arr is not None and arr.dtype.kind in "biuf" and \
-                    not _dtype_ok(returns, arr, False):
-                if returns.dtypes == ("bool",):
-                    return (f"the mask must be boolean (dtype bool), got dtype {arr.dtype}: "
-                            f"build it from comparisons such as j <= i")
-                return (f"the output must have dtype {'/'.join(returns.dtypes)}, got dtype "
-                        f"{arr.dtype}")
-        if compare is not None:
-            return compare(case, expected, got)
-        if output == "mask":
-            return _mask_problem(expected, got)
-        raise ValueError("a contract that judges the dtype needs output='mask' or a compare")
-
-    return judged
+    try:
+        arr = np.asarray(got)
+    except Exception:                        # ragged: the comparison says so
+        return None
+    if arr.dtype.kind not in "biuf" or _dtype_ok(returns, arr, False):
+        return None
+    if returns.dtypes == ("bool",):
+        return (f"the mask must be boolean (dtype bool), got dtype {arr.dtype}: build it "
+                f"from comparisons such as j <= i")
+    return f"the output must have dtype {'/'.join(returns.dtypes)}, got dtype {arr.dtype}"
 
 
 def _check_arg(name: str, arg: Arg, value, dims: dict, batches: list, contract) -> list[str]:

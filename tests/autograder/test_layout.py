@@ -31,36 +31,86 @@ STAGES = {
 ROOT_MODULES = {"__init__", "__main__", "cli", "safe_text", "nbgrader_config"}
 
 
-def _imports(path: Path, package: str) -> set[str]:
-    """The modules of ``package`` that ``path`` imports anywhere (functions included)."""
+def _module_name(path: Path) -> str:
+    if not path.is_relative_to(REPO_ROOT):
+        return path.stem
+    parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+    return ".".join(p for p in parts if p != "__init__")
+
+
+def _import_edges(path: Path, package: str) -> dict[str, bool]:
+    """The modules of ``package`` that ``path`` imports anywhere (functions included), each
+    with whether a top-level statement imports it. Read: ``import a.b``, ``from a import
+    b`` and relative ``from .b import c`` (resolved), and ``importlib.import_module`` /
+    ``__import__`` of a name written in the call: a literal names one module, an f-string
+    the modules under its literal prefix (``f"helpers.exercises.{name}"``: each of them,
+    marked by a trailing ``*``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    found = set()
+    me = _module_name(path)
+    here = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    top = {id(node) for node in tree.body}
+    found: dict[str, bool] = {}
+
+    def add(name: str, at_top: bool) -> None:
+        if name == package or name.startswith(package + "."):
+            found[name] = found.get(name, False) or at_top
+
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == package:
-                found |= {f"{package}.{a.name}" for a in node.names}
-            elif node.module.startswith(package + "."):
-                found.add(node.module)
-                found |= {f"{node.module}.{a.name}" for a in node.names}
+        at_top = id(node) in top
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = here.split(".")
+                parts = parts[:len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            if base and base != package:       # `from helpers import x`: helpers.x
+                add(base, at_top)
+            for a in node.names if base else ():
+                add(f"{base}.{a.name}", at_top)
         elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith(package)}
+            for a in node.names:
+                add(a.name, at_top)
+        elif isinstance(node, ast.Call) and node.args and (
+                getattr(node.func, "attr", None) == "import_module"
+                or getattr(node.func, "id", None) in ("import_module", "__import__")):
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                add(arg.value, False)
+            elif isinstance(arg, ast.JoinedStr) and arg.values and isinstance(
+                    arg.values[0], ast.Constant):
+                add(str(arg.values[0].value) + "*", False)
     return found
 
 
+def _imports(path: Path, package: str) -> set[str]:
+    """The modules of ``package`` that ``path`` imports anywhere (functions included)."""
+    return set(_import_edges(path, package))
+
+
 def _modules(package: str) -> dict[str, Path]:
-    root = REPO_ROOT / package
-    out = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = path.relative_to(REPO_ROOT).with_suffix("").parts
-        name = ".".join(p for p in parts if p != "__init__")
-        out[name] = path
-    return out
+    return {_module_name(path): path for path in sorted((REPO_ROOT / package).rglob("*.py"))}
 
 
-def _graph(package: str) -> dict[str, set[str]]:
+def _graph(package: str, reexports: bool = True) -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports. ``reexports=False``: without a
+    package's top-level imports of its own submodules (how a package re-exports; an
+    import inside one of its functions still counts)."""
     modules = _modules(package)
-    return {name: {m for m in _imports(path, package) if m in modules and m != name}
-            for name, path in modules.items()}
+    graph = {}
+    for name, path in modules.items():
+        edges = set()
+        for target, at_top in _import_edges(path, package).items():
+            if target.endswith("*"):
+                targets = {m for m in modules if m.startswith(target[:-1])}
+            else:
+                targets = {target} & set(modules)
+            for m in targets - {name}:
+                if not reexports and at_top and path.name == "__init__.py" and \
+                        m.startswith(name + "."):
+                    continue
+                edges.add(m)
+        graph[name] = edges
+    return graph
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -92,6 +142,38 @@ def test_imports_inside_functions_are_read():
     path.write_text(text)
     assert _imports(path, "autograder") == {"autograder.run", "autograder.run.pool",
                                              "autograder.engine"}
+
+
+def test_relative_and_computed_imports_are_read(tmp_path, monkeypatch):
+    """The circles a reader of absolute imports would miss: a relative import inside a
+    function, ``__import__`` of a literal name, ``importlib.import_module`` of an f-string
+    (every module under its prefix), and a package importing its own submodule inside a
+    function (its top-level re-exports do not count)."""
+    root = tmp_path / "pkg"
+    (root / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "def load(name):\n    import importlib\n"
+                       "    return importlib.import_module(f'pkg.sub.{name}')\n",
+        "a.py": "def f():\n    from .b import g\n",
+        "b.py": "from pkg import a\ndef g():\n    __import__('pkg.c')\n",
+        "c.py": "from pkg.a import f\n",
+        "sub/__init__.py": "from pkg.sub import x\ndef later():\n    from pkg.sub import y\n",
+        "sub/x.py": "import pkg\n",
+        "sub/y.py": "from . import x\nimport pkg.sub\n",
+    }
+    for rel, text in files.items():
+        (root / rel).write_text(text)
+    monkeypatch.setitem(globals(), "REPO_ROOT", tmp_path)
+    graph = _graph("pkg", reexports=False)
+    assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.b"] == {"pkg.a", "pkg.c"}
+    assert graph["pkg"] == {"pkg.sub.x", "pkg.sub.y"}    # the modules under the prefix
+    assert graph["pkg.sub"] == {"pkg.sub.y"}     # its top-level re-export of x: not counted
+    assert graph["pkg.sub.y"] == {"pkg.sub", "pkg.sub.x"}           # relative, resolved
+    cycles = {frozenset(c) for c in _cycles(graph)}
+    assert {"pkg.a", "pkg.b"} in cycles                          # relative, in a function
+    assert {"pkg.a", "pkg.b", "pkg.c"} in cycles                 # __import__ of a literal
+    assert {"pkg.sub", "pkg.sub.y"} in cycles                    # __init__'s function
+    assert {"pkg", "pkg.sub.x"} in cycles                        # import_module, f-string
 
 
 def test_every_module_of_the_grader_belongs_to_a_stage():
@@ -148,10 +230,7 @@ def test_the_package_reads_nothing_of_the_test_suite_or_the_tools():
 def test_no_import_circles():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
     for package in ("autograder", "helpers"):
-        graph = _graph(package)
-        # a package's __init__ importing its own submodules is how packages re-export
-        graph = {k: {m for m in v if not m.startswith(k + ".")} for k, v in graph.items()}
-        assert _cycles(graph) == [], package
+        assert _cycles(_graph(package, reexports=False)) == [], package
 
 
 def test_the_result_schema_lives_in_records():

@@ -356,8 +356,12 @@ def _grade_once(base: Path | None) -> Run:
     ``base`` (the test session's own temporary folder), not in the machine's."""
     from attacks import attacks as all_attacks
 
-    def attacks():                      # CATALOGUE_ONLY (development): no attacks either
-        return [] if os.environ.get("CATALOGUE_ONLY") else all_attacks()
+    only = bool(os.environ.get("CATALOGUE_ONLY"))    # a development knob: only those
+    # exercises' answers, and the honest student's notebooks holding them; no attacks,
+    # no trust students
+
+    def attacks():
+        return [] if only else all_attacks()
 
     from autograder.isolation import confine
 
@@ -401,12 +405,14 @@ def _grade_once(base: Path | None) -> Run:
         students[sid], student_of[attack.key] = attack, sid
         for assignment, nb in attack.notebooks(places).items():
             _write(nb, submissions, sid, assignment)
-    for sid, notebooks in trust_students().items():
+    for sid, notebooks in ({} if only else trust_students()).items():
         students[sid] = sid
         for assignment, nb in notebooks.items():
             _write(nb, submissions, sid, assignment)
+    kept = {assignments()[name] for name in exercises()}
     honest = {a: student_notebook(a) for a in sorted({p.parent.name for p in
-                                                      SOLUTIONS_DIR.glob("*/*.ipynb")})}
+                                                      SOLUTIONS_DIR.glob("*/*.ipynb")})
+              if not only or a in kept}
     attacked = {a.assignment for a in attacks()}
     for assignment, nb in honest.items():         # the first hands in everything, the last
         _write(nb, submissions, HONEST[0], assignment)      # what the attacks are about

@@ -8,10 +8,18 @@ import numpy as np
 import pytest
 
 import helpers
-from catalogue import entries
+from catalogue import entries, missing
 from helpers import checks, exercises
 
 ENTRIES = entries()
+
+
+def test_every_exercise_has_its_catalogue_module():
+    """A new exercise needs its wrong and correct answers (docs/authoring.md, step 4)."""
+    assert missing() == [], (
+        f"no catalogue module for {', '.join(missing())}: write tests/catalogue/<name>.py "
+        "(WRONG: the mistakes learners make, each with the words its feedback must "
+        "contain; CORRECT: right answers written other ways); see tests/catalogue/__init__.py")
 
 
 def _function(entry):

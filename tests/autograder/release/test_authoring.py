@@ -2,7 +2,9 @@
 exercise is added (its module, its solution cells) and ``python -m autograder
 regenerate`` is run once; then every check that guards the derived files passes in the
 copy, the student notebook and the README's table show the exercise, and its instant
-check judges a right and a wrong answer."""
+check judges a right and a wrong answer. Its catalogue module (step 4) is asked for by
+the suite until written; then its answers pass the catalogue's checks, the real grader's
+included."""
 
 from __future__ import annotations
 
@@ -45,6 +47,21 @@ def cases():
 @EXERCISE.mistake("squared", "you squared the vector; double it")
 def _squared(x):
     return np.asarray(x, dtype=np.float64) ** 2
+'''
+
+CATALOGUE = r'''"""Answers to ``double``, as learners write them (the toy exercise of authoring.md)."""
+
+WRONG = {
+    "squared": ("def double(x):\n    return np.asarray(x, dtype=float) ** 2\n",
+                "you squared the vector"),
+    "unknown_plus_two": ("def double(x):\n    return np.asarray(x, dtype=float) + 2\n",
+                         "first difference"),
+}
+
+CORRECT = {
+    "sum_with_itself": "def double(x):\n    x = np.asarray(x, dtype=float)\n    return x + x\n",
+    "loop": "def double(x):\n    return np.array([2.0 * v for v in x])\n",
+}
 '''
 
 INSTRUCTIONS = """## Exercise
@@ -143,6 +160,30 @@ def test_adding_an_exercise_is_its_module_its_cells_and_one_command(tmp_path):
                    "exercise_cells or teaching_fields or what_to_write or rhythm or hint"],
                   repo, timeout=1800)
     assert checks.returncode == 0, checks.stdout[-4000:] + checks.stderr[-2000:]
+    # the tables, the learner's API and the layout hold in the copy
+    checks = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "-n", "0",
+                   "tests/autograder/release/test_tables.py", "tests/helpers/test_learner_api.py",
+                   "tests/autograder/test_layout.py"], repo, timeout=1800)
+    assert checks.returncode == 0, checks.stdout[-4000:] + checks.stderr[-2000:]
+
+    # 4. its catalogue: without it the suite says what to write; with it, its answers are
+    # judged by the instant check and graded by the real command
+    catalogue_tests = ["tests/helpers/test_catalogue_instant.py",
+                       "tests/autograder/engine/test_catalogue.py"]
+    missing = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+                    catalogue_tests[0], "-k", "has_its_catalogue_module"], repo)
+    assert missing.returncode == 1 and "no catalogue module for double" in missing.stdout, \
+        missing.stdout[-4000:] + missing.stderr[-2000:]
+    (repo / "tests/catalogue/double.py").write_text(CATALOGUE, encoding="utf-8")
+    graded = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-rA",
+         *catalogue_tests, "-k", "double or has_its_catalogue_module or wrong_and_correct"],
+        cwd=repo, env={**os.environ, "PYTHONPATH": str(repo), "CATALOGUE_ONLY": "double"},
+        capture_output=True, text=True, timeout=1800)
+    assert graded.returncode == 0, graded.stdout[-4000:] + graded.stderr[-2000:]
+    for key in ("squared", "unknown_plus_two", "sum_with_itself", "loop"):
+        assert f"double-{'wrong' if key in ('squared', 'unknown_plus_two') else 'correct'}-{key}" \
+            in graded.stdout, key
     # its instant check judges answers
     judged = _run(["-c", "import numpy as np\nfrom helpers.checks import check, CheckFailed\n"
                    "check('double', lambda x: 2 * np.asarray(x))\n"
