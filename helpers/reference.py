@@ -24,8 +24,9 @@ Conventions (the exercise contract, ``docs/contract.md``):
 Every function checks its input and raises ``ValueError`` naming the problem and the
 shapes involved. Most do it at their edge, in one line: ``_inputs`` reads the exercise's
 contract (``helpers/exercises/<name>.py``: each argument's shape with named dimensions;
-their docstrings show it); what the contract does not state (an axis, ``eps``, a mask's
-meaning) is checked after it.
+their docstrings show it), as ``python -m autograder regenerate`` stores it in
+``helpers/data/contract_edges.json``; what the contract does not state (an axis, ``eps``,
+a mask's meaning) is checked after it.
 On finite input none of them returns NaN or emits a NumPy warning:
 softmax and cross-entropy subtract the maximum, layer norm and cosine similarity rescale
 before squaring, masked scores become exact zeros instead of ``exp(-inf)``, and a
@@ -39,6 +40,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
+from pathlib import Path
 
 import numpy as np
 
@@ -134,33 +137,44 @@ def _nonnegative(value, name: str) -> float:
     return float(value)
 
 
+#: What each exercise's contract says of its arrays, stored from the contracts by
+#: ``python -m autograder regenerate`` (``helpers.exercises.edge_table``).
+_EDGES = Path(__file__).resolve().parent / "data" / "contract_edges.json"
+
+
+@functools.lru_cache(maxsize=None)
+def _edges() -> dict:
+    return json.loads(_EDGES.read_text(encoding="utf-8"))
+
+
 @functools.lru_cache(maxsize=None)
 def _edge_spec(exercise: str, names: tuple[str, ...], shapes: tuple) -> tuple:
     """What :func:`_inputs` checks of the arguments ``names`` of ``exercise``, read once
-    from its contract: ``(name, shape, named axes, batched, id bound, fields)`` per
-    argument (``fields``: a dict's entries, ``(key, shape, named axes, batched,
-    optional)`` each, shape ``None`` for one that is not an array), the float arrays and
-    dicts first (the ids' bound names their dimensions)."""
-    from helpers import exercises
+    from its contract (as stored in ``helpers/data/contract_edges.json``): ``(name,
+    shape, named axes, batched, id bound, fields)`` per argument (``fields``: a dict's
+    entries, ``(key, shape, named axes, batched, optional)`` each, shape ``None`` for one
+    that is not an array), the float arrays and dicts first (the ids' bound names their
+    dimensions)."""
 
     def axes(shape):
         tokens = [t.strip() for t in shape.strip("[]").split(",") if t.strip()]
         return tuple(t for t in tokens if t != "..."), "..." in tokens
 
-    args = exercises.get(exercise).contract.args
+    args = _edges()[exercise]
     spec = []
     for name in names:
         arg = args[name]
-        if arg.fields is not None:
-            fields = tuple((k, f.shape, *axes(f.shape), f.optional) if f.is_array else
-                           (k, None, (), False, f.optional) for k, f in arg.fields.items())
+        if "fields" in arg:
+            fields = tuple((k, f["shape"], *axes(f["shape"]), f["optional"])
+                           if f["shape"] is not None else (k, None, (), False, f["optional"])
+                           for k, f in arg["fields"].items())
             spec.append((name, "dict", (), False, None, fields))
             continue
-        shape = dict(shapes).get(name, arg.shape)
-        is_ids = "int" in arg.dtypes
+        shape = dict(shapes).get(name, arg["shape"])
+        high = arg["high"]
         spec.append((name, shape, *axes(shape),
-                     compile(str(arg.high), f"<{exercise}: {name} bound>", "eval")
-                     if is_ids else None, None))
+                     compile(high, f"<{exercise}: {name} bound>", "eval")
+                     if high is not None else None, None))
     return tuple(sorted(spec, key=lambda row: row[4] is not None))
 
 

@@ -255,7 +255,7 @@ requires-python = ">=3.11"
 include = ["helpers*"]
 
 [tool.setuptools.package-data]
-"*" = ["*.npz", "*.md"]
+"*" = ["*.npz", "*.md", "*.json", "*.txt"]
 """
 
 

@@ -1,4 +1,6 @@
-"""The README's course table, written from the exercise registry.
+"""The tables written from the exercise registry: the README's course table, the rows of
+docs/contract.md, and the contracts' arrays as the reference checks them at its edges
+(``helpers/data/contract_edges.json``).
 
 The "you write" column of ``README.md``'s table (between the markers below) lists, for
 each notebook, the exercises of ``helpers.exercises.NOTEBOOKS`` in course order: the
@@ -118,3 +120,17 @@ def write_contract(contract: Path = CONTRACT) -> bool:
     if new != text:
         contract.write_text(new, encoding="utf-8")
     return new != text
+
+
+def write_edge_table() -> bool:
+    """Store what ``helpers.reference`` checks at its edges, from the contracts
+    (``helpers/data/contract_edges.json``, :func:`helpers.exercises.edge_table`); True
+    when it changed."""
+    from helpers import exercises
+
+    new = exercises.edge_table_text()
+    path = exercises.EDGE_TABLE
+    if path.is_file() and path.read_text(encoding="utf-8") == new:
+        return False
+    path.write_text(new, encoding="utf-8")
+    return True

@@ -39,6 +39,7 @@ import warnings
 import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -489,6 +490,42 @@ class Contract:
     invariants: tuple[str, ...] = ()
     draw: bool = True
     scenario: str | None = None
+
+
+#: The contracts' arrays as ``helpers.reference`` checks them at its edges, written by
+#: ``python -m autograder regenerate`` from the contracts (:func:`edge_table`): the
+#: reference reads this file, not the exercise modules (which name it as their right
+#: answer), so neither imports the other back.
+EDGE_TABLE = Path(__file__).resolve().parent.parent / "data" / "contract_edges.json"
+
+
+def edge_table() -> dict:
+    """Exercise -> argument -> what its edge check needs, for each array argument (and
+    dict of arrays) of every contract: ``{"shape": "[..., n]", "high": "V - 1" or
+    None}``, or ``{"fields": {key: {"shape": shape or None, "optional": bool}}}``."""
+    table = {}
+    for name in names():
+        contract = get(name).contract
+        if contract is None:
+            continue
+        args = {}
+        for arg_name, arg in contract.args.items():
+            if arg.fields is not None:
+                args[arg_name] = {"fields": {
+                    key: {"shape": f.shape if f.is_array else None, "optional": f.optional}
+                    for key, f in arg.fields.items()}}
+            elif arg.is_array:
+                args[arg_name] = {"shape": arg.shape, "high": str(arg.high)
+                                  if "int" in arg.dtypes else None}
+        table[name] = args
+    return table
+
+
+def edge_table_text() -> str:
+    """:func:`edge_table` as the stored file's text."""
+    import json
+
+    return json.dumps(edge_table(), indent=1) + "\n"
 
 
 def _dtype_ok(arg: Arg, arr, from_list: bool) -> bool:

@@ -5,7 +5,10 @@ pipeline, and a stage imports only the stages below it:
 
 The security boundary (``isolation/``) is imported by the engine alone; the result schema
 is one module (``results/records.py``); no module of the grader or of the course helpers
-imports another that imports it back. Every import counts: those inside functions too.
+imports another that imports it back. Every import counts: those inside functions,
+relative ones, and ``importlib.import_module`` of a written name. One loop is allowed: a
+registry (``helpers.exercises``) loading its own modules by name, which import it back for
+its classes; a circle through any other module is not.
 """
 
 from __future__ import annotations
@@ -76,9 +79,18 @@ def _import_edges(path: Path, package: str) -> dict[str, bool]:
             arg = node.args[0]
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 add(arg.value, False)
-            elif isinstance(arg, ast.JoinedStr) and arg.values and isinstance(
-                    arg.values[0], ast.Constant):
-                add(str(arg.values[0].value) + "*", False)
+            elif isinstance(arg, ast.JoinedStr):
+                prefix = ""
+                for part in arg.values:          # the literal start; __name__ is known
+                    if isinstance(part, ast.Constant):
+                        prefix += str(part.value)
+                    elif isinstance(part, ast.FormattedValue) and isinstance(
+                            part.value, ast.Name) and part.value.id == "__name__":
+                        prefix += me
+                    else:
+                        break
+                if prefix:
+                    add(prefix + "*", False)
     return found
 
 
@@ -131,6 +143,63 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def _components(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of ``graph`` with more than one module: the
+    import circles (every module of one imports every other, through the others)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(comp)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _registries(package: str) -> set[str]:
+    """The packages of ``package`` that load their own modules by a computed name (the
+    exercise registry: ``importlib.import_module(f"{__name__}.{name}")``)."""
+    out = set()
+    for name, path in _modules(package).items():
+        if path.name == "__init__.py" and any(
+                t.endswith("*") and t.startswith(name + ".")
+                for t in _import_edges(path, package)):
+            out.add(name)
+    return out
+
+
+def _circles(package: str) -> list[list[str]]:
+    """The import circles of ``package``, every import counted, but one kind of loop: a
+    registry and the modules it loads by name, which import it back for its classes
+    (Python runs a package before any of its modules, and the registry loads them at
+    first use, inside a function). A circle through any other module is reported."""
+    graph = _graph(package, reexports=False)
+    registries = _registries(package)
+    return [sorted(comp) for comp in _components(graph)
+            if not any(r in comp and all(m == r or m.startswith(r + ".") for m in comp)
+                       for r in registries)]
+
+
 def _stage(module: str) -> str:
     """``autograder.run.pool`` -> ``run``; a root module -> its own name."""
     return module.split(".")[1] if module.count(".") >= 1 else "__init__"
@@ -153,7 +222,7 @@ def test_relative_and_computed_imports_are_read(tmp_path, monkeypatch):
     (root / "sub").mkdir(parents=True)
     files = {
         "__init__.py": "def load(name):\n    import importlib\n"
-                       "    return importlib.import_module(f'pkg.sub.{name}')\n",
+                       "    return importlib.import_module(f'{__name__}.sub.{name}')\n",
         "a.py": "def f():\n    from .b import g\n",
         "b.py": "from pkg import a\ndef g():\n    __import__('pkg.c')\n",
         "c.py": "from pkg.a import f\n",
@@ -169,6 +238,10 @@ def test_relative_and_computed_imports_are_read(tmp_path, monkeypatch):
     assert graph["pkg"] == {"pkg.sub.x", "pkg.sub.y"}    # the modules under the prefix
     assert graph["pkg.sub"] == {"pkg.sub.y"}     # its top-level re-export of x: not counted
     assert graph["pkg.sub.y"] == {"pkg.sub", "pkg.sub.x"}           # relative, resolved
+    assert _registries("pkg") == {"pkg"}
+    assert sorted(map(sorted, _components(graph))) == [
+        ["pkg", "pkg.sub", "pkg.sub.x", "pkg.sub.y"], ["pkg.a", "pkg.b", "pkg.c"]]
+    assert _circles("pkg") != []           # pkg.a <-> pkg.b: not the registry's loop
     cycles = {frozenset(c) for c in _cycles(graph)}
     assert {"pkg.a", "pkg.b"} in cycles                          # relative, in a function
     assert {"pkg.a", "pkg.b", "pkg.c"} in cycles                 # __import__ of a literal
@@ -209,11 +282,23 @@ def test_each_stage_imports_only_the_stages_below_it():
 
 
 def test_only_the_engine_reaches_the_security_boundary():
+    """Other stages reach the boundary only through the names the engine's package
+    re-exports of it (autograder/isolation/README.md): the grading command's refusal, and
+    the student's helpers builder and stub runtime, which the release stage's bundle
+    shares with every child."""
     for name, path in _modules("autograder").items():
         if name.startswith(("autograder.isolation", "autograder.engine")):
             continue
         # any mention counts, not only imports
         assert "autograder.isolation" not in path.read_text(encoding="utf-8"), name
+    init = REPO_ROOT / "autograder" / "engine" / "__init__.py"
+    reexported = {f"{node.module}.{a.name}" for node in ast.parse(init.read_text()).body
+                  if isinstance(node, ast.ImportFrom)
+                  and (node.module or "").startswith("autograder.isolation")
+                  for a in node.names}
+    assert reexported == {"autograder.isolation.confine.UnsafeToGrade",
+                          "autograder.isolation.course_calls",
+                          "autograder.isolation.student_helpers"}
 
 
 def test_the_package_reads_nothing_of_the_test_suite_or_the_tools():
@@ -230,7 +315,29 @@ def test_the_package_reads_nothing_of_the_test_suite_or_the_tools():
 def test_no_import_circles():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
     for package in ("autograder", "helpers"):
-        assert _cycles(_graph(package, reexports=False)) == [], package
+        assert _circles(package) == [], package
+
+
+def test_a_registry_loading_its_modules_is_the_one_loop_allowed(tmp_path, monkeypatch):
+    """The exercise registry loads each exercise module by name and the module imports the
+    registry's classes: allowed. A module outside the registry that an exercise imports
+    (the reference) and that imports the registry back closes a circle: reported."""
+    root = tmp_path / "pkg"
+    (root / "reg").mkdir(parents=True)
+    files = {"__init__.py": "",
+             "math.py": "X = 1\n",
+             "reg/__init__.py": "import importlib\nclass Exercise: pass\n"
+                                "def get(name):\n"
+                                "    return importlib.import_module(f'{__name__}.{name}')\n",
+             "reg/one.py": "from pkg.reg import Exercise\nfrom pkg import math\n"}
+    for rel, text in files.items():
+        (root / rel).write_text(text)
+    monkeypatch.setitem(globals(), "REPO_ROOT", tmp_path)
+    assert _components(_graph("pkg", reexports=False)) == [{"pkg.reg", "pkg.reg.one"}]
+    assert _circles("pkg") == []
+    (root / "math.py").write_text("def contract(name):\n    from pkg import reg\n"
+                                  "    return reg.get(name)\n")
+    assert _circles("pkg") == [["pkg.math", "pkg.reg", "pkg.reg.one"]]
 
 
 def test_the_result_schema_lives_in_records():
