@@ -363,7 +363,7 @@ def test_tests_are_laid_out_like_the_packages_they_test():
     folders = {p.name for p in TEST_ROOT.iterdir() if p.is_dir()} - SUPPORT_FOLDERS
     assert folders == {"autograder", "helpers", "notebooks", "tools", "setup"}, folders
     stages = {p.name for p in (TEST_ROOT / "autograder").iterdir() if p.is_dir()} - {"__pycache__"}
-    assert stages <= set(STAGES), stages - set(STAGES)
+    assert stages == set(STAGES), stages ^ set(STAGES)     # a folder for each stage
     for path in TEST_ROOT.rglob("test_*.py"):
         assert path.parent.name != "tests", path
 

@@ -567,99 +567,6 @@ def test_feedback_never_contains_hidden_test_source(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------
-# Units: merge, test-to-function mapping, slicing.
-# ---------------------------------------------------------------------------------------
-
-
-def test_a_test_cell_without_a_check_call_checks_nothing():
-    no_check = source.SourceCell("code", "test", "test_softmax", 1, "assert True")
-    assert source.case_specs(no_check, "assert True") == []
-
-
-def test_case_specs_follow_the_check_calls():
-    src = ('check("softmax", softmax)\n### BEGIN HIDDEN TESTS\n'
-           'check("softmax", softmax, hidden=True, group="axis")\n### END HIDDEN TESTS')
-    cell = source.SourceCell("code", "test", "test_softmax", 2, src)
-    specs = source.case_specs(cell, cell.visible)
-    assert specs == [source.CaseSpec("softmax", False, None, True),
-                     source.CaseSpec("softmax", True, "axis", False)]
-
-
-def test_a_written_answer_without_metadata_is_found_after_its_question():
-    """Issue 21, finding 12: a Colab round trip strips nbgrader's metadata; the written
-    answer is then the unmarked cell right after its question, never another cell."""
-    from autograder.notebook.submission import merge
-
-    cells = (source.SourceCell("markdown", "other", None, 0, "## Intro"),
-             source.SourceCell("markdown", "other", None, 0, "Why divide by sqrt(d_k)?"),
-             source.SourceCell("markdown", "manual", "why", 2, "The variance grows with d_k."),
-             source.SourceCell("markdown", "other", None, 0, "## Recap"))
-    src = source.Source("01_a", "01_a.ipynb", Path("01_a.ipynb"), cells)
-
-    def md(text, gid=None):
-        meta = {"nbgrader": {"grade_id": gid, "grade": True, "solution": True}} if gid else {}
-        return {"cell_type": "markdown", "metadata": meta, "source": text}
-
-    stripped = merge(src, [md("## Intro"), md("Why divide by sqrt(d_k)?"),
-                           md("Because the dot products grow like sqrt(d_k)."), md("## Recap")])
-    assert stripped.answers["why"] == "Because the dot products grow like sqrt(d_k)."
-    assert any("'why' had no nbgrader metadata" in f for f in stripped.flags)
-    # the question's next cell is the source's own prose: not an answer
-    deleted = merge(src, [md("## Intro"), md("Why divide by sqrt(d_k)?"), md("## Recap")])
-    assert deleted.answers["why"] == ""
-    # with its metadata, the cell is read as before, without a flag
-    kept = merge(src, [md("Why divide by sqrt(d_k)?"), md("Mine.", gid="why")])
-    assert kept.answers["why"] == "Mine." and not kept.flags
-
-
-def test_slicing_keeps_dependencies_and_drops_demos():
-    cells = [
-        slicing.CellCode(0, "import numpy as np\nimport time", False),
-        slicing.CellCode(1, "SCALE = 2.0\ndemo = [expensive() for _ in range(9)]", False),
-        slicing.CellCode(2, "def helper(x):\n    ids = x\n    return ids * SCALE", False),
-        slicing.CellCode(3, "ids = slow_demo()\nprint(ids)", False),
-        slicing.CellCode(4, "%matplotlib inline\nparams = {}\nparams['W'] = np.ones(2)", False),
-        slicing.CellCode(5, "def f(x):\n    return helper(x) + params['W']", True),
-    ]
-    out = slicing.slice_cells(cells)
-    assert "import numpy as np" in out[0] and "import time" not in out[0]
-    assert "SCALE = 2.0" in out[1] and "expensive" not in out[1]
-    assert 2 in out and 3 not in out            # the local `ids` does not pull the demo in
-    assert "params['W'] = np.ones(2)" in out[4] and "matplotlib" not in out[4]
-    assert out[5] == cells[5].source
-    assert out[1].count("\n") == cells[1].source.count("\n")   # line numbers kept
-
-
-def test_slicing_gives_the_same_code_whatever_it_has_analysed_before():
-    """Each cell's analysis is kept by its text (a class shares the solution's cells, a
-    notebook's exercises slice the same cells): slicing with every analysis kept, or
-    with only the last two (as of cells longer than the cap), gives the same code; the same
-    text in another role (a root, a demo) is sliced by its role."""
-    nb = json.loads((SOLUTIONS_DIR / "08_language_model" / "08_language_model.ipynb")
-                    .read_text(encoding="utf-8"))
-    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
-    roots = [k for k, src in enumerate(sources) if src.lstrip().startswith("def ")]
-    cells = [slicing.CellCode(k, src, k == roots[0]) for k, src in enumerate(sources)]
-    other = [slicing.CellCode(k, src, k == roots[-1]) for k, src in enumerate(sources)]
-    slicing._analyse_cell_kept.cache_clear()
-    slicing._global_uses_kept.cache_clear()
-    first, second = slicing.slice_cells(cells), slicing.slice_cells(other)
-    assert slicing._analyse_cell_kept.cache_info().currsize >= len(sources) - 2
-    assert slicing.slice_cells(cells) == first and slicing.slice_cells(other) == second
-    assert first != second
-    cap = slicing.CACHED_CELL_CHARS
-    try:
-        slicing.CACHED_CELL_CHARS = 0                       # every cell long: two kept
-        slicing._analyse_cell_kept.cache_clear()
-        slicing._analyse_long_cell.cache_clear()
-        assert slicing.slice_cells(cells) == first and slicing.slice_cells(other) == second
-        assert slicing._analyse_cell_kept.cache_info().currsize == 0
-        assert slicing._analyse_long_cell.cache_info().currsize == 2
-    finally:
-        slicing.CACHED_CELL_CHARS = cap
-
-
-# ---------------------------------------------------------------------------------------
 # A small synthetic assignment: groups, a test cell without check(), a written answer.
 # ---------------------------------------------------------------------------------------
 
@@ -864,17 +771,9 @@ def test_exercise_references_are_stubbed_on_disk_only_for_the_learner(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------
-# Bounded work outside the sandbox: slicing is a worklist, notebooks have size limits.
+# Bounded work outside the sandbox: notebooks have size limits (slicing's worklist:
+# tests/autograder/notebook/test_slicing.py).
 # ---------------------------------------------------------------------------------------
-
-
-def test_a_long_dependency_chain_is_sliced_whole():
-    n = 30_000          # the quadratic slicer of old held a grading slot for minutes here
-    chain = "x0 = 1\n" + "".join(f"x{i} = x{i - 1} + 1\n" for i in range(1, n))
-    cells = [slicing.CellCode(0, chain + "unrelated = 5\n", False),
-             slicing.CellCode(1, f"def f():\n    return x{n - 1}\n", True)]
-    out = slicing.slice_cells(cells)
-    assert out[0].count("x") == chain.count("x") and "unrelated" not in out[0]
 
 
 def test_a_notebook_over_the_cell_limit_is_invalid_with_a_message(tmp_path):
