@@ -37,6 +37,13 @@ MESSAGE_CHARS = 300
 FEEDBACK_CHARS = 4_000
 #: The longest answer source kept (results.jsonl, the feedback page).
 ANSWER_CHARS = 20_000
+#: The longest comment on a written answer kept (the manual scores, the formgrader's).
+COMMENT_CHARS = 2_000
+#: The longest error text a child sends (cut in the child, before it crosses the wire;
+#: the records cut it again to the limits above).
+CHILD_ERROR_CHARS = FEEDBACK_CHARS
+#: The longest line of the item-analysis report's "common problem" column.
+REPORT_CHARS = 120
 
 
 def shorten(text, limit: int, *, one_line: bool = False) -> str:

@@ -359,7 +359,8 @@ def _case_error(function: str, case, err: str, where: str = "") -> str:
     if getattr(case, "hidden", False):
         # only the exception's type: its text is the learner's, and could carry the
         # hidden inputs (which the child must have) out into the feedback page
-        err = err.split(":", 1)[0][:60] + ": (the message of an error on a hidden case is not shown)"
+        err = (_short(err.split(":", 1)[0], 60)
+               + ": (the message of an error on a hidden case is not shown)")
     return judge.error_text(function, case, _short(err, 400))
 
 

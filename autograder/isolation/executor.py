@@ -65,6 +65,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from autograder import safe_text
 from autograder.isolation import confine, seccomp, wire
 
 #: Frames from files under this folder (the grader's own code) are left out of tracebacks.
@@ -263,7 +264,7 @@ class _Runner:
         if etype is SyntaxError or (isinstance(etype, type) and issubclass(etype, SyntaxError)):
             if isinstance(value, SyntaxError) and value.filename in self.labels:
                 evalue = f"invalid syntax in {self.labels[value.filename]}"
-        return {"ename": getattr(etype, "__name__", "Error"), "evalue": evalue[:4000],
+        return {"ename": getattr(etype, "__name__", "Error"), "evalue": safe_text.shorten(evalue, safe_text.CHILD_ERROR_CHARS),
                 "traceback": "\n".join(lines[-30:])}
 
 
@@ -451,7 +452,8 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
             line["error"] = "MemoryError: the memory limit was exceeded"
         except BaseException as exc:  # the student's function may raise anything
             try:
-                line["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+                line["error"] = safe_text.shorten(f"{type(exc).__name__}: {exc}",
+                                                  safe_text.CHILD_ERROR_CHARS)
                 line["where"] = _innermost_learner_function(exc)
             except BaseException:
                 line["error"] = "the function raised an unprintable exception"
@@ -971,7 +973,8 @@ def answer(data: bytes, answers: frozenset, blobs: dict | None = None) -> bytes:
             _memo(data, spec, out)
         return out
     except Exception as exc:
-        return wire.encode({"error": f"{type(exc).__name__}: {exc}"[:2000]}, short=True)
+        return wire.encode({"error": safe_text.shorten(f"{type(exc).__name__}: {exc}",
+                                                       safe_text.CHILD_ERROR_CHARS)}, short=True)
 
 
 def _serve_call(sock: socket.socket, answers: frozenset, deadline: float,

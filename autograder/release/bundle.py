@@ -27,7 +27,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from autograder import NOTEBOOKS_DIR, REPO_ROOT
+from autograder import NOTEBOOKS_DIR, REPO_ROOT, safe_text
 from autograder import engine
 from autograder.engine import course_calls as bundle_calls, student_helpers
 
@@ -137,7 +137,8 @@ def _first_error(nb) -> str:
     for cell in nb.cells:
         for o in cell.get("outputs", []):
             if o.get("output_type") == "error":
-                return f"{o.get('ename')}: {str(o.get('evalue'))[:300]}"
+                return safe_text.shorten(f"{o.get('ename')}: {o.get('evalue')}",
+                                         safe_text.MESSAGE_CHARS)
     return "no output"
 
 

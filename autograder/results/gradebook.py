@@ -69,7 +69,7 @@ COURSE_ID = "course"
 #: Student ids the gradebook takes: what ``collect`` makes (they become folder names
 #: and appear in formgrader's pages and URLs).
 STUDENT_ID = re.compile(r"^[A-Za-z0-9@+-][A-Za-z0-9._@+-]{0,99}$")
-MAX_COMMENT_CHARS = 2000
+MAX_COMMENT_CHARS = safe_text.COMMENT_CHARS
 
 CONFIG = '''\
 """nbgrader configuration of this course folder, written by

@@ -112,7 +112,8 @@ def import_scores(out: Path, path: Path) -> int:
                                 f"{csv_number(cells[key])}")
             if key in given:
                 raise BadScores(f"{where}: this answer was already scored on another row")
-            given[key] = {"points": value, "comment": _unquote(row.get("comment") or "")[:2000]}
+            given[key] = {"points": value, "comment": safe_text.shorten(
+                _unquote(row.get("comment") or ""), safe_text.COMMENT_CHARS)}
     manual = read_manual(out)
     manual.update(given)
     tmp = out / (MANUAL + ".tmp")

@@ -77,14 +77,15 @@ def failure_reason(row: dict) -> str:
     text = f"{row.get('feedback', '')}\n{row.get('message', '')}"  # the feedback is not cut short
     mistake = re.search(r"Likely mistake:\s*(.+)", text)
     if mistake:
-        return "likely mistake: " + mistake.group(1).strip()[:120]
+        return "likely mistake: " + safe_text.shorten(mistake.group(1).strip(),
+                                                       safe_text.REPORT_CHARS)
     message = " ".join(str(row.get("message", "")).split())
     problem = re.search(r"Problem:\s*(.+)", message)
     if problem:
         message = problem.group(1)
         message = re.split(r"[;:] (?:first difference|expected|got)\b", message)[0]
     message = re.sub(r"\b\d+ of \d+\b", "some", message)
-    return (message[:120].rstrip() or row["status"])
+    return (safe_text.shorten(message, safe_text.REPORT_CHARS).rstrip() or row["status"])
 
 
 def write_csv(rows: list[dict], path: Path) -> None:

@@ -17,6 +17,12 @@ _ATTENTION_HINT = ("is the softmax stable (subtract each row's maximum before ex
                    "masked scores use -inf or a large negative number consistently?")
 
 
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters and ``...`` when longer: the one truncation of
+    the course's messages to the learner (the grader cuts its records again)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _num(v) -> str:
     if isinstance(v, (bool, np.bool_)):
         return str(bool(v))
@@ -33,7 +39,7 @@ def _fmt_array(a, limit: int = 48, indent: int = 8) -> str:
         return repr(a)
     if arr.dtype == object or arr.dtype.kind not in "biufc":     # text: tokens, pairs
         text = repr(a)
-        return text if len(text) <= 200 else f"{text[:200]}... ({len(a)} items)"
+        return text if len(text) <= 200 else f"{shorten(text, 200)} ({len(a)} items)"
     if arr.size <= limit:
         text = np.array2string(arr, precision=6, separator=", ", max_line_width=96,
                                suppress_small=False)

@@ -54,12 +54,14 @@ def scenario_raises_value_error_decide(observed) -> str:
     instead, in words (the case expects ``"ValueError"``). A ValueError that only a course
     function raised further down (``softmax`` refusing infinite scores) does not count:
     the answer must check its arguments."""
+    from helpers.exercises._compare import shorten     # the grader's process only
+
     if not isinstance(observed, dict):
         return "the scenario's observations are missing"
     raised, course = observed.get("raised"), observed.get("course")
     if raised is None:
         text = str(observed.get("returned"))
-        return f"it returned {text[:60] + '...' if len(text) > 60 else text} instead of raising"
+        return f"it returned {shorten(text, 60)} instead of raising"
     if observed.get("value_error") is not True:
         return f"it raised {raised} instead of ValueError"
     where = str(observed.get("file") or "")

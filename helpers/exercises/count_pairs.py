@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from helpers import tokenizer
 from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.exercises._compare import shorten
 
 _ROWS = "helpers.exercises.count_pairs:scenario_rows"
 
@@ -43,7 +44,7 @@ def _compare(case, expected, got):
     if extra:
         parts.append(f"pairs that should not be there: {extra[:4]}")
     shown = f"expected {want}, got {have}"
-    shown = shown if len(shown) <= 400 else shown[:400] + "..."
+    shown = shorten(shown, 400)
     return "; ".join(parts + [shown])
 
 
