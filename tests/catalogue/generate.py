@@ -29,7 +29,7 @@ WRONG = {
     "only_new_tokens": (_gen(result="ids[len(token_ids):]"), "only the new ids"),
     "temperature_multiplied": (_gen(scaled="logits * temperature"),
                                "multiplied by the temperature"),
-    "argmax_flat": (_gen(row=""), "IndexError"),
+    "argmax_flat": (_gen(row=""), "took np.argmax of the whole [N, V] logits matrix"),
     "one_token_short": ("""def generate(token_ids, params, n_heads, n_new, temperature=0.0, rng=None):
     ids = list(token_ids)
     n_ctx = len(params["P"])

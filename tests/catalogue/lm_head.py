@@ -1,6 +1,9 @@
 """Answers to ``lm_head(h, E)`` (notebook 08)."""
 
 WRONG = {
+    "no_transpose": ("""def lm_head(h, E):
+    return np.asarray(h, dtype=float) @ np.asarray(E, dtype=float)
+""", "computed h @ E"),
     "logits_transposed": ("""def lm_head(h, E):
     return np.asarray(E, dtype=float) @ np.asarray(h, dtype=float).T
 """, "logits are transposed"),

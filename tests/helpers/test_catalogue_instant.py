@@ -1,6 +1,7 @@
 """The instant check catches what the grader catches: every wrong answer of
 ``tests/catalogue/`` fails the VISIBLE cases of ``check(name, fn)`` in the learner's
-notebook, and every correct one passes them (visible and hidden)."""
+notebook with the words the grader's feedback must hold (the mistakes learners write,
+diagnosed by name), and every correct one passes them (visible and hidden)."""
 
 from __future__ import annotations
 
@@ -37,9 +38,12 @@ def _function(entry):
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.kind == "wrong"],
                          ids=lambda e: e.id)
 def test_every_wrong_answer_fails_the_visible_check(entry, capsys):
+    """... and says what the grader's feedback says: the catalogue's words (the named
+    mistake, or the first difference) are in the instant check's message too."""
     fn = _function(entry)
-    with pytest.raises(checks.CheckFailed):
+    with pytest.raises(checks.CheckFailed) as failed:
         checks.check(entry.function, fn)
+    assert entry.words.lower() in str(failed.value).lower(), str(failed.value)
 
 
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.kind == "correct"],
