@@ -557,12 +557,13 @@ def unflatten(flat: dict) -> dict:
 
 
 def init_params(vocab_size: int, d_model: int, n_layers: int, d_ff: int, n_ctx: int,
-                seed: int = 0, dtype=np.float32) -> dict:
+                seed=0, dtype=np.float32) -> dict:
     """GPT-2 style initial parameters in the layout of ``language_model_forward``:
     N(0, 0.02) matrices and embeddings, ``W_O`` and ``W2`` (which write into the
     residual stream) N(0, 0.02 / sqrt(2 L)), zero biases and betas, unit gammas, a final
-    layer norm."""
-    rng = np.random.default_rng(seed)
+    layer norm. ``seed``: an int, or a NumPy generator to draw from (the exercises' cases
+    hand it theirs)."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     std, out_std = 0.02, 0.02 / math.sqrt(2 * n_layers)
 
     def normal(s, *shape):

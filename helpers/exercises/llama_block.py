@@ -102,7 +102,7 @@ def scenario_cache_decide(observed):
 
 
 def _cache_case(seed: int, n: int, hidden: bool):
-    block = model.random_llama_params(SMALL_CONFIG, seed=seed)["blocks"][0]
+    block = model.random_llama_params(SMALL_CONFIG, seed=_draw.rng(seed))["blocks"][0]
     x = _draw.rng(seed).standard_normal((n + 1, SMALL_CONFIG.d_model))
     full = model.llama_block(x, block, SMALL_CONFIG)[-1:]            # [1, d]: no cache
     return case(f"cache_{n}", f"a cache: {n} positions, then 1 new one at start = {n} (it "
@@ -115,7 +115,7 @@ def _cache_case(seed: int, n: int, hidden: bool):
 def cases():
     normal = _draw.rng(1010).standard_normal
     cfg = SMALL_CONFIG
-    block = model.random_llama_params(cfg, seed=1010)["blocks"][0]
+    block = model.random_llama_params(cfg, seed=_draw.rng(1010))["blocks"][0]
     visible = [
         case("no_cache", "x [5, 24], the small config (6 query heads, 2 key/value heads), "
              "start = 0, no cache", (normal((5, 24)), block, cfg)),
@@ -124,7 +124,7 @@ def cases():
         _cache_case(2020, 4, hidden=False),
     ]
     normal = _draw.rng(1011).standard_normal
-    block = model.random_llama_params(cfg, seed=1011)["blocks"][0]
+    block = model.random_llama_params(cfg, seed=_draw.rng(1011))["blocks"][0]
     hidden = [
         case("large_values", "x [6, 24] with large values, start = 9",
              (30 * normal((6, 24)), block, cfg), {"start": 9}, hidden=True),

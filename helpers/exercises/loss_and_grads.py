@@ -75,7 +75,8 @@ grads = {"E": ___, "P": dP, "blocks": block_grads, ...}
 
 def _params(seed, V, d, n_layers, d_ff, n_ctx, final=True):
     r = _draw.rng(seed)
-    p = training.init_params(V, d, n_layers, d_ff, n_ctx, seed=seed, dtype=np.float64)
+    p = training.init_params(V, d, n_layers, d_ff, n_ctx, seed=_draw.rng(seed),
+                             dtype=np.float64)
     p = training.tree_map(lambda a: a + 0.3 * r.normal(size=a.shape), p)
     if not final:
         del p["ln_f_gamma"], p["ln_f_beta"]

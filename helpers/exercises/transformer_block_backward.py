@@ -63,7 +63,7 @@ dheads, g["W_O"], _ = linear_backward(c["heads"], p["W_O"], dt3)
 
 
 def _block(rng, d, d_ff):
-    b = training.init_params(3, d, 1, d_ff, 2, seed=int(rng.integers(1000)),
+    b = training.init_params(3, d, 1, d_ff, 2, seed=_draw.rng(int(rng.integers(1000))),
                              dtype=np.float64)["blocks"][0]
     return {k: v + 0.3 * rng.normal(size=v.shape) for k, v in b.items()}
 

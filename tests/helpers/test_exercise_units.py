@@ -327,7 +327,9 @@ def _own_generators(source: str) -> list[str]:
     """Where ``source`` makes random numbers of its own: any use of ``np.random`` or the
     ``random`` module, outside a scenario's frozen keyword defaults (a scenario runs in
     the sandbox, where it may call nothing of ``helpers.exercises``: it takes numpy's
-    generator when its module is imported)."""
+    generator when its module is imported); and any call handing a builder elsewhere (a
+    model's initial parameters) a ``seed`` that is not a generator of ``_draw.rng``: that
+    builder would make its own."""
     tree = ast.parse(source)
     allowed = set()
     for node in ast.walk(tree):
@@ -338,6 +340,11 @@ def _own_generators(source: str) -> list[str]:
     for node in ast.walk(tree):
         if id(node) in allowed:
             continue
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg == "seed" and not (isinstance(kw.value, ast.Call) and ast.unparse(
+                        kw.value.func) in ("_draw.rng", "rng")):
+                    found.append(f"line {node.lineno}: {ast.unparse(node)[:80]}")
         if isinstance(node, ast.Attribute) and node.attr not in _RANDOM_TYPES and \
                 ast.unparse(node.value) in ("np.random", "numpy.random"):
             found.append(f"line {node.lineno}: {ast.unparse(node)}")
@@ -362,9 +369,12 @@ def test_every_random_input_of_a_case_is_drawn_by_the_one_builder():
     assert not {k: v for k, v in found.items() if v}
     # the rule sees each way of making one
     assert not _own_generators("isinstance(r, np.random.Generator)")
+    assert not _own_generators("p = training.init_params(3, 4, 1, 8, 2, seed=_draw.rng(7))")
     for line in ("r = np.random.default_rng(3)", "x = numpy.random.normal(size=3)",
                  "import random", "from numpy.random import default_rng",
-                 "def scenario_x(fn, *, g=np.random.default_rng):\n    return g(np.random.rand())"):
+                 "def scenario_x(fn, *, g=np.random.default_rng):\n    return g(np.random.rand())",
+                 "p = training.init_params(3, 4, 1, 8, 2, seed=7)",
+                 "b = model.random_llama_params(cfg, seed=seed)"):
         assert _own_generators(line), line
     assert not _own_generators("def scenario_x(fn, *, g=np.random.default_rng):\n    return g(1)")
 
