@@ -162,7 +162,12 @@ def _poisoned_references(name: str, references: dict[str, Callable], fn):
     """While active, each reference raises ``CheckFailed`` wherever ``fn`` could reach
     it: as an attribute of any loaded ``helpers`` module, and as a global, closure cell
     or default argument of ``fn`` and of what it wraps. Yields a dict whose ``"called"``
-    turns True on a call (an answer that catches the error still fails)."""
+    turns True on a call (an answer that catches the error still fails).
+
+    This is the instant check's way, in the learner's own process, which holds the whole
+    course: nothing there can be rewritten. The grader's children never hold a reference
+    (``autograder.isolation.student_helpers`` writes every one as a stub, one rewriter for
+    the bundle and every child)."""
     state = {"called": False}
     poisons: dict[int, Callable] = {}
     originals: dict[int, Callable] = {}

@@ -270,10 +270,10 @@ def smollm2_vocab_and_merges(path=None) -> tuple[dict[str, int], list[tuple[str,
     import json
     from pathlib import Path
 
-    from helpers.llama.weights import _cache_file, _field, _reader, smollm2_path
+    from helpers.llama.weights import cache_file, gguf_field, gguf_reader, smollm2_path
 
     path = Path(smollm2_path() if path is None else path)
-    saved = _cache_file(path, "bpe.json")
+    saved = cache_file(path, "bpe.json")
     data = None
     if saved.is_file():                                            # an earlier session's
         try:
@@ -281,9 +281,9 @@ def smollm2_vocab_and_merges(path=None) -> tuple[dict[str, int], list[tuple[str,
         except (OSError, ValueError):
             data = None
     if not data or len(data.get("tokens", ())) == 0:
-        reader = _reader(path)
-        data = {"tokens": list(_field(reader, "tokenizer.ggml.tokens")),   # id -> token
-                "merges": list(_field(reader, "tokenizer.ggml.merges"))}   # "a b", by rank
+        reader = gguf_reader(path)
+        data = {"tokens": list(gguf_field(reader, "tokenizer.ggml.tokens")),   # id -> token
+                "merges": list(gguf_field(reader, "tokenizer.ggml.merges"))}   # "a b", by rank
         try:
             saved.parent.mkdir(parents=True, exist_ok=True)
             tmp = saved.with_suffix(f".{os.getpid()}.tmp")

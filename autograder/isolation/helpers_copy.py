@@ -26,7 +26,6 @@ compiled once.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib._bootstrap_external
 import importlib.util
@@ -72,71 +71,13 @@ def quiet():
 
 
 #: Part of the message of the stub that replaces the reference of the graded function.
-REFERENCE_STUB_MARK = "is hidden while your own is graded"
-
-
-def _stub_function(tree: ast.Module, name: str, label: str | None = None) -> bool:
-    """Replace the body of every top-level ``def name`` by ``raise RuntimeError``
-    (the message names the function as ``label``, by default ``helpers.<name>``)."""
-    message = f"{label or f'helpers.{name}'} {REFERENCE_STUB_MARK}"
-    found = False
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            node.body = ast.parse(f"raise RuntimeError({message!r})").body
-            node.decorator_list = []
-            found = True
-    return found
-
-
-@lru_cache(maxsize=None)
-def _functions(text: str) -> tuple[str, ...]:
-    """The names of the top-level functions of a module's source."""
-    return tuple(n.name for n in ast.parse(text).body
-                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-
-
-@lru_cache(maxsize=None)
-def _stubbed(text: str, names: frozenset[str], label: str) -> tuple[str, tuple[str, ...]]:
-    """``text`` with the functions ``names`` stubbed (labelled ``label.<name>``), and the
-    names that were found. Cached: every copy of a grading process stubs the same
-    exercise modules the same way."""
-    if not names & set(_functions(text)):
-        return text, ()
-    tree = ast.parse(text)
-    stubbed = tuple(sorted(n for n in names if _stub_function(tree, n, f"{label}.{n}")))
-    return ast.unparse(tree) + "\n", stubbed
-
-
-def _stub_file(py: Path, names, label: str) -> list[str]:
-    text = py.read_text(encoding="utf-8")
-    out, stubbed = _stubbed(text, frozenset(names), label)
-    if stubbed:
-        _unlink_write(py, out.encode("utf-8"))
-    return list(stubbed)
+REFERENCE_STUB_MARK = student_helpers.REFERENCE_STUB_MARK
 
 
 def _unlink_write(path: Path, data: bytes) -> None:
     """Replace ``path`` (maybe a hard link into the store) by a new file."""
     path.unlink(missing_ok=True)
     path.write_bytes(data)
-
-
-def hide_exercise(pkg: Path, name: str) -> dict[str, list[str]]:
-    """In the student's copy ``pkg`` of ``helpers``: make the reference of exercise
-    ``name`` and the functions it refuses stubs that raise (their code is already gone:
-    here they say they are hidden while the learner's own is graded). Returns
-    ``{module file: stubbed names}``."""
-    from helpers import exercises
-
-    hidden: dict[str, list[str]] = {}
-    for module, names in exercises.answer_functions(name).items():
-        py = exercises.module_file(pkg, module)
-        # helpers.reference is re-exported by the package: name it as learners call it
-        prefix = "helpers" if module == "helpers.reference" else module
-        stubbed = _stub_file(py, names, prefix) if py.exists() else []
-        if stubbed:
-            hidden[str(py.relative_to(pkg))] = stubbed
-    return hidden
 
 
 @lru_cache(maxsize=None)
@@ -205,7 +146,8 @@ def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = 
     """Copy ``helpers/`` to ``dest/helpers`` (compiled); return ``dest`` (for sys.path).
 
     With ``strip`` (an exercise's name), the copy is the one that exercise is graded
-    with (:func:`hide_exercise`), and its checks module is a no-op stand-in. With
+    with (its reference and what it refuses raise: ``student_helpers.build(graded=...)``),
+    and its checks module is a no-op stand-in. With
     ``notebook_run``, the copy is the notebook run's: what a student of ``assignment``
     has (:func:`autograder.isolation.student_helpers.build`, the builder of the student
     bundle): every exercise's answer a stub, no case builder, hidden case or known
@@ -226,11 +168,12 @@ def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = 
         from helpers import exercises
 
         ref = exercises.get(strip).reference
-        student_helpers.build(pkg, exercises.names(), (), put=store.put)
-        hidden = hide_exercise(pkg, strip)
-        where = str(exercises.module_file(pkg, ref.__module__).relative_to(pkg))
-        if ref.__name__ not in hidden.get(where, ()):
-            raise ValueError(f"{where} defines no function {ref.__name__} to hide")
+        student_helpers.build(pkg, exercises.names(), (), put=store.put, graded=strip)
+        where = exercises.module_file(pkg, ref.__module__)
+        label = student_helpers.hidden_references(strip)[f"{ref.__module__}:{ref.__name__}"]
+        if not where.is_file() or repr(label) not in where.read_text(encoding="utf-8"):
+            raise ValueError(f"{where.relative_to(pkg)} defines no function {ref.__name__} "
+                             f"to hide")
         _unlink_write(pkg / "checks.py", _CHECKS_STAND_IN.encode("utf-8"))
     elif notebook_run:
         from helpers import exercises

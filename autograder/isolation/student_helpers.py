@@ -305,6 +305,24 @@ def _arguments_dict(node: ast.FunctionDef) -> str:
     return "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
 
 
+#: Part of the message of the stub that replaces the reference of the graded function.
+REFERENCE_STUB_MARK = "is hidden while your own is graded"
+
+
+def hidden_references(name: str) -> dict[str, str]:
+    """``"module:function" -> message`` for the reference of exercise ``name`` and the
+    functions it refuses, in the copy its answer is graded with: stubs that raise, saying
+    they are hidden while the learner's own is graded (composites included)."""
+    from helpers import exercises
+
+    out: dict[str, str] = {}
+    for module, fns in exercises.answer_functions(name).items():
+        prefix = "helpers" if module == "helpers.reference" else module
+        for fn in sorted(fns):
+            out[f"{module}:{fn}"] = f"{prefix}.{fn} {REFERENCE_STUB_MARK}"
+    return out
+
+
 def stubbed_functions(names) -> dict[str, str]:
     """``"module:function" -> message`` for every course function left out when exercises
     ``names`` are not answered (their references and what they refuse, except
@@ -366,15 +384,20 @@ def trusted_answers_of_notebook(names: tuple[str, ...]) -> tuple[str, ...]:
 
 @lru_cache(maxsize=None)
 def _stubbed_source(text: str, fns: tuple) -> str:
+    """``text`` with every top-level function of ``fns`` (``(name, spec, message,
+    raises)`` each) a stub: a call of ``helpers._yours.course`` (its docstring kept: what
+    to write), or, when ``raises``, ``raise RuntimeError(message)``. No line of their
+    body stays. Cached: every copy of a grading process stubs the same sources alike."""
     tree = ast.parse(text)
-    fns = {fn: (spec, message) for fn, spec, message in fns}
+    fns = {fn: (spec, message, raises) for fn, spec, message, raises in fns}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in fns:
-            spec, message = fns[node.name]
+            spec, message, raises = fns[node.name]
             doc = ast.get_docstring(node, clean=False)        # what to write stays
-            node.body = ([ast.Expr(ast.Constant(doc))] if doc else []) + ast.parse(
-                f"return _yours.course({spec!r}, {node.name!r}, {message!r}, "
-                f"{_arguments_dict(node)}, lambda _fn: _fn({_forward_call(node)}))").body
+            node.body = ast.parse(f"raise RuntimeError({message!r})").body if raises else (
+                ([ast.Expr(ast.Constant(doc))] if doc else []) + ast.parse(
+                    f"return _yours.course({spec!r}, {node.name!r}, {message!r}, "
+                    f"{_arguments_dict(node)}, lambda _fn: _fn({_forward_call(node)}))").body)
             node.decorator_list = []
     at = next((i + 1 for i, n in enumerate(tree.body) if isinstance(n, ast.ImportFrom)
                and n.module == "__future__"), 0)
@@ -382,15 +405,20 @@ def _stubbed_source(text: str, fns: tuple) -> str:
     return ast.unparse(tree) + "\n"
 
 
-def stub_answers(pkg: Path, stubs: dict[str, str]) -> None:
+def stub_answers(pkg: Path, stubs: dict[str, str], raising: dict[str, str] | None = None
+                 ) -> None:
     """Replace the functions ``stubs`` (spec -> message) in the copy ``pkg`` by calls of
-    ``helpers._yours.course``: no line of their body stays."""
+    ``helpers._yours.course``, and those of ``raising`` by stubs raising their message:
+    no line of their body stays."""
     from helpers import exercises
 
     by_file: dict[Path, list] = {}
-    for spec, message in stubs.items():
+    for spec, message, raises in [(s, m, False) for s, m in stubs.items()
+                                  if s not in (raising or {})] + \
+            [(s, m, True) for s, m in (raising or {}).items()]:
         module, _, fn = spec.partition(":")
-        by_file.setdefault(exercises.module_file(pkg, module), []).append((fn, spec, message))
+        by_file.setdefault(exercises.module_file(pkg, module), []).append(
+            (fn, spec, message, raises))
     for py, fns in by_file.items():
         if not py.exists():                  # a module the copy drops (variants)
             continue
@@ -398,13 +426,16 @@ def stub_answers(pkg: Path, stubs: dict[str, str]) -> None:
                                   tuple(sorted(fns))).encode("utf-8"))
 
 
-def build(pkg: Path, hidden, stored_for, put=write, logits: bool = True) -> dict[str, str]:
+def build(pkg: Path, hidden, stored_for, put=write, logits: bool = True,
+          graded: str | None = None) -> dict[str, str]:
     """Make the copy ``pkg`` of ``helpers/`` a student's: the exercises ``hidden``
     answered by stubs, the exercise modules stripped, the visible cases of ``stored_for``
     stored (with the sampling cases' logits unless ``logits`` is false: see
-    :data:`SAMPLING_MODEL`). Returns the stubs (spec -> message)."""
+    :data:`SAMPLING_MODEL`). With ``graded`` (an exercise's name), the copy its answer is
+    graded with: its reference and what it refuses raise (:func:`hidden_references`).
+    Returns the stubs (spec -> message)."""
     stubs = stubbed_functions(hidden)
-    stub_answers(pkg, stubs)
+    stub_answers(pkg, stubs, hidden_references(graded) if graded else None)
     put(pkg / "_yours.py", COURSE_CALLS.read_bytes())
     put(pkg / "_wire.py", PLAIN_DATA_CODEC.read_bytes())
     write_exercises(pkg, stored_for, put, logits)

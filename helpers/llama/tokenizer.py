@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.llama.weights import _MODEL_CACHE, _cache_file, _field, _reader, smollm2_path
+from helpers.llama.weights import MODEL_CACHE, cache_file, gguf_field, gguf_reader, smollm2_path
 
 # ---------------------------------------------------------------------------------------
 # Tokenizer and chat template
@@ -35,21 +35,21 @@ def load_tokenizer(path=None):
         ) from None
     path = Path(smollm2_path() if path is None else path)
     key = ("tokenizer", str(path.resolve()))
-    if key in _MODEL_CACHE:
-        return _MODEL_CACHE[key]
-    saved = _cache_file(path, "tokenizer.json")
+    if key in MODEL_CACHE:
+        return MODEL_CACHE[key]
+    saved = cache_file(path, "tokenizer.json")
     if saved.is_file():                                           # written by an earlier session
         try:
-            _MODEL_CACHE[key] = Tokenizer.from_file(str(saved))
-            return _MODEL_CACHE[key]
+            MODEL_CACHE[key] = Tokenizer.from_file(str(saved))
+            return MODEL_CACHE[key]
         except Exception:                                         # noqa: BLE001 - rebuild it
             pass
-    reader = _reader(path)
-    if _field(reader, "tokenizer.ggml.model") != "gpt2":
+    reader = gguf_reader(path)
+    if gguf_field(reader, "tokenizer.ggml.model") != "gpt2":
         raise ValueError("expected a byte-level BPE ('gpt2') tokenizer in the file")
-    tokens = _field(reader, "tokenizer.ggml.tokens")
-    types = _field(reader, "tokenizer.ggml.token_type")
-    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges")]
+    tokens = gguf_field(reader, "tokenizer.ggml.tokens")
+    types = gguf_field(reader, "tokenizer.ggml.token_type")
+    merges = [tuple(m.split(" ", 1)) for m in gguf_field(reader, "tokenizer.ggml.merges")]
     vocab = {tok: i for i, tok in enumerate(tokens)}
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges))
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
@@ -65,7 +65,7 @@ def load_tokenizer(path=None):
         tokenizer.save(str(saved))
     except Exception:                                             # noqa: BLE001 - only speed
         pass
-    _MODEL_CACHE[key] = tokenizer
+    MODEL_CACHE[key] = tokenizer
     return tokenizer
 
 

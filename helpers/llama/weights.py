@@ -105,7 +105,9 @@ def unpermute_rows(W, n_heads: int) -> np.ndarray:
     return np.swapaxes(w, 1, 2).reshape(W.shape)                  # [h, 2, d_h/2, d_in]
 
 
-def _field(reader, key: str):
+def gguf_field(reader, key: str):
+    """The metadata field ``key`` of a GGUF file (the model's configuration here, its
+    vocabulary and merges in the tokenizers), or a ValueError naming it."""
     field = reader.fields.get(key)
     if field is None:
         raise ValueError(f"the GGUF file has no metadata field {key!r}")
@@ -113,28 +115,29 @@ def _field(reader, key: str):
 
 
 def _config(reader) -> LlamaConfig:
-    arch = _field(reader, "general.architecture")
+    arch = gguf_field(reader, "general.architecture")
     if arch != "llama":
         raise ValueError(f"expected a llama model, the file holds {arch!r}")
-    n_heads = int(_field(reader, "llama.attention.head_count"))
-    d_model = int(_field(reader, "llama.embedding_length"))
+    n_heads = int(gguf_field(reader, "llama.attention.head_count"))
+    d_model = int(gguf_field(reader, "llama.embedding_length"))
     return LlamaConfig(
-        n_layers=int(_field(reader, "llama.block_count")),
+        n_layers=int(gguf_field(reader, "llama.block_count")),
         d_model=d_model,
         n_heads=n_heads,
-        n_kv_heads=int(_field(reader, "llama.attention.head_count_kv")),
+        n_kv_heads=int(gguf_field(reader, "llama.attention.head_count_kv")),
         d_head=d_model // n_heads,
-        d_ff=int(_field(reader, "llama.feed_forward_length")),
+        d_ff=int(gguf_field(reader, "llama.feed_forward_length")),
         vocab_size=len(reader.fields["tokenizer.ggml.tokens"].data),
-        n_ctx=int(_field(reader, "llama.context_length")),
-        rope_theta=float(_field(reader, "llama.rope.freq_base")),
-        eps=float(_field(reader, "llama.attention.layer_norm_rms_epsilon")),
-        bos_id=int(_field(reader, "tokenizer.ggml.bos_token_id")),
-        eos_id=int(_field(reader, "tokenizer.ggml.eos_token_id")),
+        n_ctx=int(gguf_field(reader, "llama.context_length")),
+        rope_theta=float(gguf_field(reader, "llama.rope.freq_base")),
+        eps=float(gguf_field(reader, "llama.attention.layer_norm_rms_epsilon")),
+        bos_id=int(gguf_field(reader, "tokenizer.ggml.bos_token_id")),
+        eos_id=int(gguf_field(reader, "tokenizer.ggml.eos_token_id")),
     )
 
 
-_MODEL_CACHE: dict = {}   # this session's loaded models, tokenizers and GGUF readers
+#: This session's loaded models, tokenizers and GGUF readers (shared with the tokenizers).
+MODEL_CACHE: dict = {}
 _BLOCK_KEYS = ("attn_norm", "W_Q", "W_K", "W_V", "W_O", "ffn_norm", "W_gate", "W_up", "W_down")
 
 
@@ -154,27 +157,29 @@ def _content_key(path: Path) -> str:
 
     stat = path.stat()
     memo = ("sha256", str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if memo not in _MODEL_CACHE:
+    if memo not in MODEL_CACHE:
         digest = hashlib.sha256()
         with open(path, "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 digest.update(chunk)
-        _MODEL_CACHE[memo] = digest.hexdigest()[:16]
-    return _MODEL_CACHE[memo]
+        MODEL_CACHE[memo] = digest.hexdigest()[:16]
+    return MODEL_CACHE[memo]
 
 
 #: What the cache holds for one model file: converted weights, and the tokenizer.
 _CACHE_KINDS = ("float32.npz", "tokenizer.json")
 
 
-def _cache_file(path: Path, kind: str = "float32.npz") -> Path:
+def cache_file(path: Path, kind: str = "float32.npz") -> Path:
+    """The file of the disk cache (:func:`cache_dir`) holding ``kind`` of the model file
+    ``path``, named by its content: the weights, or a tokenizer's vocabulary."""
     return cache_dir() / f"{path.stem}-{_content_key(path)}-{kind}"
 
 
 def _prune_cache(path: Path) -> None:
     """Remove what earlier versions of this model file left in the cache (each weights
     file is about 540 MB); files of other models and unfinished writes are left alone."""
-    keep = {_cache_file(path, kind).name for kind in _CACHE_KINDS}
+    keep = {cache_file(path, kind).name for kind in _CACHE_KINDS}
     for old in cache_dir().glob(f"{path.stem}-*"):
         if old.name not in keep and old.name.endswith(_CACHE_KINDS):
             try:
@@ -183,17 +188,18 @@ def _prune_cache(path: Path) -> None:
                 pass
 
 
-def _reader(path: Path):
+def gguf_reader(path: Path):
+    """The GGUF file ``path``, opened once per session."""
     key = ("reader", str(path.resolve()))
-    if key not in _MODEL_CACHE:
-        _MODEL_CACHE[key] = _gguf().GGUFReader(str(path))
-    return _MODEL_CACHE[key]
+    if key not in MODEL_CACHE:
+        MODEL_CACHE[key] = _gguf().GGUFReader(str(path))
+    return MODEL_CACHE[key]
 
 
 def _read_gguf(path: Path) -> tuple[dict, LlamaConfig]:
     """Dequantise the file into float32 params (see :func:`load_smollm2`)."""
     gguf = _gguf()
-    reader = _reader(path)
+    reader = gguf_reader(path)
     config = _config(reader)
     tensors = {t.name: gguf.quants.dequantize(t.data, t.tensor_type)  # NumPy order
                for t in reader.tensors}
@@ -299,26 +305,26 @@ def load_smollm2(path=None, dtype=np.float32, disk_cache: bool = True
     """
     path = Path(smollm2_path() if path is None else path)
     key = (str(path.resolve()), np.dtype(dtype).str)
-    if key in _MODEL_CACHE:
-        return _MODEL_CACHE[key]
+    if key in MODEL_CACHE:
+        return MODEL_CACHE[key]
     f32_key = (key[0], np.dtype(np.float32).str)
-    loaded = _MODEL_CACHE.get(f32_key)
+    loaded = MODEL_CACHE.get(f32_key)
     if loaded is None and disk_cache:
-        loaded = _load_cache(_cache_file(path))
+        loaded = _load_cache(cache_file(path))
     if loaded is None:
         loaded = _read_gguf(path)
         if disk_cache:
-            _save_cache(_cache_file(path), *loaded)
+            _save_cache(cache_file(path), *loaded)
     if disk_cache:
         _prune_cache(path)                  # files of earlier versions of this model
-    _MODEL_CACHE[f32_key] = loaded
+    MODEL_CACHE[f32_key] = loaded
     params, config = loaded
     if np.dtype(dtype) != np.float32:
         params = {"E": params["E"].astype(dtype), "norm": params["norm"].astype(dtype),
                   "blocks": [{k: v.astype(dtype) for k, v in b.items()}
                              for b in params["blocks"]]}
-        _MODEL_CACHE[key] = (params, config)
-    return _MODEL_CACHE[key]
+        MODEL_CACHE[key] = (params, config)
+    return MODEL_CACHE[key]
 
 
 

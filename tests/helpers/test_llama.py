@@ -297,7 +297,7 @@ def test_smollm2_greedy_20_tokens_match_transformers_with_and_without_cache(mode
 
 def test_disk_cache_holds_exactly_what_the_gguf_file_gives(model, tmp_path, monkeypatch):
     params, cfg = model
-    monkeypatch.setattr(llama.weights, "_MODEL_CACHE", {})
+    monkeypatch.setattr(llama.weights, "MODEL_CACHE", {})
     monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(tmp_path))
     fresh, cfg2 = llama.load_smollm2(disk_cache=False)
     assert not list(tmp_path.iterdir())
@@ -307,7 +307,7 @@ def test_disk_cache_holds_exactly_what_the_gguf_file_gives(model, tmp_path, monk
     for fb, pb in zip(fresh["blocks"], params["blocks"]):
         for k in fb:
             np.testing.assert_array_equal(fb[k], pb[k])
-    file = llama.weights._cache_file(llama.smollm2_path())
+    file = llama.weights.cache_file(llama.smollm2_path())
     llama.weights._save_cache(file, fresh, cfg2)      # what the GGUF file gave, read once
     again, cfg3 = llama.weights._load_cache(file)
     assert cfg3 == cfg
@@ -319,23 +319,23 @@ def test_disk_cache_holds_exactly_what_the_gguf_file_gives(model, tmp_path, monk
 def test_cache_is_named_by_content_and_keeps_one_version_per_model(tmp_path, monkeypatch):
     """A reinstall (new mtime, same bytes) finds the old cache; a changed file gets a new
     name, and saving it removes the stale ~540 MB files of the same model only."""
-    monkeypatch.setattr(llama.weights, "_MODEL_CACHE", {})
+    monkeypatch.setattr(llama.weights, "MODEL_CACHE", {})
     monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(tmp_path / "cache"))
     model = tmp_path / "Tiny.Q4_1.gguf"
     model.write_bytes(b"weights v1")
-    first = llama.weights._cache_file(model)
+    first = llama.weights.cache_file(model)
     model.write_bytes(b"weights v1")                            # reinstalled: same bytes
     os.utime(model, ns=(1, 1))
-    assert llama.weights._cache_file(model) == first
+    assert llama.weights.cache_file(model) == first
     assert first.name.startswith("Tiny.Q4_1-") and first.name.endswith("-float32.npz")
     model.write_bytes(b"weights v2")                            # an upgrade
-    current = llama.weights._cache_file(model)
+    current = llama.weights.cache_file(model)
     assert current != first
     cache = tmp_path / "cache"
     cache.mkdir()
     stale = [first, first.with_name(first.name.replace("float32.npz", "tokenizer.json")),
              cache / "Tiny.Q4_1-98362432-1795296603097028377-float32.npz"]  # old naming
-    kept = [current, llama.weights._cache_file(model, "tokenizer.json"),
+    kept = [current, llama.weights.cache_file(model, "tokenizer.json"),
             cache / "Other.Q8_0-0123456789abcdef-float32.npz",  # another model
             cache / (current.name + ".4242.tmp"),               # another process writing
             cache / "Tiny.Q4_1-notes.txt"]                      # not ours
@@ -349,11 +349,11 @@ def test_loading_from_the_cache_removes_older_versions(model, tmp_path, monkeypa
     """A cache left by an earlier version of the model (or of this code) goes as soon as
     the current one is used, not only when a new one is written."""
     monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(tmp_path))
-    saved = llama.weights._cache_file(llama.smollm2_path())           # the current name, in tmp
+    saved = llama.weights.cache_file(llama.smollm2_path())           # the current name, in tmp
     llama.weights._save_cache(saved, *model)
     stale = tmp_path / f"{llama.smollm2_path().stem}-98362432-1795296603097028377-float32.npz"
     stale.write_bytes(b"an older cache")
-    monkeypatch.setattr(llama.weights, "_MODEL_CACHE", {})
+    monkeypatch.setattr(llama.weights, "MODEL_CACHE", {})
     params, cfg = llama.load_smollm2()
     assert cfg == model[1] and not stale.exists() and saved.exists()
     np.testing.assert_array_equal(params["blocks"][3]["W_V"], model[0]["blocks"][3]["W_V"])
