@@ -132,7 +132,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from autograder.intake.collect import REPORT, collect
     from autograder.safe_text import terminal
 
-    from autograder.intake.collect import ZipRefused
+    from autograder.intake.archives import ZipRefused
 
     try:
         outcomes = collect(Path(args.download), Path(args.out), keep=args.keep)

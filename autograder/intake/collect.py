@@ -72,8 +72,9 @@ from pathlib import Path, PurePosixPath
 
 from autograder import SOLUTIONS_DIR
 from autograder.notebook import source as notebook_source
-from autograder.results import late
 from autograder import safe_text
+from autograder.intake import archives, canvas, gradescope, moodle
+from autograder.results import late
 
 UNMATCHED = "_unmatched"
 LINK = "a symbolic link: not followed, not copied"
@@ -87,17 +88,6 @@ CHECKPOINT = ("a Jupyter checkpoint (under .ipynb_checkpoints/): Jupyter's autos
               "not the notebook handed in")
 ROSTER_COLUMNS = ["student_id", "name", "email", "sid", "lms"]
 
-#: Canvas, anonymous grading (lib/content_zipper.rb get_filename: ``anon_`` and the
-#: submission's anonymous id, lib/anonymity.rb: 5 base58 characters).
-CANVAS_ANONYMOUS = re.compile(r"^(?P<late>LATE_)?anon_(?P<anon>[1-9A-HJ-NP-Za-km-z]{5})_"
-                              r"(?P<attachment>[0-9]+)_(?P<file>.+)$")
-DIGITS = re.compile(r"[0-9]+")
-#: Moodle (mod/assign/classes/downloader.php, get_student_prefix and
-#: load_submissionplugin_filelist): ``<full name, "_" made " ">_<participant id>`` then
-#: ``_assignsubmission_<plugin>``, a folder (``/`` and the file's path; Moodle before
-#: 4.1 added a ``_``), or with ``_<file name>`` a flat file.
-MOODLE = re.compile(r"^(?P<name>[^_/]+)_(?P<pid>\d+)_assign(?:submission|feedback)_"
-                    r"(?P<type>[a-z0-9]+?)(?:_(?P<file>.*))?$")
 RESUBMISSION = re.compile(r"(?:-(\d+)| ?\((\d+)\))$")
 #: Characters kept in a student id (the id becomes a folder name).
 SAFE_ID = re.compile(r"[^A-Za-z0-9._@+-]")
@@ -182,132 +172,6 @@ def match_notebook(filename: str, course: list[tuple[str, str]],
 
 # --------------------------------------------------------------------------- reading the download
 
-#: Caps on a zip: the whole download, and a zip a student handed in (inside it).
-ZIP_CAPS = {"download": (20_000, 8 * 1024 ** 3), "student": (2_000, 200 * 1024 ** 2)}
-#: A member that expands more than this many times is refused (a "zip bomb").
-MAX_ZIP_RATIO = 200
-
-
-class ZipRefused(ValueError):
-    """A zip over the caps (members, size, compression ratio); the message says which."""
-
-
-def _check_zip(zf: zipfile.ZipFile, name: str, kind: str) -> None:
-    max_members, max_bytes = ZIP_CAPS[kind]
-    infos = zf.infolist()
-    if len(infos) > max_members:
-        raise ZipRefused(f"{name}: {len(infos)} files, more than the {max_members} a "
-                         f"{kind} zip may hold")
-    total = sum(i.file_size for i in infos)
-    if total > max_bytes:
-        raise ZipRefused(f"{name}: {total / 1024 ** 2:.0f} MB once unpacked, more than the "
-                         f"{max_bytes / 1024 ** 2:.0f} MB a {kind} zip may hold")
-    for i in infos:
-        if i.file_size > 1024 ** 2 and i.file_size > MAX_ZIP_RATIO * max(i.compress_size, 1):
-            raise ZipRefused(f"{name}: {safe_text.terminal(i.filename)} would expand "
-                             f"{i.file_size / max(i.compress_size, 1):.0f} times (a zip bomb?)")
-
-
-def _safe_extract(archive: Path, dest: Path, kind: str = "download") -> dict[Path, float]:
-    """Extract a zip without letting a member escape ``dest``; return member times.
-    :class:`ZipRefused` when it is over the caps (nothing is extracted then)."""
-    import calendar
-
-    times = {}
-    with zipfile.ZipFile(archive) as zf:
-        _check_zip(zf, archive.name, kind)
-        for info in zf.infolist():
-            if info.is_dir():
-                continue
-            parts = [p for p in PurePosixPath(info.filename.replace("\\", "/")).parts
-                     if p not in ("", ".", "..", "/")]
-            if not parts:
-                continue
-            target = dest.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, open(target, "wb") as out:
-                shutil.copyfileobj(src, out)
-            times[target] = float(calendar.timegm((*info.date_time, 0, 0, 0)))
-    return times
-
-
-def canvas_name(name: str) -> dict | None:
-    """What a Canvas "Download submissions" file name says, or ``None`` if it is not one.
-
-    lib/content_zipper.rb builds it (``get_filename``, ``add_upload_submission``) as
-    ``<name>[_LATE]_<user id>_<attachment id>_<file name>``, ``<name>`` being the sortable
-    name lower-cased with every non-word character removed (it may hold ``_`` and
-    digits, or be empty), or ``[LATE_]anon_<anonymous id>_<attachment id>_<file name>``.
-    Read as Canvas reads it back (``Assignment#infer_comment_context_from_filename``:
-    the first two all-digit ``_``-separated parts are the user and attachment ids).
-    ``LATE`` is upper case and a name never is (Canvas lower-cases it)."""
-    m = CANVAS_ANONYMOUS.match(name)
-    if m:
-        return {"student": f"anon_{m['anon']}", "name": "", "late": bool(m["late"]),
-                "file": m["file"]}
-    parts = name.split("_")
-    for i in range(1, len(parts) - 2):
-        if DIGITS.fullmatch(parts[i]) and DIGITS.fullmatch(parts[i + 1]):
-            break
-    else:
-        return None
-    head, file = parts[:i], "_".join(parts[i + 2:])
-    is_late = head[-1] == "LATE"
-    user = "_".join(head[:-1] if is_late else head)
-    if not file or not re.fullmatch(r"\w*", user) or user != user.lower():
-        return None
-    return {"student": parts[i], "name": user, "late": is_late, "file": file}
-
-
-def _gradescope_submitters(root: Path) -> tuple[dict[str, list[dict]], dict[str, float]]:
-    """``({submission: [submitter, ...]}, {submission: upload time})`` from the download's
-    own ``submission_metadata.yml``: the one nearest its top (at the root or in its one
-    top-level folder). A submission is the path, in the download, of the folder (or file)
-    next to the metadata that each of its keys names (``submission_<id>``, or any name:
-    otter-grader's ``GradescopeParser`` reads every key as a folder). A file of that name
-    inside a submission is a student's file, and never says who submitted what."""
-    found: dict[str, list[dict]] = {}
-    created: dict[str, float] = {}
-    metas = sorted(root.rglob("submission_metadata.yml"),
-                   key=lambda p: len(p.relative_to(root).parts))
-    top = [m for m in metas if len(m.relative_to(root).parts) <= 2]
-    for meta in top[:1]:
-        import yaml
-
-        data = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
-        level = PurePosixPath(meta.parent.relative_to(root).as_posix())
-        for key, value in data.items():
-            if not isinstance(value, dict) or "/" in str(key) or str(key) in ("", ".", ".."):
-                continue
-            where = (level / str(key)).as_posix()
-            submitters = value.get(":submitters") or value.get("submitters") or []
-            found[where] = [{str(k).lstrip(":"): ("" if v is None else str(v))
-                             for k, v in s.items()} for s in submitters if isinstance(s, dict)]
-            when = value.get(":created_at") or value.get("created_at")
-            if when:
-                try:
-                    created[where] = _gradescope_time(when)
-                except ValueError:
-                    pass                         # no time: the zip's time stands
-    return found, created
-
-
-def _gradescope_time(value) -> float:
-    """Gradescope's ``created_at`` (``2026-10-01 12:00:00.123456789 -0700``, or a datetime
-    YAML already parsed) as seconds since the epoch."""
-    import datetime as dt
-
-    if isinstance(value, dt.datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)).timestamp()
-    m = re.match(r"^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.\d+)?\s*(Z|[+-]\d\d:?\d\d)?$",
-                 str(value).strip())
-    if not m:
-        raise ValueError(value)
-    zone = (m.group(3) or "+0000").replace("Z", "+0000").replace(":", "")
-    return dt.datetime.strptime(f"{m.group(1)} {m.group(2)} {zone}",
-                                "%Y-%m-%d %H:%M:%S %z").timestamp()
-
-
 def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dict[str, dict],
               assignment_names: set[str], clones: set[PurePosixPath] = frozenset(),
               ) -> tuple[list[str], str | None, str, str, str]:
@@ -329,16 +193,16 @@ def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dic
                                         "lms": "gradescope"})
                 ids.append(sid)
             return ids or [safe_id(part)], None, parts[-1], "gradescope", ""
-        m = MOODLE.match(part)
+        m = moodle.moodle_name(part)
         if m:
-            sid = safe_id(m.group("pid"))
-            roster.setdefault(sid, {"student_id": sid, "name": m.group("name"), "email": "",
+            sid = safe_id(m["student"])
+            roster.setdefault(sid, {"student_id": sid, "name": m["name"], "email": "",
                                     "sid": "", "lms": "moodle"})
-            filename = parts[-1] if i < len(parts) - 1 else (m.group("file") or "")
+            filename = parts[-1] if i < len(parts) - 1 else m["file"]
             return [sid], None, filename, "moodle", ""
         if i < len(parts) - 1 and PurePosixPath(*parts[:i + 1]) in clones:
             return _in_clone(parts[i], parts[i + 1:], assignment_names)
-    c = canvas_name(parts[-1])
+    c = canvas.canvas_name(parts[-1])
     if c:
         sid = safe_id(c["student"])
         roster.setdefault(sid, {"student_id": sid, "name": c["name"], "email": "", "sid": "",
@@ -400,10 +264,10 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
     times: dict[Path, float] = {}
     if download.is_file():
         root = work / "download"
-        times.update(_safe_extract(download, root))
+        times.update(archives.safe_extract(download, root))
     else:
         root = download
-    gradescope, created = _gradescope_submitters(root)
+    submitted, created = gradescope.submitters(root)
     clones = _clones(root)
     files = sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink())
     entry = {p: times.get(p, p.lstat().st_mtime) for p in files}
@@ -418,7 +282,7 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
     candidates = []
     for path in files:
         rel = PurePosixPath(path.relative_to(root).as_posix())
-        ids, hint, filename, lms, refusal = _identify(rel, gradescope, roster,
+        ids, hint, filename, lms, refusal = _identify(rel, submitted, roster,
                                                       assignment_names, clones)
         if lms == "course":
             continue                            # the course's own files in a student's clone
@@ -444,8 +308,8 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
                 and zipfile.is_zipfile(path)):                             # only
             inner_root = work / "inner" / str(len(candidates)) / path.name
             try:
-                inner_times = _safe_extract(path, inner_root, "student")
-            except ZipRefused as exc:             # kept as it is, with the reason
+                inner_times = archives.safe_extract(path, inner_root, "student")
+            except archives.ZipRefused as exc:             # kept as it is, with the reason
                 candidates.append(Candidate(str(rel), path, filename, [], hint, lms, mtime,
                                             how=f"not unpacked: {exc}", **when))
                 continue

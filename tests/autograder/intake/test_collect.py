@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.intake import collect
+from autograder.intake import archives, collect
 from autograder.cli import main
 from lms import canvas, gradescope, moodle
 
@@ -326,7 +326,7 @@ def test_a_zip_bomb_inside_a_submission_is_not_unpacked(tmp_path, solutions):
 
 def test_a_download_over_the_caps_is_refused_with_a_message(tmp_path, solutions, capsys,
                                                             monkeypatch):
-    monkeypatch.setitem(collect.ZIP_CAPS, "download", (3, 10 ** 9))
+    monkeypatch.setitem(archives.ZIP_CAPS, "download", (3, 10 ** 9))
     monkeypatch.setattr(collect.collect, "__defaults__", (solutions, "latest"))
     download = make_zip(tmp_path / "dl.zip", {f"doejane_1_{i}_x{i}.ipynb": nb("a")
                                               for i in range(5)})
