@@ -263,6 +263,11 @@ def solutions_digest(solutions: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def credit_of(record: dict) -> str:
+    """The ``grade --credit`` a record was graded with (``all`` before it was recorded)."""
+    return str(record.get("credit", "all"))
+
+
 def provenance(records: list[dict]) -> set[tuple[str, str, str]]:
     """The distinct ``(solutions hash, grader version, grading secret's key id)`` of
     ``records`` (the key id is empty for records graded without a secret)."""

@@ -17,8 +17,7 @@ from pathlib import Path
 import json
 
 from autograder.results.outputs import write_outputs
-from autograder.results.records import MANUAL, provenance, read_manual, read_records, sort_key
-from autograder.run.pool import credit_of
+from autograder.results.records import MANUAL, credit_of, provenance, read_manual, read_records, sort_key
 
 
 class MergeConflict(ValueError):

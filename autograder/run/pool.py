@@ -44,7 +44,7 @@ from autograder import SOLUTIONS_DIR, safe_text
 from autograder.results import late
 from autograder.notebook.source import SourceCell, course_notebooks
 from autograder.results.outputs import write_outputs
-from autograder.results.records import (missing_record, read_records, result_record,
+from autograder.results.records import (credit_of, missing_record, read_records, result_record,
                                 solutions_digest, sort_key)
 
 # --------------------------------------------------------------------------- course layout
@@ -561,11 +561,6 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
 
 class MixedCredit(ValueError):
     """Records graded with another ``--credit`` would be joined with this run's."""
-
-
-def credit_of(record: dict) -> str:
-    """The ``grade --credit`` a record was graded with (``all`` before it was recorded)."""
-    return str(record.get("credit", "all"))
 
 
 def _refuse_mixed_credit(records: list[dict], credit: str, where: str, how: str) -> None:
