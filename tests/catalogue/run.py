@@ -358,7 +358,7 @@ def _grade_once(base: Path | None) -> Run:
 
     only = bool(os.environ.get("CATALOGUE_ONLY"))    # a development knob: only those
     # exercises' answers, and the honest student's notebooks holding them; no attacks,
-    # no trust students
+    # no trust students, no run of the honest student alone
 
     def attacks():
         return [] if only else all_attacks()
@@ -431,8 +431,9 @@ def _grade_once(base: Path | None) -> Run:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_before = usage.ru_utime + usage.ru_stime
     t1 = time.monotonic()
-    alone_proc = subprocess.Popen(_command(alone, tmp / "ALONE_OUT"), cwd=REPO_ROOT, env=env,
-                                  stdout=alone_log, stderr=subprocess.STDOUT)
+    alone_proc = subprocess.Popen(
+        _command(alone, tmp / "ALONE_OUT") if not only else [sys.executable, "-c", ""],
+        cwd=REPO_ROOT, env=env, stdout=alone_log, stderr=subprocess.STDOUT)
     t0 = time.monotonic()
     proc = subprocess.run(_command(submissions, out), cwd=REPO_ROOT, capture_output=True,
                           text=True, timeout=900, env=env)
@@ -449,8 +450,8 @@ def _grade_once(base: Path | None) -> Run:
     alone_code = alone_proc.wait(timeout=900)
     alone_seconds = time.monotonic() - t1
     alone_log.close()
-    alone_rows = _read_rows(tmp / "ALONE_OUT") if alone_code == 0 else {}
-    alone_records = _read_records(tmp / "ALONE_OUT") if alone_code == 0 else {}
+    alone_rows = _read_rows(tmp / "ALONE_OUT") if alone_code == 0 and not only else {}
+    alone_records = _read_records(tmp / "ALONE_OUT") if alone_code == 0 and not only else {}
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_seconds = cpu.ru_utime + cpu.ru_stime - cpu_before
 

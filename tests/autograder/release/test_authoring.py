@@ -160,27 +160,26 @@ def test_adding_an_exercise_is_its_module_its_cells_and_one_command(tmp_path):
                    "exercise_cells or teaching_fields or what_to_write or rhythm or hint"],
                   repo, timeout=1800)
     assert checks.returncode == 0, checks.stdout[-4000:] + checks.stderr[-2000:]
-    # the tables, the learner's API and the layout hold in the copy
-    checks = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "-n", "0",
-                   "tests/autograder/release/test_tables.py", "tests/helpers/test_learner_api.py",
-                   "tests/autograder/test_layout.py"], repo, timeout=1800)
-    assert checks.returncode == 0, checks.stdout[-4000:] + checks.stderr[-2000:]
-
-    # 4. its catalogue: without it the suite says what to write; with it, its answers are
-    # judged by the instant check and graded by the real command
-    catalogue_tests = ["tests/helpers/test_catalogue_instant.py",
-                       "tests/autograder/engine/test_catalogue.py"]
+    # 4. its catalogue: without it the suite says what to write ...
     missing = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
-                    catalogue_tests[0], "-k", "has_its_catalogue_module"], repo)
+                    "tests/helpers/test_catalogue_instant.py", "-k",
+                    "has_its_catalogue_module"], repo)
     assert missing.returncode == 1 and "no catalogue module for double" in missing.stdout, \
         missing.stdout[-4000:] + missing.stderr[-2000:]
+    # ... with it, its answers are judged by the instant check and graded by the real
+    # command; and the tables, the learner's API and the layout hold in the copy
     (repo / "tests/catalogue/double.py").write_text(CATALOGUE, encoding="utf-8")
     graded = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-rA",
-         *catalogue_tests, "-k", "double or has_its_catalogue_module or wrong_and_correct"],
+         "tests/helpers/test_catalogue_instant.py", "tests/autograder/engine/test_catalogue.py",
+         "tests/autograder/release/test_tables.py", "tests/helpers/test_learner_api.py",
+         "tests/autograder/test_layout.py", "-k", "double or has_its_catalogue_module or "
+         "wrong_and_correct or test_tables or test_learner_api or test_layout"],
         cwd=repo, env={**os.environ, "PYTHONPATH": str(repo), "CATALOGUE_ONLY": "double"},
         capture_output=True, text=True, timeout=1800)
     assert graded.returncode == 0, graded.stdout[-4000:] + graded.stderr[-2000:]
+    assert "test_tables.py::test_the_readme_lists_every_answer_cell" in graded.stdout
+    assert "test_layout.py::test_no_import_circles" in graded.stdout
     for key in ("squared", "unknown_plus_two", "sum_with_itself", "loop"):
         assert f"double-{'wrong' if key in ('squared', 'unknown_plus_two') else 'correct'}-{key}" \
             in graded.stdout, key
