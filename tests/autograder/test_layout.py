@@ -34,6 +34,11 @@ STAGES = {
 ROOT_MODULES = {"__init__", "__main__", "cli", "safe_text", "nbgrader_config"}
 
 
+#: The mark of an import by a computed name: ``importlib.import_module(f"pkg.{name}")``
+#: is read as ``"pkg." + COMPUTED``, an import of each module under ``pkg.``.
+COMPUTED = "{computed}"
+
+
 def _module_name(path: Path) -> str:
     if not path.is_relative_to(REPO_ROOT):
         return path.stem
@@ -47,7 +52,7 @@ def _import_edges(path: Path, package: str) -> dict[str, bool]:
     b`` and relative ``from .b import c`` (resolved), and ``importlib.import_module`` /
     ``__import__`` of a name written in the call: a literal names one module, an f-string
     the modules under its literal prefix (``f"helpers.exercises.{name}"``: each of them,
-    marked by a trailing ``*``)."""
+    marked by a trailing :data:`COMPUTED`)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     me = _module_name(path)
     here = me if path.name == "__init__.py" else me.rpartition(".")[0]
@@ -69,7 +74,8 @@ def _import_edges(path: Path, package: str) -> dict[str, bool]:
             if base and base != package:       # `from helpers import x`: helpers.x
                 add(base, at_top)
             for a in node.names if base else ():
-                add(f"{base}.{a.name}", at_top)
+                if a.name != "*":             # `import *`: the module itself, above
+                    add(f"{base}.{a.name}", at_top)
         elif isinstance(node, ast.Import):
             for a in node.names:
                 add(a.name, at_top)
@@ -90,7 +96,7 @@ def _import_edges(path: Path, package: str) -> dict[str, bool]:
                     else:
                         break
                 if prefix:
-                    add(prefix + "*", False)
+                    add(prefix + COMPUTED, False)
     return found
 
 
@@ -103,25 +109,29 @@ def _modules(package: str) -> dict[str, Path]:
     return {_module_name(path): path for path in sorted((REPO_ROOT / package).rglob("*.py"))}
 
 
-def _graph(package: str, reexports: bool = True) -> dict[str, set[str]]:
+def _graph(package: str, reexports: bool = True, computed: dict | None = None
+           ) -> dict[str, set[str]]:
     """Module -> the modules of ``package`` it imports. ``reexports=False``: without a
     package's top-level imports of its own submodules (how a package re-exports; an
-    import inside one of its functions still counts)."""
+    import inside one of its functions still counts). ``computed``, when given, receives
+    module -> the modules it imports only by a computed name."""
     modules = _modules(package)
     graph = {}
     for name, path in modules.items():
-        edges = set()
+        edges, by_name = set(), set()
         for target, at_top in _import_edges(path, package).items():
-            if target.endswith("*"):
-                targets = {m for m in modules if m.startswith(target[:-1])}
-            else:
-                targets = {target} & set(modules)
-            for m in targets - {name}:
+            if target.endswith(COMPUTED):
+                by_name |= {m for m in modules if m.startswith(target[:-len(COMPUTED)])}
+                continue
+            for m in {target} & set(modules) - {name}:
                 if not reexports and at_top and path.name == "__init__.py" and \
                         m.startswith(name + "."):
                     continue
                 edges.add(m)
-        graph[name] = edges
+        by_name -= {name} | edges
+        graph[name] = edges | by_name
+        if computed is not None:
+            computed[name] = by_name
     return graph
 
 
@@ -176,28 +186,18 @@ def _components(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-def _registries(package: str) -> set[str]:
-    """The packages of ``package`` that load their own modules by a computed name (the
-    exercise registry: ``importlib.import_module(f"{__name__}.{name}")``)."""
-    out = set()
-    for name, path in _modules(package).items():
-        if path.name == "__init__.py" and any(
-                t.endswith("*") and t.startswith(name + ".")
-                for t in _import_edges(path, package)):
-            out.add(name)
-    return out
-
-
 def _circles(package: str) -> list[list[str]]:
-    """The import circles of ``package``, every import counted, but one kind of loop: a
-    registry and the modules it loads by name, which import it back for its classes
-    (Python runs a package before any of its modules, and the registry loads them at
-    first use, inside a function). A circle through any other module is reported."""
-    graph = _graph(package, reexports=False)
-    registries = _registries(package)
-    return [sorted(comp) for comp in _components(graph)
-            if not any(r in comp and all(m == r or m.startswith(r + ".") for m in comp)
-                       for r in registries)]
+    """The import circles of ``package``, every import counted but one kind: a module's
+    import of a registry that loads it only by a computed name (the exercise registry,
+    ``importlib.import_module(f"{__name__}.{name}")``, and the exercise modules that
+    import its classes: Python runs a package before any of its modules, and the
+    registry loads them at first use, inside a function). A registry that also imports
+    one of its modules by name, and every other circle, is reported."""
+    computed: dict[str, set[str]] = {}
+    graph = _graph(package, reexports=False, computed=computed)
+    graph = {m: {t for t in targets if m not in computed.get(t, ())}
+             for m, targets in graph.items()}
+    return [sorted(comp) for comp in _components(graph)]
 
 
 def _stage(module: str) -> str:
@@ -238,7 +238,6 @@ def test_relative_and_computed_imports_are_read(tmp_path, monkeypatch):
     assert graph["pkg"] == {"pkg.sub.x", "pkg.sub.y"}    # the modules under the prefix
     assert graph["pkg.sub"] == {"pkg.sub.y"}     # its top-level re-export of x: not counted
     assert graph["pkg.sub.y"] == {"pkg.sub", "pkg.sub.x"}           # relative, resolved
-    assert _registries("pkg") == {"pkg"}
     assert sorted(map(sorted, _components(graph))) == [
         ["pkg", "pkg.sub", "pkg.sub.x", "pkg.sub.y"], ["pkg.a", "pkg.b", "pkg.c"]]
     assert _circles("pkg") != []           # pkg.a <-> pkg.b: not the registry's loop
@@ -338,6 +337,23 @@ def test_a_registry_loading_its_modules_is_the_one_loop_allowed(tmp_path, monkey
     (root / "math.py").write_text("def contract(name):\n    from pkg import reg\n"
                                   "    return reg.get(name)\n")
     assert _circles("pkg") == [["pkg.math", "pkg.reg", "pkg.reg.one"]]
+    (root / "math.py").write_text("X = 1\n")
+    # the registry importing one of its modules by name, in a function: a circle
+    (root / "reg/__init__.py").write_text(files["reg/__init__.py"] + "def compare():\n"
+                                          "    from pkg.reg.one import Exercise\n")
+    assert _circles("pkg") == [["pkg.reg", "pkg.reg.one"]]
+    (root / "reg/__init__.py").write_text(files["reg/__init__.py"])
+    # two modules of the registry importing each other: a circle
+    (root / "reg/two.py").write_text("def f():\n    from pkg.reg import one\n")
+    (root / "reg/one.py").write_text(files["reg/one.py"] + "def g():\n    from pkg.reg import two\n")
+    assert _circles("pkg") == [["pkg.reg.one", "pkg.reg.two"]]
+    (root / "reg/two.py").unlink()
+    (root / "reg/one.py").write_text(files["reg/one.py"])
+    # a star import is an import of the module: no registry, and its circles count
+    (root / "__init__.py").write_text("from pkg.math import *\ndef later():\n"
+                                      "    from pkg import reg\n")
+    (root / "reg/one.py").write_text(files["reg/one.py"] + "import pkg\n")
+    assert ["pkg", "pkg.reg", "pkg.reg.one"] in _circles("pkg")
 
 
 def test_the_result_schema_lives_in_records():
