@@ -160,6 +160,9 @@ def _edge_spec(exercise: str, names: tuple[str, ...], shapes: tuple) -> tuple:
         tokens = [t.strip() for t in shape.strip("[]").split(",") if t.strip()]
         return tuple(t for t in tokens if t != "..."), "..." in tokens
 
+    if exercise not in _edges():
+        raise LookupError(f"helpers/data/contract_edges.json has no entry for {exercise}: "
+                          f"run `python -m autograder regenerate` after changing a contract")
     args = _edges()[exercise]
     spec = []
     for name in names:
@@ -172,6 +175,9 @@ def _edge_spec(exercise: str, names: tuple[str, ...], shapes: tuple) -> tuple:
             continue
         shape = dict(shapes).get(name, arg["shape"])
         high = arg["high"]
+        if arg["ids"] and high is None:
+            raise LookupError(f"the contract of {exercise} gives {name}'s token ids no "
+                              f"bound (high=): the reference cannot check them")
         spec.append((name, shape, *axes(shape),
                      compile(high, f"<{exercise}: {name} bound>", "eval")
                      if high is not None else None, None))

@@ -256,7 +256,7 @@ requires-python = ">=3.11"
 include = ["helpers*"]
 
 [tool.setuptools.package-data]
-"*" = ["*.npz", "*.md", "*.json", "*.txt"]
+"*" = ["*.npz", "*.md", "*.txt", "*.json"]
 """
 
 

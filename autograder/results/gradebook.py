@@ -300,7 +300,7 @@ def _changes(out: Path, records: list[dict]) -> tuple[dict[str, dict], dict[str,
                     notes.append(f"{where}: extra credit is not taken")
                 comment = getattr(comments.get((sid, assignment, stem, gid)),
                                   "manual_comment", None) or ""
-                comment = comment[:MAX_COMMENT_CHARS]
+                comment = safe_text.shorten(comment, MAX_COMMENT_CHARS)
                 score = grade.manual_score
                 value = [None if score is None else float(score), comment]
                 before = snapshot.get(key, [None, ""])
@@ -522,7 +522,7 @@ def _push(out: Path, solutions: Path = SOLUTIONS_DIR, deadlines: dict | None = N
                 grade.manual_score = None if given is None else float(given["points"])
                 grade.needs_manual_grade = given is None
                 to_grade += given is None
-                comment = str((given or {}).get("comment") or "")[:MAX_COMMENT_CHARS]
+                comment = safe_text.shorten((given or {}).get("comment"), MAX_COMMENT_CHARS)
                 if row["grade_id"] in comments:
                     comments[row["grade_id"]].manual_comment = comment or None
                 snapshot[key] = [grade.manual_score, comment]

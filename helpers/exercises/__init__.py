@@ -501,8 +501,9 @@ EDGE_TABLE = Path(__file__).resolve().parent.parent / "data" / "contract_edges.j
 
 def edge_table() -> dict:
     """Exercise -> argument -> what its edge check needs, for each array argument (and
-    dict of arrays) of every contract: ``{"shape": "[..., n]", "high": "V - 1" or
-    None}``, or ``{"fields": {key: {"shape": shape or None, "optional": bool}}}``."""
+    dict of arrays) of every contract: ``{"shape": "[..., n]", "ids": whether it holds token
+    ids, "high": "V - 1" (the largest id) or None}``, or ``{"fields": {key: {"shape":
+    shape or None, "optional": bool}}}``."""
     table = {}
     for name in names():
         contract = get(name).contract
@@ -515,8 +516,10 @@ def edge_table() -> dict:
                     key: {"shape": f.shape if f.is_array else None, "optional": f.optional}
                     for key, f in arg.fields.items()}}
             elif arg.is_array:
-                args[arg_name] = {"shape": arg.shape, "high": str(arg.high)
-                                  if "int" in arg.dtypes else None}
+                ids = "int" in arg.dtypes
+                args[arg_name] = {"shape": arg.shape, "ids": ids,
+                                  "high": str(arg.high) if ids and arg.high is not None
+                                  else None}
         table[name] = args
     return table
 

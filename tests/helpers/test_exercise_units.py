@@ -5,6 +5,7 @@ function is charged once, where it lives, and the instant check says so."""
 from __future__ import annotations
 
 import ast
+import functools
 import copy
 import json
 import math
@@ -323,6 +324,24 @@ def test_every_case_crosses_the_sandbox_boundary(name):
 _RANDOM_TYPES = {"Generator"}
 
 
+@functools.lru_cache(maxsize=None)
+def _seeded_builders() -> frozenset[str]:
+    """The functions of ``helpers`` outside its exercises that take a ``seed`` (a model's
+    initial parameters, a demo's): called by an exercise, each must be handed a
+    generator of ``_draw`` (``seed=_draw.rng(...)``), never its default or an int."""
+    from autograder import REPO_ROOT
+
+    names = set()
+    for path in (REPO_ROOT / "helpers").rglob("*.py"):
+        if "exercises" in path.parts or path.name in ("checks.py", "judge.py"):
+            continue                   # the cases themselves, and how they are judged
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and "seed" in [
+                    a.arg for a in node.args.args + node.args.kwonlyargs]:
+                names.add(node.name)
+    return frozenset(names)
+
+
 def _own_generators(source: str) -> list[str]:
     """Where ``source`` makes random numbers of its own: any use of ``np.random`` or the
     ``random`` module, outside a scenario's frozen keyword defaults (a scenario runs in
@@ -341,10 +360,12 @@ def _own_generators(source: str) -> list[str]:
         if id(node) in allowed:
             continue
         if isinstance(node, ast.Call):
-            for kw in node.keywords:
-                if kw.arg == "seed" and not (isinstance(kw.value, ast.Call) and ast.unparse(
-                        kw.value.func) in ("_draw.rng", "rng")):
-                    found.append(f"line {node.lineno}: {ast.unparse(node)[:80]}")
+            seed = next((kw.value for kw in node.keywords if kw.arg == "seed"), None)
+            called = ast.unparse(node.func).rsplit(".", 1)[-1]
+            if (seed is not None or called in _seeded_builders()) and not (
+                    isinstance(seed, ast.Call)
+                    and ast.unparse(seed.func) in ("_draw.rng", "rng")):
+                found.append(f"line {node.lineno}: {ast.unparse(node)[:80]}")
         if isinstance(node, ast.Attribute) and node.attr not in _RANDOM_TYPES and \
                 ast.unparse(node.value) in ("np.random", "numpy.random"):
             found.append(f"line {node.lineno}: {ast.unparse(node)}")
@@ -374,7 +395,9 @@ def test_every_random_input_of_a_case_is_drawn_by_the_one_builder():
                  "import random", "from numpy.random import default_rng",
                  "def scenario_x(fn, *, g=np.random.default_rng):\n    return g(np.random.rand())",
                  "p = training.init_params(3, 4, 1, 8, 2, seed=7)",
-                 "b = model.random_llama_params(cfg, seed=seed)"):
+                 "b = model.random_llama_params(cfg, seed=seed)",
+                 "p = training.init_params(3, 4, 1, 8, 2, 7)",
+                 "b = model.random_llama_params(cfg)"):
         assert _own_generators(line), line
     assert not _own_generators("def scenario_x(fn, *, g=np.random.default_rng):\n    return g(1)")
 

@@ -49,3 +49,32 @@ def test_constraints_agree_with_pins():
 def test_python_requirement():
     data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
     assert data["project"]["requires-python"] == ">=3.11"
+
+
+def test_every_data_file_of_the_packages_ships_in_a_wheel():
+    """A file the packages read at run time (``helpers/data``: the trained model, the
+    training texts, the contracts' edge table) matches a package-data pattern of
+    pyproject.toml, so a non-editable install holds it too; and the student bundle's
+    pyproject (autograder/release/bundle.py) ships the same kinds."""
+    import fnmatch
+    import subprocess
+
+    from autograder.release import bundle
+
+    data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    patterns = data["tool"]["setuptools"]["package-data"]
+    tracked = subprocess.run(["git", "ls-files", "helpers/data", "autograder"], cwd=REPO_ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()
+    for rel in tracked:
+        if rel.endswith((".py", "README.md")) and rel.startswith("autograder"):
+            continue
+        if rel.endswith(".py"):
+            continue
+        package = rel.rsplit("/", 1)[0].replace("/", ".")
+        owner = next((p for p in patterns if package == p or package.startswith(p + ".")),
+                     None)
+        assert owner is not None, f"{rel}: no package-data entry covers {package}"
+        inside = rel[len(owner.replace(".", "/")) + 1:]
+        assert any(fnmatch.fnmatch(inside, pat) for pat in patterns[owner]), rel
+    kinds = {pat for pat in patterns["helpers.data"]}
+    assert all(f'"{k}"' in bundle._PYPROJECT for k in kinds), kinds

@@ -87,3 +87,24 @@ def test_a_stale_table_is_written_anew():
                if line.startswith("|") and "`gelu(" in line)
     fixed = tables.contract_text(contract.replace(row, "", 1))
     assert "`gelu(" in fixed and fixed.count("\n") == contract.count("\n")
+
+
+def test_the_contract_table_names_only_exercises_of_the_registry():
+    """docs/contract.md's rows are the registry's exercises, once each (a removed or
+    renamed exercise leaves no row behind)."""
+    rows = tables._CONTRACT_ROW.findall(tables.CONTRACT.read_text(encoding="utf-8"))
+    assert sorted(rows) == sorted(exercises.names())
+
+
+def test_a_contract_missing_from_the_edge_table_says_to_regenerate(monkeypatch):
+    import numpy as np
+
+    from helpers import reference
+
+    monkeypatch.setattr(reference, "_edges", lambda: {})
+    reference._edge_spec.cache_clear()
+    try:
+        with pytest.raises(LookupError, match="python -m autograder regenerate"):
+            reference.dot(np.ones(2), np.ones(2))
+    finally:
+        reference._edge_spec.cache_clear()
