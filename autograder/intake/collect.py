@@ -72,8 +72,8 @@ from pathlib import Path, PurePosixPath
 
 from autograder import SOLUTIONS_DIR
 from autograder.notebook import source as notebook_source
-from autograder import safe_text
-from autograder.intake import archives, canvas, gradescope, moodle
+from autograder import lms, safe_text
+from autograder.intake import archives, gradescope
 from autograder.results import late
 
 UNMATCHED = "_unmatched"
@@ -193,7 +193,7 @@ def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dic
                                         "lms": "gradescope"})
                 ids.append(sid)
             return ids or [safe_id(part)], None, parts[-1], "gradescope", ""
-        m = moodle.moodle_name(part)
+        m = lms.moodle_name(part)
         if m:
             sid = safe_id(m["student"])
             roster.setdefault(sid, {"student_id": sid, "name": m["name"], "email": "",
@@ -202,7 +202,7 @@ def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dic
             return [sid], None, filename, "moodle", ""
         if i < len(parts) - 1 and PurePosixPath(*parts[:i + 1]) in clones:
             return _in_clone(parts[i], parts[i + 1:], assignment_names)
-    c = canvas.canvas_name(parts[-1])
+    c = lms.canvas_name(parts[-1])
     if c:
         sid = safe_id(c["student"])
         roster.setdefault(sid, {"student_id": sid, "name": c["name"], "email": "", "sid": "",

@@ -34,28 +34,15 @@ LMS assignment (grade each homework into its own OUT).
 
 from __future__ import annotations
 
-import re
 import zipfile
 from pathlib import Path
 
+from autograder import lms as lms_names
 from autograder.results import late
 from autograder.results.feedback import render, render_combined, render_index
 from autograder.results.records import read_records, sort_key
 
 LMS = ("canvas", "moodle")
-#: Canvas's download name: ``<name>[_LATE]_<user id>_<attachment id>_<file>``.
-CANVAS_FILE = re.compile(r"^(?P<name>[^_/]+?)(?:_late)?_(?P<uid>\d+)_(?P<att>\d+)_", re.I)
-
-
-def moodle_name(name: str) -> str:
-    """A full name as a Moodle folder's first part: letters, digits and single spaces."""
-    return " ".join(re.sub(r"[^\w ]|_", " ", name).split())[:60] or "Student"
-
-
-def canvas_name(name: str) -> str:
-    """A name as Canvas's first part: letters only (no ``_``, no digits)."""
-    return re.sub(r"[\W\d_]", "", name)[:40].lower() or "student"
-
 
 def _downloaded(record: dict) -> float:
     try:
@@ -72,10 +59,10 @@ def _canvas_ids(student_id: str, records: list[dict]) -> tuple[str, str] | None:
     found = None
     for record in sorted(records, key=sort_key):
         source = Path(str(record.get("source") or "").split("!")[0]).name
-        m = CANVAS_FILE.match(source)
-        if m and m["uid"] == student_id and (found is None
-                                             or _downloaded(record) > found[0]):
-            found = (_downloaded(record), m["name"], m["att"])
+        m = lms_names.canvas_name(source)
+        if m and m["student"] == student_id and (found is None
+                                                 or _downloaded(record) > found[0]):
+            found = (_downloaded(record), m["name"], m["attachment"])
     return None if found is None else found[1:]
 
 
@@ -103,7 +90,7 @@ def package(out: Path, lms: str, dest: Path, roster: dict[str, dict] | None = No
                 continue
             name = str(roster.get(student_id, {}).get("name") or "")
             if lms == "moodle":
-                folder = f"{moodle_name(name)}_{student_id}_assignfeedback_file_"
+                folder = f"{lms_names.moodle_part(name)}_{student_id}_assignfeedback_file_"
                 zf.writestr(f"{folder}/index.html", render_index(student_id, own, penalties))
                 for record in sorted(own, key=sort_key):
                     if record["status"] != "missing":
@@ -117,7 +104,7 @@ def package(out: Path, lms: str, dest: Path, roster: dict[str, dict] | None = No
                                    f"Canvas download, then grade)")
                     continue
                 first, attachment = ids
-                zf.writestr(f"{canvas_name(name or first)}_{student_id}_{attachment}_feedback.html",
+                zf.writestr(f"{lms_names.canvas_part(name or first)}_{student_id}_{attachment}_feedback.html",
                             render_combined(student_id, own, penalties))
             packed += 1
     tmp.replace(dest)
