@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import time
 
-from autograder.isolation import confine, executor
+from autograder.isolation import client, confine
 
 
 def run_cells(cells, helper_copies, *, kind="notebook", strip=None, worker=None, timeout=20.0,
          cell_timeout=5.0, limits=None, **job):
-    worker = worker or executor.get_worker()
+    worker = worker or client.get_worker()
     conf = {"root_mount": str(worker.home / "root"), "helpers_parent": helper_copies[strip],
             "data_dir": None, "fallback_work": str(worker.home / f"fw-{time.monotonic_ns()}")}
     (worker.home / "root").mkdir(exist_ok=True)
@@ -18,7 +18,7 @@ def run_cells(cells, helper_copies, *, kind="notebook", strip=None, worker=None,
                                    for i, s in enumerate(cells)],
            "cell_timeout": cell_timeout, "timeout": timeout, **job}
     reply = worker.run(job, conf, limits or confine.Limits())
-    return reply, executor.parse_lines(reply["output"])
+    return reply, client.parse_lines(reply["output"])
 
 
 def stdout_lines(lines) -> list[str]:

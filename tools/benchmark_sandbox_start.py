@@ -104,9 +104,9 @@ def main() -> None:
             *exec_argv])
     worker = None
     if os.getuid() == 0:
-        from autograder.isolation import executor, helpers_copy
+        from autograder.isolation import client, helpers_copy
 
-        worker = executor.Worker()
+        worker = client.Worker()
         course = worker.home / "course"
         course.mkdir()
         course.chmod(0o755)

@@ -17,7 +17,8 @@ from autograder.notebook.source import (BEGIN_HIDDEN, END_HIDDEN, CaseSpec, Sour
 from autograder.notebook.submission import (InvalidSubmission, Merged, _defined_functions, merge,
                                              read_submission)
 from autograder.engine.resources import _prepare, _Resources, _resources
-from autograder.isolation import confine, executor, helpers_copy, student_helpers, wire
+from autograder.isolation import (client, confine, executor, helpers_copy, student_helpers,
+                                   wire)
 
 
 #: Lengths of CellResult.message and .feedback (one place: :mod:`autograder.safe_text`).
@@ -249,7 +250,7 @@ def _run_calls(function: str, job: dict, cases, hidden, groups, source: Source,
 
     conf = res.conf(function, source)
     reply = res.worker.run(job, conf, limits)
-    lines, refused = executor.parse_reply(reply.get("output", ""))
+    lines, refused = client.parse_reply(reply.get("output", ""))
     by_case: dict[int, dict] = {}
     for line in lines:
         k = line.get("case")
@@ -464,7 +465,7 @@ def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout:
                             "timeout": notebook_timeout,
                             "answers": list(student_helpers.trusted_answers_of_notebook(graded))},
                            res.conf(None, source), limits)
-    lines = executor.parse_lines(reply.get("output", ""))
+    lines = client.parse_lines(reply.get("output", ""))
     by_cell: dict[int, dict] = {}
     for line in lines:
         i = line.get("cell")
@@ -580,7 +581,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     Takes at most ``2 * notebook_timeout`` seconds plus a few: the notebook run, then the
     isolated runs sharing a second budget. ``solutions`` replaces the repository's
     ``solutions/`` folder (for tests). Raises
-    only when the grader itself cannot run (``executor.WorkerError``), never because of
+    only when the grader itself cannot run (``client.WorkerError``), never because of
     the submission.
     """
     t0 = time.perf_counter()

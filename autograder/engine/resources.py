@@ -12,7 +12,7 @@ from pathlib import Path
 
 from autograder import REPO_ROOT
 from autograder.notebook.source import Source
-from autograder.isolation import confine, executor, helpers_copy, seccomp, wire
+from autograder.isolation import client, confine, executor, helpers_copy, seccomp, wire
 
 
 # ---------------------------------------------------------------------------------------
@@ -40,7 +40,7 @@ class _Resources:
     case or known mistake; one per exercise with what that exercise must not find
     stubbed) and data."""
 
-    def __init__(self, worker: executor.Worker):
+    def __init__(self, worker: client.Worker):
         self.worker = worker
         self.base = worker.home
         os.chmod(self.base, 0o711)
@@ -157,11 +157,11 @@ def check_safe_to_grade(stream=None) -> str:
 
 def close_worker() -> None:
     """Stop this process's grading worker and remove its files."""
-    executor.get_worker().close()
+    client.get_worker().close()
 
 
 def _resources() -> _Resources:
-    worker = executor.get_worker()
+    worker = client.get_worker()
     key = (os.getpid(), id(worker))
     if key not in _RESOURCES:
         _RESOURCES[key] = _Resources(worker)

@@ -1,6 +1,7 @@
 """Run untrusted notebook code fast: a pre-warmed worker that forks a fresh child per job.
 
-The grader (trusted) talks to one long-lived *worker* process over a pipe (JSON lines).
+The grader (trusted) talks to one long-lived *worker* process over a pipe (JSON lines;
+the grader's side is :mod:`autograder.isolation.client`).
 The worker imported NumPy, matplotlib (Agg) and IPython once and holds an IPython
 ``InteractiveShell``; it never runs student code itself. For each job it forks:
 
@@ -38,7 +39,7 @@ id (left over from a request whose reader gave up) is dropped.
 
 A job may list ``answers``: the course functions its child may use (an exercise's
 earlier functions, credit isolation). The child then gets one end of a socket pair on
-which the worker, trusted, computes them (:func:`answer`): the child's copy of
+which the worker, trusted, computes them (:func:`autograder.isolation.answers.answer`): the child's copy of
 ``helpers`` holds no course function's code (autograder/isolation/student_helpers.py).
 
 Cost: forking the warm worker and confining the child take a few milliseconds; the
@@ -49,24 +50,19 @@ line of each job reports the CPU seconds its child used.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import re
 import select
 import shutil
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from autograder import safe_text
 from autograder.isolation import confine, seccomp, wire
+from autograder.isolation.answers import _serve_call, resolve
 
 #: Frames from files under this folder (the grader's own code) are left out of tracebacks.
 _OWN_CODE = str(Path(__file__).resolve().parent.parent) + os.sep     # autograder/
@@ -325,17 +321,6 @@ def _job_notebook(job: dict, fd: int) -> None:
     _send(fd, {"done": True, "cpu": _cpu_seconds()})
 
 
-def _resolve(spec: str):
-    """The object ``"module:attr"`` names (imported from the child's helpers copy)."""
-    import importlib
-
-    module, _, attr = spec.partition(":")
-    obj = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
 #: The folder, beside the helpers copy, of the cases' arrays stored by file (wire.py).
 ARRAYS_FOLDER = "arrays"
 
@@ -361,7 +346,7 @@ def _observers(specs: list) -> list:
     out: list = []
     for spec in specs:
         try:
-            out.append(_frozen(_resolve(spec)) if spec else None)
+            out.append(_frozen(resolve(spec)) if spec else None)
         except Exception as exc:
             out.append(f"the grader's scenario {spec} could not be loaded: "
                        f"{type(exc).__name__}")
@@ -393,7 +378,7 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
     for dep, spec in (job.get("uses") or {}).items():
         if dep != name and (dep not in ns or callable(ns[dep])):
             try:
-                ns[dep] = _resolve(spec)
+                ns[dep] = resolve(spec)
             except Exception:              # not importable in this copy: leave the name
                 pass
     # The learner's own earlier functions, counted when called: a failing case that
@@ -750,7 +735,7 @@ def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket,
     """Run one job (its JSON, conf and limits included) in a fresh A forked by the
     zygote; the job reaches A through a pipe of its own. With ``answers``, the child
     gets a socket on which this (trusted) worker computes those course functions for
-    it (:func:`_serve_call`). With ``step`` (the job's limit per cell or call), a child
+    it (:func:`autograder.isolation.answers._serve_call`). With ``step`` (the job's limit per cell or call), a child
     that sends nothing for ``step + STEP_GRACE`` seconds is stopped (A ends B's world
     and exits with :data:`EXIT_TIMEOUT`) and the reply says ``stalled``: the seconds it
     was given."""
@@ -829,178 +814,6 @@ def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket,
     return reply
 
 
-# ---------------------------------------------------------------------------------------
-# In the worker (trusted): the course functions a child's job may have answered.
-# ---------------------------------------------------------------------------------------
-
-
-def _recv_exactly(sock: socket.socket, n: int, deadline: float) -> bytes | None:
-    chunks, left = [], n
-    while left:
-        wait = deadline - time.monotonic()
-        if wait <= 0:
-            return None
-        sock.settimeout(wait)
-        try:
-            data = sock.recv(min(left, 1 << 20))
-        except OSError:
-            return None
-        if not data:
-            return None
-        chunks.append(data)
-        left -= len(data)
-    return b"".join(chunks)
-
-
-#: The course functions the worker has answered with, by spec, and their parameters
-#: (each resolved once).
-_ANSWERING: dict = {}
-_PARAMETERS: dict = {}
-
-
-def _parameters(fn):
-    import inspect
-
-    return inspect.signature(fn).parameters
-
-
-def _bind(fn, args: dict) -> tuple[list, dict]:
-    """``fn``'s positional and keyword arguments from ``args`` (every parameter by name,
-    as the stub sends them)."""
-    params = _PARAMETERS[fn] if fn in _PARAMETERS else _PARAMETERS.setdefault(fn, _parameters(fn))
-    if set(args) != set(params):
-        raise TypeError(f"{fn.__name__} takes {', '.join(params)}")
-    pos, kw = [], {}
-    for name, p in params.items():
-        if p.kind is p.VAR_POSITIONAL:
-            pos.extend(args[name])
-        elif p.kind is p.VAR_KEYWORD:
-            kw.update(args[name])
-        elif p.kind is p.POSITIONAL_ONLY:
-            pos.append(args[name])
-        else:
-            kw[name] = args[name]
-    return pos, kw
-
-
-#: Bytes of the arrays one job's child may have the worker keep (named by digest).
-MAX_BLOB_BYTES = 256 * 1024 * 1024
-
-
-def _unnamed(x, blobs: dict, depth: int = 0):
-    """``x`` with every ``{BLOB: digest}`` replaced by a read-only view of that array."""
-    from autograder.isolation.course_calls import BLOB
-
-    if depth > 40:
-        raise ValueError("nested too deeply")
-    if type(x) is dict:
-        if len(x) == 1 and BLOB in x:
-            if x[BLOB] not in blobs:
-                raise ValueError("an array that was never sent")
-            view = blobs[x[BLOB]].view()
-            view.flags.writeable = False          # kept for later calls: never changed
-            return view
-        return {k: _unnamed(v, blobs, depth + 1) for k, v in x.items()}
-    if type(x) in (list, tuple):
-        if all(type(v) in wire.PLAIN for v in x):      # no name in it: as it is
-            return x
-        return type(x)(_unnamed(v, blobs, depth + 1) for v in x)
-    return x
-
-
-#: Replies the worker gave, by request (each names only arrays by their content): the
-#: same request from any child of this grading process gets the same reply without
-#: being computed again (the visible cases run in the notebook run and in the
-#: exercise's, and a class's notebooks ask the same of the course model).
-_MEMO: dict[bytes, tuple[str, bytes]] = {}
-MEMO_BYTES = 64 * 1024 * 1024
-_memo_size = [0]
-
-
-def _memo(request: bytes, spec: str, reply: bytes) -> None:
-    if _memo_size[0] + len(request) + len(reply) > MEMO_BYTES:
-        _MEMO.clear()
-        _memo_size[0] = 0
-    _MEMO[request] = (spec, reply)
-    _memo_size[0] += len(request) + len(reply)
-
-
-def answer(data: bytes, answers: frozenset, blobs: dict | None = None) -> bytes:
-    """The reply to one request of a child: the course function it names (one of
-    ``answers``) on its arguments, with what the call changed in them; or the error.
-    The request is hostile: decoded by the wire's schema, within its caps; the arrays
-    it sends for later calls are kept in ``blobs`` (one job's, within
-    :data:`MAX_BLOB_BYTES`) under their content's digest, computed here."""
-    import warnings
-
-    import numpy as np
-
-    from autograder.isolation import course_calls
-
-    blobs = {} if blobs is None else blobs
-    hit = _MEMO.get(data)
-    if hit is not None and hit[0] in answers:
-        return hit[1]
-    try:
-        req = wire.decode(data, max_bytes=course_calls.MAX_CALL_BYTES)
-        if not isinstance(req, dict) or set(req) != {"fn", "args", "blobs"} or \
-                not isinstance(req["args"], dict) or not isinstance(req["fn"], str) or \
-                not isinstance(req["blobs"], dict):
-            raise ValueError("a malformed request")
-        if req["fn"] not in answers:
-            raise RuntimeError(f"the grader computes only the earlier course functions "
-                               f"this run may use, not {req['fn'][:120]}")
-        for a in req["blobs"].values():
-            if type(a) is not np.ndarray:
-                raise ValueError("a malformed request")
-            if sum(b.nbytes for b in blobs.values()) + a.nbytes > MAX_BLOB_BYTES:
-                raise MemoryError("too many arrays sent to the grader in one run")
-            blobs[course_calls.blob_key(a)] = a          # named by what it holds
-        spec = req["fn"]                     # the course's own, in this trusted process
-        fn = _ANSWERING[spec] if spec in _ANSWERING else _ANSWERING.setdefault(
-            spec, _resolve(spec))
-        args = _unnamed(req["args"], blobs)
-        pos, kw = _bind(fn, args)
-        before = course_calls.snapshot(args)
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            value = fn(*pos, **kw)
-        out = wire.encode({"value": value, "patches": course_calls.changes(args, before)},
-                          short=True)
-        if len(out) > course_calls.MAX_CALL_BYTES:
-            raise ValueError("the output is too large to send")
-        if not req["blobs"]:            # names only arrays sent before: asked again, the same
-            _memo(data, spec, out)
-        return out
-    except Exception as exc:
-        return wire.encode({"error": safe_text.shorten(f"{type(exc).__name__}: {exc}",
-                                                       safe_text.CHILD_ERROR_CHARS)}, short=True)
-
-
-def _serve_call(sock: socket.socket, answers: frozenset, deadline: float,
-                blobs: dict | None = None) -> bool:
-    """Answer one request on ``sock``; False when the socket is done (closed, too large
-    a request, out of time)."""
-    from autograder.isolation import course_calls
-
-    head = _recv_exactly(sock, 8, deadline)
-    if head is None:
-        return False
-    size = int.from_bytes(head, "big")
-    if size > course_calls.MAX_CALL_BYTES:
-        return False
-    data = _recv_exactly(sock, size, deadline)
-    if data is None:
-        return False
-    reply = answer(data, answers, blobs)
-    try:
-        sock.settimeout(max(0.1, deadline - time.monotonic()))
-        sock.sendall(len(reply).to_bytes(8, "big") + reply)
-    except OSError:
-        return False
-    return True
-
-
 def serve(infd: int = 0, outfd: int = 1) -> None:
     """The worker's main loop: a JSON request per line in, a JSON reply per line out."""
     rin = os.fdopen(os.dup(infd), "rb")
@@ -1041,194 +854,3 @@ def _serve_loop(rin, out, zygote: socket.socket) -> None:
         reply["id"] = job_id
         out.write((json.dumps(reply) + "\n").encode())
         out.flush()
-
-
-# ---------------------------------------------------------------------------------------
-# The grader's side.
-# ---------------------------------------------------------------------------------------
-
-
-class WorkerError(RuntimeError):
-    """The worker could not run a job (not the submission's fault)."""
-
-
-class Worker:
-    """A pre-warmed worker process; ``run(job)`` forks a confined child for one job.
-
-    Thread-safe (one job at a time). Restarts itself if the worker dies.
-    """
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._owner = os.getpid()
-        self._proc: subprocess.Popen | None = None
-        self._next_id = 0
-        self.dropped = 0            # late replies read and ignored (see run)
-        self.mode: str | None = None
-        self.home = Path(tempfile.mkdtemp(prefix=HOME_PREFIX))
-        (self.home / "root").mkdir()
-        # A child's own uid must be able to pass through (not list) this folder.
-        os.chmod(self.home, 0o711)
-
-    def _start(self) -> None:
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(self.home),
-            "LANG": "C.UTF-8",
-            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(self.home / "mpl"),
-            "IPYTHONDIR": str(self.home / "ipython"), "PYTHONDONTWRITEBYTECODE": "1",
-        }
-        for name in ("AUTOGRADER_ISOLATION", confine.ALLOW_ROOT_FALLBACK_ENV,
-                     seccomp.DISABLE_ENV):
-            if name in os.environ:
-                env[name] = os.environ[name]
-        src = str(Path(__file__).resolve().parents[2])                  # the repository
-        self._proc = subprocess.Popen(
-            [sys.executable, "-c",
-             f"import sys; sys.path.insert(0, {src!r}); "
-             "from autograder.isolation.executor import serve; serve()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=self.home, env=env, close_fds=True,
-        )
-        hello = self._proc.stdout.readline()
-        try:
-            self.mode = json.loads(hello)["mode"]
-        except (ValueError, KeyError, TypeError):
-            self._stop()
-            raise WorkerError("the grading worker failed to start") from None
-
-    def run(self, job: dict, conf: dict, limits: confine.Limits) -> dict:
-        """Run ``job``; its reply. Every request carries a fresh id and only the reply
-        with that id is accepted: a reply left over from an earlier request (one whose
-        reader gave up) is read and dropped, never taken for this one's."""
-        with self._lock:
-            for attempt in range(2):
-                self._next_id += 1
-                request = dict(job, id=self._next_id, conf=conf, limits=asdict(limits))
-                line = (json.dumps(request) + "\n").encode()
-                if self._proc is None or self._proc.poll() is not None:
-                    self._start()
-                try:
-                    self._proc.stdin.write(line)
-                    self._proc.stdin.flush()
-                    while True:
-                        reply = self._proc.stdout.readline()
-                        if not reply:
-                            break
-                        data = json.loads(reply)
-                        if data.get("id") != self._next_id:
-                            self.dropped += 1          # a late reply: not this job's
-                            continue
-                        if "worker_error" in data:
-                            raise WorkerError(data["worker_error"])
-                        data.pop("id", None)
-                        data["output"] = self._output(data.pop("output_b64", ""))
-                        return data
-                except (BrokenPipeError, OSError, ValueError):
-                    pass
-                self._stop()
-            raise WorkerError("the grading worker died twice on this job")
-
-    @staticmethod
-    def _output(text) -> str:
-        """The child's output the worker sent in base64, as text (bad bytes replaced)."""
-        try:
-            data = wire.unb64(text, max_bytes=RESULT_CAP)
-        except wire.DecodeError:
-            return ""
-        return data.decode("utf-8", "replace")
-
-    def close(self) -> None:
-        """Stop the worker process and remove its temp folder. The worker is asked to end
-        (its input closed) and killed only if it has not ended within 5 seconds, so that
-        it reaps its zygote (whose CPU time then counts as the grader's)."""
-        if os.getpid() == self._owner and self._proc is not None:
-            try:
-                self._proc.stdin.close()
-                self._proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-        self._stop()
-        if os.getpid() == self._owner:
-            shutil.rmtree(self.home, ignore_errors=True)
-
-    def _stop(self) -> None:
-        if os.getpid() != self._owner:   # a forked copy of this object: not ours to stop
-            self._proc = None
-            return
-        if self._proc is not None:
-            try:
-                self._proc.kill()
-                self._proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-            for f in (self._proc.stdin, self._proc.stdout):
-                try:
-                    f.close()
-                except OSError:
-                    pass
-            self._proc = None
-
-
-_WORKERS: dict[int, Worker] = {}
-
-
-def get_worker() -> Worker:
-    """The worker of this process (a forked grader process gets its own)."""
-    pid = os.getpid()
-    if pid not in _WORKERS:
-        worker = _WORKERS[pid] = Worker()
-        atexit.register(worker.close)
-    return _WORKERS[pid]
-
-
-#: Characters of one line of a child's results: a value of ``wire.MAX_VALUE_BYTES`` in
-#: base64, and room for the rest of the line.
-LINE_CAP = wire.MAX_VALUE_BYTES * 4 // 3 + 64 * 1024
-#: Nesting of one line of a child's results (the runners' lines nest 2 levels deep).
-LINE_DEPTH = 16
-#: Separators (``,`` ``:``) in one line (the runners' lines hold about 20).
-LINE_ITEMS = 1000
-#: Lines of one child's results read (a notebook has at most 2,000 code cells; an
-#: exercise's cases are far fewer): the rest are refused unread.
-MAX_LINES = 20_000
-
-
-def parse_reply(output: str) -> tuple[list[dict], list[str]]:
-    """The child's JSON lines (objects), and why each complete line that was refused
-    was refused. Each line is checked for length (:data:`LINE_CAP`) and nesting
-    (:data:`LINE_DEPTH`) and size (:data:`LINE_ITEMS`) before it is parsed
-    (``wire.loads``): a line nested 200,000 deep is refused, never a RecursionError in
-    the grader; at most :data:`MAX_LINES` lines are read. A last line without its
-    newline (output cut at :data:`RESULT_CAP`, a child killed mid-write) is dropped
-    without being counted as refused."""
-    lines, refused = [], []
-    for n, match in enumerate(_LINE.finditer(output)):    # no list of all the lines
-        if n >= MAX_LINES:
-            refused.append(f"more than {MAX_LINES} lines")
-            break
-        text, complete = match.group(), match.group().endswith("\n")
-        if not text.strip():
-            continue
-        try:
-            obj = wire.loads(text, max_chars=LINE_CAP, max_depth=LINE_DEPTH,
-                             max_items=LINE_ITEMS)
-        except wire.DecodeError as exc:
-            if complete:
-                refused.append(str(exc))
-            continue
-        if isinstance(obj, dict):
-            lines.append(obj)
-        elif complete:
-            refused.append("a line that is not a JSON object")
-    return lines, refused
-
-
-_LINE = re.compile(r"[^\n]+\n?")
-
-
-def parse_lines(output: str) -> list[dict]:
-    """The child's JSON lines; anything that does not parse is ignored (see
-    :func:`parse_reply`)."""
-    return parse_reply(output)[0]

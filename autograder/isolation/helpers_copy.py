@@ -6,7 +6,7 @@ what it refuses) is a stub with no line of the original, the exercise modules ke
 how an output is judged (no case builder, hidden case, input generator or known mistake),
 and nothing of the course's math is in the process. A stub answers, in a grading child,
 with what the trusted grader computes for the earlier functions that child may use
-(``executor.answer``), else with the learner's own function of that name, else by naming
+(``answers.answer``), else with the learner's own function of that name, else by naming
 the exercise to finish.
 
 * The notebook run's copy (one per assignment) stores the assignment's visible cases as

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
-from autograder.isolation import confine, executor, helpers_copy, wire
+from autograder.isolation import client, confine, executor, helpers_copy, wire
 from sandbox_jobs import run_cells as _run, stdout_lines as _stdout
 
 pytestmark = pytest.mark.slow
@@ -157,7 +157,7 @@ print(json.dumps(seen))
 
 
 def test_child_sees_a_private_read_only_world(helper_copies):
-    worker = executor.get_worker()
+    worker = client.get_worker()
     reply, lines = _run([PROBE], helper_copies)
     assert reply["exit"] == 0
     seen = json.loads(_stdout(lines)[0])
@@ -260,7 +260,7 @@ def test_fork_bomb_is_contained(helper_copies):
             "    except OSError:\n        break\n    if pid == 0:\n        import time\n"
             "        time.sleep(60)\n        os._exit(0)\n    n += 1\nprint(n)")
     reply, lines = _run([code], helper_copies, timeout=30)
-    if os.getuid() == 0 and executor.get_worker().mode == "namespaces":
+    if os.getuid() == 0 and client.get_worker().mode == "namespaces":
         assert int(_stdout(lines)[0]) < 100       # RLIMIT_NPROC as nobody
     # and nothing the bomb started outlives the job (its PID namespace is gone)
     reply, lines = _run(["print('fine')"], helper_copies)
@@ -268,14 +268,14 @@ def test_fork_bomb_is_contained(helper_copies):
 
 
 def test_test_cell_tracebacks_name_the_cell_but_not_its_source(helper_copies):
-    worker = executor.get_worker()
+    worker = client.get_worker()
     conf = {"root_mount": str(worker.home / "root"), "helpers_parent": helper_copies[None],
             "data_dir": None, "fallback_work": str(worker.home / "fw-tb")}
     job = {"kind": "notebook", "cell_timeout": 5, "timeout": 20, "cells": [
         {"index": 0, "kind": "answer", "source": "def f(x):\n    return 1 / x"},
         {"index": 1, "kind": "test", "grade_id": "test_f",
          "source": "secret_value = 0\nassert f(secret_value) == 1"}]}
-    lines = executor.parse_lines(worker.run(job, conf, confine.Limits())["output"])
+    lines = client.parse_lines(worker.run(job, conf, confine.Limits())["output"])
     err = [line for line in lines if line.get("cell") == 1][0]["error"]
     assert err["ename"] == "ZeroDivisionError"
     assert "test cell test_f" in err["traceback"]
@@ -300,7 +300,7 @@ def test_calls_job_returns_outputs_and_hides_the_reference(helper_copies):
 
 def test_parse_lines_ignores_garbage():
     text = '{"cell": 0}\nnot json\n[1, 2]\n{"done": true}\n' + "x" * 100
-    assert executor.parse_lines(text) == [{"cell": 0}, {"done": True}]
+    assert client.parse_lines(text) == [{"cell": 0}, {"done": True}]
 
 
 def test_fallback_mode_still_grades_and_hides_the_reference(helper_copies, monkeypatch):
@@ -308,7 +308,7 @@ def test_fallback_mode_still_grades_and_hides_the_reference(helper_copies, monke
     # Trusted code only: as root where Python is not world-readable (pyenv under /root)
     # the fallback child cannot drop to nobody and refuses unless the instructor opts in.
     monkeypatch.setenv(confine.ALLOW_ROOT_FALLBACK_ENV, "1")
-    worker = executor.Worker()
+    worker = client.Worker()
     try:
         reply, lines = _run(["import os, helpers\nprint(os.getcwd())\nprint(helpers.__file__)\n"
                              "print(helpers.dot([1, 2], [3, 4]))"],
@@ -348,7 +348,7 @@ import json, os, sys
 sys.path.insert(0, {repo!r})
 from pathlib import Path
 from autograder import engine
-from autograder.isolation import executor
+from autograder.isolation import client
 sol = Path({solution!r})
 nb = json.loads(sol.read_text())
 for c in nb["cells"]:
@@ -358,7 +358,7 @@ for c in nb["cells"]:
 sub = Path({sub!r})
 sub.write_text(json.dumps(nb))
 r = engine.grade_notebook(sub, "01_dot_products")
-print(json.dumps({{"uid": os.getuid(), "mode": executor.get_worker().mode, "status": r.status,
+print(json.dumps({{"uid": os.getuid(), "mode": client.get_worker().mode, "status": r.status,
                   "points": {{c.grade_id: c.points for c in r.cells}}}}))
 """
 
@@ -418,7 +418,7 @@ def test_a_late_reply_is_dropped_never_taken_for_the_next_job(helper_copies):
     import json as _json
     from dataclasses import asdict
 
-    worker = executor.get_worker()
+    worker = client.get_worker()
     conf = {"root_mount": str(worker.home / "root"), "helpers_parent": helper_copies[None],
             "data_dir": None, "fallback_work": str(worker.home / "fw-late")}
 
@@ -542,7 +542,7 @@ def test_fallback_worker_refuses_root_without_the_opt_in(helper_copies, monkeypa
     /root), a fallback child reports an isolation error instead of running the cell."""
     monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
     monkeypatch.delenv(confine.ALLOW_ROOT_FALLBACK_ENV, raising=False)
-    worker = executor.Worker()
+    worker = client.Worker()
     try:
         canary = helper_copies[None] + "-canary"
         reply, lines = _run([f"import os\nprint(os.getuid())\nopen({canary!r}, 'w').close()"],
@@ -724,7 +724,7 @@ def test_fallback_children_write_only_their_folder_and_leave_nothing_running(
     target.chmod(0o777)                  # writable whoever the child runs as
     monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
     monkeypatch.setenv(confine.ALLOW_ROOT_FALLBACK_ENV, "1")
-    worker = executor.Worker()
+    worker = client.Worker()
     try:
         code = ESCAPE % {"target": str(target), "venv": str(Path(sys.prefix) / "escaped")}
         reply, lines = _run([code, "print(open('mine.txt', 'w').write('ok'))"], helper_copies,

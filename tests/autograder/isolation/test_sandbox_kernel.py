@@ -183,20 +183,20 @@ print("after the flood")
 def test_a_flood_of_control_bytes_reaches_the_grader_at_four_thirds_its_size(helper_copies):
     """The worker hands a child's output on in base64: 4 MB of control bytes make a
     reply of about 5.3 MB, not the 24 MB of JSON escapes; the cells' lines still parse."""
-    from autograder.isolation import executor
+    from autograder.isolation import client
 
     sizes = []
-    real = executor.Worker._output
+    real = client.Worker._output
 
     def spy(text):
         sizes.append(len(text))
         return real(text)
 
-    executor.Worker._output = staticmethod(spy)
+    client.Worker._output = staticmethod(spy)
     try:
         reply, lines = _run([FLOOD], helper_copies)
     finally:
-        executor.Worker._output = staticmethod(real)
+        client.Worker._output = staticmethod(real)
     assert sizes and max(sizes) < 6 << 20, sizes
     assert reply["output"].count("\x01") == 4 << 20
     assert _stdout(lines) == ["after the flood\n"]

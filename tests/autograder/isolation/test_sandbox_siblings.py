@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.isolation import confine, executor, seccomp
+from autograder.isolation import client, confine, seccomp
 from sandbox_jobs import run_cells as _run, stdout_lines as _stdout
 
 pytestmark = pytest.mark.slow
@@ -60,7 +60,7 @@ print(json.dumps(found))
 @pytest.fixture
 def unfiltered_worker(monkeypatch):
     monkeypatch.setenv(seccomp.DISABLE_ENV, "off")
-    worker = executor.Worker()
+    worker = client.Worker()
     yield worker
     worker.close()
 
@@ -119,7 +119,7 @@ def _identity(pid: int) -> tuple[int, str] | None:
         return None
 
 
-def _learner_processes(worker: executor.Worker, at_least: int = 1,
+def _learner_processes(worker: client.Worker, at_least: int = 1,
                        deadline: float = 30.0) -> dict[int, tuple[int, str]]:
     """The worker's descendants that are not the grader's own user (the learner's)."""
     mine = (os.getuid(), os.readlink("/proc/self/ns/user"))
@@ -132,7 +132,7 @@ def _learner_processes(worker: executor.Worker, at_least: int = 1,
         time.sleep(0.05)
 
 
-def _started(*workers: executor.Worker) -> None:
+def _started(*workers: client.Worker) -> None:
     """Start each worker (a first job), so that its process exists to be looked at."""
     for worker in workers:
         worker.run({"kind": "notebook", "cells": [], "cell_timeout": 5, "timeout": 20},
@@ -150,7 +150,7 @@ def _in_background(fn) -> threading.Thread:
 def test_two_children_running_at_once_are_two_users(helper_copies):
     """Two workers (two students graded at once, --jobs 2): their children differ in host
     uid (root grader) and in user namespace; inside, each is `nobody`."""
-    workers = [executor.Worker(), executor.Worker()]
+    workers = [client.Worker(), client.Worker()]
     replies = {}
     try:
         _started(*workers)
@@ -215,7 +215,7 @@ def test_a_child_filling_its_process_limit_leaves_another_child_its_own(
     63 sleeping processes would leave no fork to the student graded beside it."""
     if os.getuid() != 0:
         pytest.skip("only a root grader changes the children's uid (and sets RLIMIT_NPROC)")
-    other = executor.Worker()
+    other = client.Worker()
     try:
         _started(unfiltered_worker, other)
         filling = _in_background(lambda: _run([FILL], helper_copies, worker=unfiltered_worker,

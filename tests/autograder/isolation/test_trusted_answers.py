@@ -4,7 +4,7 @@
 Every child imports a student's copy of ``helpers`` (autograder/isolation/student_helpers.py):
 no exercise's reference is in it. The functions an exercise's run may use (credit
 isolation: ``uses``, and theirs in turn) are computed by the worker
-(``executor.answer``) on the arguments the child sends; nothing else is answered, and a
+(``answers.answer``) on the arguments the child sends; nothing else is answered, and a
 request is hostile bytes: any breach is an error reply, never an exception or a crash.
 """
 
@@ -18,7 +18,7 @@ import os
 import numpy as np
 import pytest
 
-from autograder.isolation import course_calls, executor, helpers_copy, student_helpers, wire
+from autograder.isolation import answers, course_calls, helpers_copy, student_helpers, wire
 from helpers import exercises, reference
 from helpers.exercises import _draw
 from sandbox_jobs import run_cells
@@ -84,7 +84,7 @@ def test_a_notebook_run_is_answered_earlier_notebooks_only_and_its_sampling_mode
 
 
 # ---------------------------------------------------------------------------------------
-# The worker's side: executor.answer on hostile bytes
+# The worker's side: answers.answer on hostile bytes
 # ---------------------------------------------------------------------------------------
 
 
@@ -97,7 +97,7 @@ def test_an_allowed_function_is_computed_with_its_arrays_sent_once():
     named = client._named({"x": x, "params": p, "n_heads": 2, "causal": True}, new)
     assert new and all(isinstance(v, np.ndarray) for v in new.values())
     blobs: dict = {}
-    got = _reply(executor.answer(_request(BLOCK, named, new), frozenset([BLOCK]), blobs))
+    got = _reply(answers.answer(_request(BLOCK, named, new), frozenset([BLOCK]), blobs))
     np.testing.assert_allclose(got["value"], reference.transformer_block(x, p, 2), rtol=0,
                                atol=1e-12)
     assert got["patches"] == []
@@ -106,7 +106,7 @@ def test_an_allowed_function_is_computed_with_its_arrays_sent_once():
     again: dict = {}
     named = client._named({"x": x, "params": p, "n_heads": 2, "causal": True}, again)
     assert again == {} and set(blobs) == set(new)
-    got = _reply(executor.answer(_request(BLOCK, named), frozenset([BLOCK]), blobs))
+    got = _reply(answers.answer(_request(BLOCK, named), frozenset([BLOCK]), blobs))
     np.testing.assert_allclose(got["value"], reference.transformer_block(x, p, 2), atol=1e-12)
 
 
@@ -114,7 +114,7 @@ def test_what_a_call_changes_in_its_arguments_comes_back():
     rng = np.random.default_rng(1)
     z = rng.normal(size=(2, 5))
     spec = "helpers.reference:softmax"
-    got = _reply(executor.answer(_request(spec, {"z": z, "axis": -1}), frozenset([spec])))
+    got = _reply(answers.answer(_request(spec, {"z": z, "axis": -1}), frozenset([spec])))
     np.testing.assert_allclose(got["value"], reference.softmax(z), atol=1e-15)
     assert got["patches"] == []          # the course's softmax leaves its input alone
 
@@ -138,19 +138,19 @@ def test_what_a_call_changes_in_its_arguments_comes_back():
     (wire.SHORT + b'{"__map__": [[{"__seq__": "list", "items": []}, 1]]}', "DecodeError"),
 ])
 def test_a_hostile_request_is_an_error_reply_never_an_exception(data, words):
-    got = _reply(executor.answer(data, frozenset([LAYER_NORM])))
+    got = _reply(answers.answer(data, frozenset([LAYER_NORM])))
     assert set(got) == {"error"} and words in got["error"], got
 
 
 def test_the_arrays_one_run_may_leave_with_the_worker_are_capped(monkeypatch):
-    monkeypatch.setattr(executor, "MAX_BLOB_BYTES", 10_000)
+    monkeypatch.setattr(answers, "MAX_BLOB_BYTES", 10_000)
     blobs: dict = {}
     big = np.ones(1000)                                        # 8,000 bytes
     args = {"x": 1, "gamma": 1, "beta": 1, "eps": 1}
-    executor.answer(_request(LAYER_NORM, args, {course_calls.blob_key(big): big}),
+    answers.answer(_request(LAYER_NORM, args, {course_calls.blob_key(big): big}),
                     frozenset([LAYER_NORM]), blobs)
     other = np.zeros(1000)
-    got = _reply(executor.answer(_request(LAYER_NORM, args,
+    got = _reply(answers.answer(_request(LAYER_NORM, args,
                                           {course_calls.blob_key(other): other}),
                                  frozenset([LAYER_NORM]), blobs))
     assert "MemoryError" in got["error"] and len(blobs) == 1
@@ -160,9 +160,9 @@ def test_a_remembered_reply_is_given_only_to_a_run_that_may_ask():
     x = np.arange(6.0).reshape(2, 3)
     data = _request(LAYER_NORM, {"x": x, "gamma": np.ones(3), "beta": np.zeros(3),
                                  "eps": 1e-5})
-    first = executor.answer(data, frozenset([LAYER_NORM]))
-    assert executor.answer(data, frozenset([LAYER_NORM])) == first      # remembered
-    refused = _reply(executor.answer(data, frozenset([BLOCK])))
+    first = answers.answer(data, frozenset([LAYER_NORM]))
+    assert answers.answer(data, frozenset([LAYER_NORM])) == first      # remembered
+    refused = _reply(answers.answer(data, frozenset([BLOCK])))
     assert "computes" in refused["error"]
 
 
@@ -175,7 +175,7 @@ def test_the_child_asks_again_only_what_it_no_longer_remembers(monkeypatch):
 
     spec = "helpers.tokenizer:merge_pair"
     served: list[bytes] = []
-    real = executor.answer
+    real = answers.answer
 
     def counting(data, answers, blobs=None):
         served.append(data)
@@ -187,12 +187,12 @@ def test_the_child_asks_again_only_what_it_no_longer_remembers(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "helpers._wire", wire)   # as in a grading child
     monkeypatch.setattr(helpers, "_wire", wire, raising=False)
-    monkeypatch.setattr(executor, "answer", counting)
+    monkeypatch.setattr(answers, "answer", counting)
     monkeypatch.setattr(course_calls, "MEMO_ITEMS", 3)
     ours, theirs = socket.socketpair()
 
     def serve():
-        while executor._serve_call(theirs, frozenset([spec]), time.monotonic() + 120, {}):
+        while answers._serve_call(theirs, frozenset([spec]), time.monotonic() + 120, {}):
             pass
 
     worker = threading.Thread(target=serve, daemon=True)

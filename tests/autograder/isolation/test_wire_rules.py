@@ -1,6 +1,6 @@
 """A reply is hostile bytes (issue 23, item 1): ``wire.decode`` and the reply lines'
 parser hold an exact schema per wire type and check every size before anything is
-allocated (autograder/isolation/wire.py, executor.parse_lines). Fast: no sandbox."""
+allocated (autograder/isolation/wire.py, client.parse_lines). Fast: no sandbox."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.isolation import course_calls, executor, wire
+from autograder.isolation import answers, client, course_calls, wire
 
 
 def _npy(descr: str, shape: tuple, data: bytes, fortran: bool = False) -> bytes:
@@ -131,7 +131,7 @@ def test_the_trusted_calls_name_every_large_array_however_deep():
     assert named["tokens"] == ["a", "b", 3, None] and named["t"] == (1, 2.0)
     assert named["mixed"] == ["a", {course_calls.BLOB: key}, [{course_calls.BLOB: key}, 1.0]]
     assert list(new) == [key]
-    back = executor._unnamed(wire.decode(wire.encode(named, short=True)), dict(new))
+    back = answers._unnamed(wire.decode(wire.encode(named, short=True)), dict(new))
     assert back["tokens"] == ["a", "b", 3, None] and back["t"] == (1, 2.0)
     assert np.array_equal(back["mixed"][1], big) and np.array_equal(back["mixed"][2][0], big)
 
@@ -224,7 +224,7 @@ def test_deep_nesting_is_refused_without_recursion():
     line = '{"case": 0, "value": ' + "[" * 200_000 + "]" * 200_000 + "}"
     with pytest.raises(wire.DecodeError, match="nested deeper"):
         wire.loads(line, max_chars=10**7)
-    assert executor.parse_lines(line + "\n" + '{"case": 1}') == [{"case": 1}]
+    assert client.parse_lines(line + "\n" + '{"case": 1}') == [{"case": 1}]
     # brackets inside strings are text, not nesting
     assert wire.loads('{"stdout": "' + "[" * 500 + '"}', 10**6) == {"stdout": "[" * 500}
     # values nested deeper than MAX_DEPTH within the bracket cap
@@ -351,9 +351,9 @@ def test_decode_runs_in_bounded_memory_on_a_big_forged_reply():
 
 
 def test_parse_lines_caps_length_and_keeps_good_lines():
-    long = '{"case": 0, "value": "' + "A" * (executor.LINE_CAP + 10) + '"}'
+    long = '{"case": 0, "value": "' + "A" * (client.LINE_CAP + 10) + '"}'
     good = '{"case": 2, "value": "x"}'
-    assert executor.parse_lines("\n".join([long, "not json", "[1]", good])) == [
+    assert client.parse_lines("\n".join([long, "not json", "[1]", good])) == [
         {"case": 2, "value": "x"}]
 
 
@@ -437,17 +437,17 @@ def test_the_nesting_pre_scan_reads_strings_and_escapes():
 
 
 def test_reply_lines_are_capped_in_number_and_size_before_parsing():
-    many = '{"case": 0}\n' * (executor.MAX_LINES + 5)
-    lines, refused = executor.parse_reply(many)
-    assert len(lines) == executor.MAX_LINES and refused == [
-        f"more than {executor.MAX_LINES} lines"]
-    wide = "{" + ",".join(f'"k{i}": 0' for i in range(executor.LINE_ITEMS)) + "}\n"
-    lines, refused = executor.parse_reply(wide + '{"case": 1, "value": "x"}\n')
+    many = '{"case": 0}\n' * (client.MAX_LINES + 5)
+    lines, refused = client.parse_reply(many)
+    assert len(lines) == client.MAX_LINES and refused == [
+        f"more than {client.MAX_LINES} lines"]
+    wide = "{" + ",".join(f'"k{i}": 0' for i in range(client.LINE_ITEMS)) + "}\n"
+    lines, refused = client.parse_reply(wide + '{"case": 1, "value": "x"}\n')
     assert lines == [{"case": 1, "value": "x"}] and "too many items" in refused[0]
     # a million empty lines cost no list of a million strings, and are not refused
-    assert executor.parse_reply("\n" * 1_000_000 + '{"done": true}\n') == ([{"done": True}], [])
+    assert client.parse_reply("\n" * 1_000_000 + '{"done": true}\n') == ([{"done": True}], [])
     # the last line, cut without its newline, is dropped without being refused
-    assert executor.parse_reply('{"case": 0}\n{"case": 1, "val') == ([{"case": 0}], [])
+    assert client.parse_reply('{"case": 0}\n{"case": 1, "val') == ([{"case": 0}], [])
 
 
 def test_a_structure_of_many_small_objects_is_refused_before_parsing():

@@ -1,0 +1,196 @@
+"""In the worker (trusted): the course functions a child's job may have answered.
+
+A job may list ``answers``: the course functions its child may use (an exercise's
+earlier functions, credit isolation). The child's copy of ``helpers`` holds no course
+function's code (autograder/isolation/student_helpers.py); its stubs send each call, as
+plain data (:mod:`autograder.isolation.wire`), on one end of a socket pair, and the
+worker computes it here (:func:`answer`) and replies. A hostile request gets an error
+reply, never an exception in the worker. Replies are remembered (least recently used
+first within :data:`MEMO_BYTES`) for the identical requests that follow.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from autograder import safe_text
+from autograder.isolation import wire
+
+
+def resolve(spec: str):
+    """The object ``"module:attr"`` names (imported from the child's helpers copy)."""
+    import importlib
+
+    module, _, attr = spec.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _recv_exactly(sock: socket.socket, n: int, deadline: float) -> bytes | None:
+    chunks, left = [], n
+    while left:
+        wait = deadline - time.monotonic()
+        if wait <= 0:
+            return None
+        sock.settimeout(wait)
+        try:
+            data = sock.recv(min(left, 1 << 20))
+        except OSError:
+            return None
+        if not data:
+            return None
+        chunks.append(data)
+        left -= len(data)
+    return b"".join(chunks)
+
+
+#: The course functions the worker has answered with, by spec, and their parameters
+#: (each resolved once).
+_ANSWERING: dict = {}
+_PARAMETERS: dict = {}
+
+
+def _parameters(fn):
+    import inspect
+
+    return inspect.signature(fn).parameters
+
+
+def _bind(fn, args: dict) -> tuple[list, dict]:
+    """``fn``'s positional and keyword arguments from ``args`` (every parameter by name,
+    as the stub sends them)."""
+    params = _PARAMETERS[fn] if fn in _PARAMETERS else _PARAMETERS.setdefault(fn, _parameters(fn))
+    if set(args) != set(params):
+        raise TypeError(f"{fn.__name__} takes {', '.join(params)}")
+    pos, kw = [], {}
+    for name, p in params.items():
+        if p.kind is p.VAR_POSITIONAL:
+            pos.extend(args[name])
+        elif p.kind is p.VAR_KEYWORD:
+            kw.update(args[name])
+        elif p.kind is p.POSITIONAL_ONLY:
+            pos.append(args[name])
+        else:
+            kw[name] = args[name]
+    return pos, kw
+
+
+#: Bytes of the arrays one job's child may have the worker keep (named by digest).
+MAX_BLOB_BYTES = 256 * 1024 * 1024
+
+
+def _unnamed(x, blobs: dict, depth: int = 0):
+    """``x`` with every ``{BLOB: digest}`` replaced by a read-only view of that array."""
+    from autograder.isolation.course_calls import BLOB
+
+    if depth > 40:
+        raise ValueError("nested too deeply")
+    if type(x) is dict:
+        if len(x) == 1 and BLOB in x:
+            if x[BLOB] not in blobs:
+                raise ValueError("an array that was never sent")
+            view = blobs[x[BLOB]].view()
+            view.flags.writeable = False          # kept for later calls: never changed
+            return view
+        return {k: _unnamed(v, blobs, depth + 1) for k, v in x.items()}
+    if type(x) in (list, tuple):
+        if all(type(v) in wire.PLAIN for v in x):      # no name in it: as it is
+            return x
+        return type(x)(_unnamed(v, blobs, depth + 1) for v in x)
+    return x
+
+
+#: Replies the worker gave, by request (each names only arrays by their content): the
+#: same request from any child of this grading process gets the same reply without
+#: being computed again (the visible cases run in the notebook run and in the
+#: exercise's, and a class's notebooks ask the same of the course model).
+_MEMO: dict[bytes, tuple[str, bytes]] = {}
+MEMO_BYTES = 64 * 1024 * 1024
+_memo_size = [0]
+
+
+def _memo(request: bytes, spec: str, reply: bytes) -> None:
+    if _memo_size[0] + len(request) + len(reply) > MEMO_BYTES:
+        _MEMO.clear()
+        _memo_size[0] = 0
+    _MEMO[request] = (spec, reply)
+    _memo_size[0] += len(request) + len(reply)
+
+
+def answer(data: bytes, answers: frozenset, blobs: dict | None = None) -> bytes:
+    """The reply to one request of a child: the course function it names (one of
+    ``answers``) on its arguments, with what the call changed in them; or the error.
+    The request is hostile: decoded by the wire's schema, within its caps; the arrays
+    it sends for later calls are kept in ``blobs`` (one job's, within
+    :data:`MAX_BLOB_BYTES`) under their content's digest, computed here."""
+    import warnings
+
+    import numpy as np
+
+    from autograder.isolation import course_calls
+
+    blobs = {} if blobs is None else blobs
+    hit = _MEMO.get(data)
+    if hit is not None and hit[0] in answers:
+        return hit[1]
+    try:
+        req = wire.decode(data, max_bytes=course_calls.MAX_CALL_BYTES)
+        if not isinstance(req, dict) or set(req) != {"fn", "args", "blobs"} or \
+                not isinstance(req["args"], dict) or not isinstance(req["fn"], str) or \
+                not isinstance(req["blobs"], dict):
+            raise ValueError("a malformed request")
+        if req["fn"] not in answers:
+            raise RuntimeError(f"the grader computes only the earlier course functions "
+                               f"this run may use, not {req['fn'][:120]}")
+        for a in req["blobs"].values():
+            if type(a) is not np.ndarray:
+                raise ValueError("a malformed request")
+            if sum(b.nbytes for b in blobs.values()) + a.nbytes > MAX_BLOB_BYTES:
+                raise MemoryError("too many arrays sent to the grader in one run")
+            blobs[course_calls.blob_key(a)] = a          # named by what it holds
+        spec = req["fn"]                     # the course's own, in this trusted process
+        fn = _ANSWERING[spec] if spec in _ANSWERING else _ANSWERING.setdefault(
+            spec, resolve(spec))
+        args = _unnamed(req["args"], blobs)
+        pos, kw = _bind(fn, args)
+        before = course_calls.snapshot(args)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            value = fn(*pos, **kw)
+        out = wire.encode({"value": value, "patches": course_calls.changes(args, before)},
+                          short=True)
+        if len(out) > course_calls.MAX_CALL_BYTES:
+            raise ValueError("the output is too large to send")
+        if not req["blobs"]:            # names only arrays sent before: asked again, the same
+            _memo(data, spec, out)
+        return out
+    except Exception as exc:
+        return wire.encode({"error": safe_text.shorten(f"{type(exc).__name__}: {exc}",
+                                                       safe_text.CHILD_ERROR_CHARS)}, short=True)
+
+
+def _serve_call(sock: socket.socket, answers: frozenset, deadline: float,
+                blobs: dict | None = None) -> bool:
+    """Answer one request on ``sock``; False when the socket is done (closed, too large
+    a request, out of time)."""
+    from autograder.isolation import course_calls
+
+    head = _recv_exactly(sock, 8, deadline)
+    if head is None:
+        return False
+    size = int.from_bytes(head, "big")
+    if size > course_calls.MAX_CALL_BYTES:
+        return False
+    data = _recv_exactly(sock, size, deadline)
+    if data is None:
+        return False
+    reply = answer(data, answers, blobs)
+    try:
+        sock.settimeout(max(0.1, deadline - time.monotonic()))
+        sock.sendall(len(reply).to_bytes(8, "big") + reply)
+    except OSError:
+        return False
+    return True
