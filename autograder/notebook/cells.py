@@ -63,10 +63,17 @@ def grade_id(cell) -> str | None:
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
+def text_of(source) -> str:
+    """A cell's ``source`` as one string (nbformat stores a string or a list of lines;
+    anything else, from a hostile file, is empty)."""
+    if isinstance(source, list):
+        return "".join(s for s in source if isinstance(s, str))
+    return source if isinstance(source, str) else ""
+
+
 def source_of(cell) -> str:
-    """The cell's source as one string (nbformat stores a string or a list of lines)."""
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
+    """The source of ``cell`` as one string (:func:`text_of`)."""
+    return text_of(cell.get("source", "") if isinstance(cell, dict) else "")
 
 
 def without_solution_markers(source: str) -> str:

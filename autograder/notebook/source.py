@@ -55,12 +55,6 @@ class Source:
         return {c.grade_id: c for c in self.cells if c.kind == kind and c.grade_id}
 
 
-def _text(source) -> str:
-    if isinstance(source, list):
-        return "".join(s for s in source if isinstance(s, str))
-    return source if isinstance(source, str) else ""
-
-
 def _partition_hidden(text: str) -> tuple[str, str]:
     """``(visible lines, hidden lines stripped)`` of a test cell; markers dropped."""
     visible, hidden_lines, hidden = [], [], False
@@ -99,7 +93,7 @@ def _load_source(path: Path, mtime: float) -> Source:
         kind = _kind(cell.get("cell_type", ""), nbg)
         gid = nbg.get("grade_id") if kind != "other" else None
         cells.append(SourceCell(cell.get("cell_type", ""), kind, gid,
-                                float(nbg.get("points", 0) or 0), _text(cell.get("source"))))
+                                float(nbg.get("points", 0) or 0), cells_mod.source_of(cell)))
     return Source(path.parent.name, path.name, path, tuple(cells))
 
 

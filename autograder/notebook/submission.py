@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.notebook.source import Source, SourceCell, _kind, _nbgrader, _text
+from autograder.notebook.cells import source_of
+from autograder.notebook.source import Source, SourceCell, _kind, _nbgrader
 
 
 # ---------------------------------------------------------------------------------------
@@ -80,7 +81,7 @@ def _written_answers_without_metadata(source: Source, student: list[dict], answe
     student's cell right after the cell that comes before the answer in the source (the
     question, found unchanged), when it is of the answer's type, carries no grade_id and
     is not another cell of the source."""
-    theirs = [(c.get("cell_type"), _text(c.get("source")), bool(_nbgrader(c).get("grade_id")))
+    theirs = [(c.get("cell_type"), source_of(c), bool(_nbgrader(c).get("grade_id")))
               for c in student]
     for pos, cell in enumerate(source.cells):
         if cell.kind != "manual" or not cell.grade_id or cell.grade_id in answers or pos == 0:
@@ -109,7 +110,7 @@ def merge(source: Source, student: list[dict]) -> Merged:
     out: list[tuple[str, str | None, str]] = []      # (kind, grade_id, source)
     for cell in student:
         ctype = cell.get("cell_type")
-        text = _text(cell.get("source"))
+        text = source_of(cell)
         nbg = _nbgrader(cell)
         gid = nbg.get("grade_id") if isinstance(nbg.get("grade_id"), str) else None
         known = gid in answers_src or gid in tests_src or gid in manual_src

@@ -50,12 +50,12 @@ def _variant(assignment: str, answered: bool, released: dict | None = None,
     from autograder import SOLUTIONS_DIR
     from autograder.notebook import cells as nbcells
 
-    nb = copy.deepcopy(released) if released is not None else json.loads(
+    nb = released if released is not None else json.loads(
         (NOTEBOOKS_DIR / assignment / f"{assignment}.ipynb").read_text())
-    if answered:
-        nb = nbcells.with_model_answers(nb, solution if solution is not None else json.loads(
-            (SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text()))
-    return nb
+    if not answered:
+        return copy.deepcopy(nb) if released is not None else nb
+    return nbcells.with_model_answers(nb, solution if solution is not None else json.loads(
+        (SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text()))
 
 
 def _what_checks_need(nb) -> None:

@@ -99,7 +99,7 @@ def synced_exercise_cells(nb) -> list[tuple[int, str, str]]:
     cells = nb["cells"] if isinstance(nb, dict) else nb.cells
 
     def is_heading(c) -> bool:           # "## Exercise", "## Exercise 3: ..."
-        return c["cell_type"] == "markdown" and _render.is_heading(_source(c).split("\n", 1)[0])
+        return c["cell_type"] == "markdown" and _render.is_heading(nbcells.source_of(c).split("\n", 1)[0])
 
     out = []
     previous = -1                        # the cell of the answer before this one
@@ -116,15 +116,10 @@ def synced_exercise_cells(nb) -> list[tuple[int, str, str]]:
             raise ValueError(f"exercise {name}: no markdown cell starting with "
                              f"{_render.HEADING_START.rstrip()!r} between the answer before it and its answer cell")
         k = sum(1 for c in cells[:at + 1] if is_heading(c))
-        text = _render.sync_cell(_source(cells[at]), exercises.get(name), k)
-        if text != _source(cells[at]):
+        text = _render.sync_cell(nbcells.source_of(cells[at]), exercises.get(name), k)
+        if text != nbcells.source_of(cells[at]):
             out.append((at, name, text))
     return out
-
-
-def _source(cell) -> str:
-    src = cell["source"]
-    return "".join(src) if isinstance(src, list) else src
 
 
 def sync_exercises(names: list[str] | None = None, solutions: Path = SOLUTIONS_DIR,

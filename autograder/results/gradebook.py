@@ -233,8 +233,7 @@ def shown_notebook(solution: dict, record: dict) -> dict:
         gid = nbcells.grade_id(cell)
         ctype = cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown") \
             else "markdown"
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
+        source = nbcells.source_of(cell)
         new: dict = {"cell_type": ctype, "id": f"cell-{n}", "metadata": {}, "source": source}
         nbg = nbcells.nbgrader(cell)
         if nbg:

@@ -92,9 +92,7 @@ def entries() -> list[Entry]:
 nbgrader = nbcells.nbgrader
 
 
-def text(cell: dict) -> str:
-    s = cell.get("source", "")
-    return "".join(s) if isinstance(s, list) else s
+text = nbcells.source_of
 
 
 def _without(source: str, begin: str, end: str) -> str:

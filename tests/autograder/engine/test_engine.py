@@ -33,9 +33,7 @@ SOLUTION_NOTEBOOKS = sorted(p for p in SOLUTIONS_DIR.glob("*/*.ipynb")
 _nbg = nbcells.nbgrader
 
 
-def _source(cell: dict) -> str:
-    s = cell["source"]
-    return "".join(s) if isinstance(s, list) else s
+_source = nbcells.source_of
 
 
 def test_points(nb: dict) -> dict[str, float]:

@@ -34,9 +34,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 _nbg = nbcells.nbgrader
 
 
-def _source(cell: dict) -> str:
-    s = cell["source"]
-    return "".join(s) if isinstance(s, list) else s
+_source = nbcells.source_of
 
 
 def _with_answer(assignment: str, answers: dict[str, str]) -> dict:
