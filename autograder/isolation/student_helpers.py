@@ -309,18 +309,25 @@ def _arguments_dict(node: ast.FunctionDef) -> str:
 REFERENCE_STUB_MARK = "is hidden while your own is graded"
 
 
-def hidden_references(name: str) -> dict[str, str]:
-    """``"module:function" -> message`` for the reference of exercise ``name`` and the
-    functions it refuses, in the copy its answer is graded with: stubs that raise, saying
-    they are hidden while the learner's own is graded (composites included)."""
+def _answer_labels(name: str) -> dict[str, str]:
+    """``"module:function" -> how learners call it`` for the reference of exercise
+    ``name`` and the functions it refuses (``helpers.reference``'s are re-exported by the
+    package: ``helpers.softmax``)."""
     from helpers import exercises
 
     out: dict[str, str] = {}
     for module, fns in exercises.answer_functions(name).items():
         prefix = "helpers" if module == "helpers.reference" else module
-        for fn in sorted(fns):
-            out[f"{module}:{fn}"] = f"{prefix}.{fn} {REFERENCE_STUB_MARK}"
+        out.update((f"{module}:{fn}", f"{prefix}.{fn}") for fn in sorted(fns))
     return out
+
+
+def hidden_references(name: str) -> dict[str, str]:
+    """``"module:function" -> message`` for the reference of exercise ``name`` and the
+    functions it refuses, in the copy its answer is graded with: stubs that raise, saying
+    they are hidden while the learner's own is graded (composites included)."""
+    return {spec: f"{label} {REFERENCE_STUB_MARK}"
+            for spec, label in _answer_labels(name).items()}
 
 
 def stubbed_functions(names) -> dict[str, str]:
@@ -332,12 +339,9 @@ def stubbed_functions(names) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in names:
         message = STUB_MESSAGE.format(name=name, notebook=exercises.notebook_of(name))
-        for module, fns in exercises.answer_functions(name).items():
-            prefix = "helpers" if module == "helpers.reference" else module
-            for fn in sorted(fns):
-                spec = f"{module}:{fn}"
-                if spec not in COMPOSITES:
-                    out.setdefault(spec, f"{prefix}.{fn} {message}")
+        for spec, label in _answer_labels(name).items():
+            if spec not in COMPOSITES:
+                out.setdefault(spec, f"{label} {message}")
     return out
 
 
@@ -383,12 +387,14 @@ def trusted_answers_of_notebook(names: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=None)
-def _stubbed_source(text: str, fns: tuple) -> str:
+def _stubbed_source(text: str, fns: tuple) -> tuple[str, tuple[str, ...]]:
     """``text`` with every top-level function of ``fns`` (``(name, spec, message,
     raises)`` each) a stub: a call of ``helpers._yours.course`` (its docstring kept: what
     to write), or, when ``raises``, ``raise RuntimeError(message)``. No line of their
-    body stays. Cached: every copy of a grading process stubs the same sources alike."""
+    body stays. Returns the text and the names found. Cached: every copy of a grading
+    process stubs the same sources alike."""
     tree = ast.parse(text)
+    found = []
     fns = {fn: (spec, message, raises) for fn, spec, message, raises in fns}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in fns:
@@ -399,31 +405,34 @@ def _stubbed_source(text: str, fns: tuple) -> str:
                     f"return _yours.course({spec!r}, {node.name!r}, {message!r}, "
                     f"{_arguments_dict(node)}, lambda _fn: _fn({_forward_call(node)}))").body)
             node.decorator_list = []
+            found.append(node.name)
     at = next((i + 1 for i, n in enumerate(tree.body) if isinstance(n, ast.ImportFrom)
                and n.module == "__future__"), 0)
     tree.body.insert(at, ast.parse("from helpers import _yours").body[0])
-    return ast.unparse(tree) + "\n"
+    return ast.unparse(tree) + "\n", tuple(found)
 
 
 def stub_answers(pkg: Path, stubs: dict[str, str], raising: dict[str, str] | None = None
-                 ) -> None:
+                 ) -> set[str]:
     """Replace the functions ``stubs`` (spec -> message) in the copy ``pkg`` by calls of
     ``helpers._yours.course``, and those of ``raising`` by stubs raising their message:
-    no line of their body stays."""
+    no line of their body stays. Returns the specs found and stubbed."""
     from helpers import exercises
 
+    raising = raising or {}
     by_file: dict[Path, list] = {}
-    for spec, message, raises in [(s, m, False) for s, m in stubs.items()
-                                  if s not in (raising or {})] + \
-            [(s, m, True) for s, m in (raising or {}).items()]:
+    for spec, message in {**stubs, **raising}.items():
         module, _, fn = spec.partition(":")
         by_file.setdefault(exercises.module_file(pkg, module), []).append(
-            (fn, spec, message, raises))
+            (fn, spec, message, spec in raising))
+    done: set[str] = set()
     for py, fns in by_file.items():
         if not py.exists():                  # a module the copy drops (variants)
             continue
-        write(py, _stubbed_source(py.read_text(encoding="utf-8"),
-                                  tuple(sorted(fns))).encode("utf-8"))
+        text, found = _stubbed_source(py.read_text(encoding="utf-8"), tuple(sorted(fns)))
+        write(py, text.encode("utf-8"))
+        done |= {spec for fn, spec, _, _ in fns if fn in found}
+    return done
 
 
 def build(pkg: Path, hidden, stored_for, put=write, logits: bool = True,
@@ -435,7 +444,13 @@ def build(pkg: Path, hidden, stored_for, put=write, logits: bool = True,
     graded with: its reference and what it refuses raise (:func:`hidden_references`).
     Returns the stubs (spec -> message)."""
     stubs = stubbed_functions(hidden)
-    stub_answers(pkg, stubs, hidden_references(graded) if graded else None)
+    done = stub_answers(pkg, stubs, hidden_references(graded) if graded else None)
+    if graded:
+        from helpers import exercises
+
+        ref = exercises.get(graded).reference
+        if f"{ref.__module__}:{ref.__name__}" not in done:
+            raise BuildError(f"{ref.__module__} defines no function {ref.__name__} to hide")
     put(pkg / "_yours.py", COURSE_CALLS.read_bytes())
     put(pkg / "_wire.py", PLAIN_DATA_CODEC.read_bytes())
     write_exercises(pkg, stored_for, put, logits)
