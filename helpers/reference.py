@@ -139,12 +139,12 @@ def _nonnegative(value, name: str) -> float:
 
 #: What each exercise's contract says of its arrays, stored from the contracts by
 #: ``python -m autograder regenerate`` (``helpers.exercises.edge_table``).
-_EDGES = Path(__file__).resolve().parent / "data" / "contract_edges.json"
+EDGE_TABLE = Path(__file__).resolve().parent / "data" / "contract_edges.json"
 
 
 @functools.lru_cache(maxsize=None)
 def _edges() -> dict:
-    return json.loads(_EDGES.read_text(encoding="utf-8"))
+    return json.loads(EDGE_TABLE.read_text(encoding="utf-8"))
 
 
 @functools.lru_cache(maxsize=None)

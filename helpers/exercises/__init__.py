@@ -39,13 +39,14 @@ import warnings
 import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from helpers.exercises import _draw
 from helpers.exercises._draw import ids_below
+# (re-exported) the file edge_table() is stored in, which helpers.reference reads
+from helpers.reference import EDGE_TABLE  # noqa: F401
 
 __all__ = ["Case", "quiet", "Mistake", "Exercise", "NOTEBOOKS", "PREPARE", "get", "names",
            "of_notebook", "notebook_of", "case", "answer_functions", "module_file", "Arg",
@@ -492,11 +493,6 @@ class Contract:
     scenario: str | None = None
 
 
-#: The contracts' arrays as ``helpers.reference`` checks them at its edges, written by
-#: ``python -m autograder regenerate`` from the contracts (:func:`edge_table`): the
-#: reference reads this file, not the exercise modules (which name it as their right
-#: answer), so neither imports the other back.
-EDGE_TABLE = Path(__file__).resolve().parent.parent / "data" / "contract_edges.json"
 
 
 def edge_table() -> dict:
