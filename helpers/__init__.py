@@ -4,7 +4,7 @@
   of its exercise functions is re-exported here: ``from helpers import softmax``.
 * ``helpers.examples``: the lecture slides' worked examples, as data.
 * ``helpers.checks``: the instant checks of the notebooks' test cells (``check``,
-  ``quiet``, ``assert_close``); ``helpers.judge``: how they, and the grader, judge an
+  ``quiet``, ``assert_close``); ``helpers.course.judge``: how they, and the grader, judge an
   output.
 
 Pretrained models, each imported on its own (``import helpers`` does not load them):
@@ -23,14 +23,14 @@ Run ``help(helpers.<function>)`` for the equation and the shapes of each functio
 # The exercise functions of the reference and BLOCK_PARAM_SHAPES: its __all__, the one list.
 from helpers.reference import *  # noqa: F401,F403  (re-exported)
 
-from helpers import exercises as _exercises
+from helpers import course as _course
 from helpers import reference as _reference
 
 #: The exercise functions of the contract (``docs/contract.md``) that ``helpers`` itself
-#: re-exports, in course order: the exercises of ``helpers.exercises.NOTEBOOKS`` whose
+#: re-exports, in course order: the exercises of ``helpers.course.NOTEBOOKS`` whose
 #: answer is a function of ``helpers.reference`` (derived: it cannot diverge from them).
-CONTRACT_FUNCTIONS = tuple(n for n in _exercises.names() if n in _reference.__all__)
-del _exercises, _reference
+CONTRACT_FUNCTIONS = tuple(n for n in _course.names() if n in _reference.__all__)
+del _course, _reference
 
 #: The learner's API: the names of ``helpers`` a notebook may import (``from helpers
 #: import softmax``, ``from helpers.checks import check``, ``helpers.plots``...). Every

@@ -4,7 +4,7 @@ Each exercise is declared once, in ``helpers/exercises/<name>.py`` (its referenc
 visible and hidden cases, known mistakes, the earlier functions it uses and the
 references it must not call). This module is what a notebook imports: it runs the
 learner's function on the cases and explains a failure. Whether an output is right, and
-the words for it, come from :mod:`helpers.judge`, which the grader uses too (it runs the
+the words for it, come from :mod:`helpers.course.judge`, which the grader uses too (it runs the
 learner's function on the visible and hidden cases in a sandbox and judges the outputs
 in its own process): a notebook and the grader judge every exercise the same way.
 
@@ -52,15 +52,16 @@ from typing import Callable
 
 import numpy as np
 
-from helpers import exercises, judge
-from helpers.exercises import Case, Exercise
-from helpers.exercises._compare import _as_float_array, _expected_got, _num
-from helpers.judge import quiet
+from helpers import course
+from helpers.course import judge
+from helpers.course import Case, Exercise
+from helpers.course.judge import as_float_array, quiet
+from helpers.course.text import expected_got, number
 
 __all__ = ["check", "assert_close", "quiet", "CheckFailed", "RTOL", "ATOL", "BUNDLE_MARK"]
 
-RTOL = exercises.RTOL
-ATOL = exercises.ATOL
+RTOL = course.RTOL
+ATOL = course.ATOL
 
 
 #: Longest line of a failed check as a notebook shows it. nbgrader's Validate button cuts
@@ -147,7 +148,7 @@ def _refused(ex: Exercise) -> dict[str, Callable]:
     """The functions the learner must not call for ``ex``: label -> function."""
     out = {_label(ex.reference): ex.reference}
     for spec in ex.refuse:
-        fn = exercises.resolve(spec)
+        fn = course.resolve(spec)
         out[_label(fn)] = fn
     return out
 
@@ -229,8 +230,8 @@ def _run(ex: Exercise, fn, case: Case):
         try:
             args, kwargs = case.fresh_args()
             if case.scenario:
-                got = exercises.decide(case.scenario,        # observations, then meaning
-                                       exercises.resolve(case.scenario)(fn, *args, **kwargs))
+                got = course.decide(case.scenario,        # observations, then meaning
+                                       course.resolve(case.scenario)(fn, *args, **kwargs))
             else:
                 got = fn(*args, **kwargs)
             changed = judge.changed_inputs(case, args, kwargs)
@@ -279,10 +280,10 @@ def _failures(ex: Exercise, fn, selected: list[Case]) -> list[tuple[Case, str, b
             out.append((case, _not_implemented_message(ex.name, error, fn), True))
             break
         if error is not None:
-            out.append((case, judge.error_text(ex.name, case, f"{type(error).__name__}: {error}",
+            out.append((case, judge.error_text(ex, case, f"{type(error).__name__}: {error}",
                                          error), False))
             continue
-        problem = judge.compare(ex.name, case, got, changed)
+        problem = judge.compare(ex, case, got, changed)
         if problem is not None:
             out.append((case, problem, False))
     return out
@@ -292,7 +293,7 @@ def _learner_version(fn, dep: str):
     """The learner's own ``dep`` as ``fn`` sees it (None when it is the course's)."""
     for f in _functions_of(fn):
         own = f.__globals__.get(dep)
-        if callable(own) and not _is_reference(own, judge._exercise(dep).reference):
+        if callable(own) and not _is_reference(own, course.get(dep).reference):
             return own
     return None
 
@@ -332,7 +333,7 @@ def _calls_of(ex: Exercise, fn, dep: str, own, case: Case) -> list[tuple]:
 def _wrong_call(dep: str, calls) -> tuple[tuple, dict] | None:
     """The inputs of the first recorded call that modified its inputs or whose output the
     course's ``dep`` does not give on the same inputs (None when every call was right)."""
-    dep_ex = judge._exercise(dep)
+    dep_ex = course.get(dep)
     for args, kwargs, out, changed in calls:
         if changed:                # it modified its input in place: wrong, whatever it returns
             return args, kwargs
@@ -364,14 +365,14 @@ def _broken_dependency(ex: Exercise, fn, case: Case, seen=None) -> str | None:
         if wrong is None:
             continue
         seen.add(dep)
-        dep_ex = judge._exercise(dep)
+        dep_ex = course.get(dep)
         dep_case = Case(dep, case.name, f"the inputs your {ex.name} gave it", tuple(wrong[0]),
                         dict(wrong[1]))
         deeper = _broken_dependency(dep_ex, own, dep_case, seen)
         if deeper:
             return deeper
         try:
-            fails = _failures(dep_ex, own, judge.cases(dep))
+            fails = _failures(dep_ex, own, judge.cases(dep_ex))
         except CheckFailed as exc:
             return f"your {dep} fails its own check: fix it first ({exc})"
         if fails and fails[0][2]:
@@ -390,8 +391,8 @@ def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None
     Prints one line when every case passes; raises :class:`CheckFailed` otherwise, with
     the first failing case explained (and the names of the other failing ones).
     """
-    ex = judge._exercise(name)
-    selected = judge.cases(name, hidden=hidden, group=group)
+    ex = course.get(name)
+    selected = judge.cases(ex, hidden=hidden, group=group)
     if not callable(fn):
         raise CheckFailed(f"check({name!r}, ...) needs your function, got {type(fn).__name__}")
     for label, ref in _refused(ex).items():
@@ -424,7 +425,7 @@ def assert_close(got, expected, what: str = "the result", rtol: float = RTOL,
     one line when they match (unless ``quiet``); raises :class:`CheckFailed` otherwise.
     """
     exp = np.asarray(expected, dtype=np.float64)
-    arr, problem = _as_float_array(got, what)
+    arr, problem = as_float_array(got, what)
     if problem is None:
         if arr.shape != exp.shape:
             problem = f"{what} has the wrong shape: expected {exp.shape}, got {arr.shape}"
@@ -437,10 +438,10 @@ def assert_close(got, expected, what: str = "the result", rtol: float = RTOL,
                 shown_got = np.asarray(got) if np.asarray(got).dtype == bool else arr
                 idx = tuple(int(i) for i in np.argwhere(~ok)[0])
                 where = f" at index {idx}" if idx else ""
-                problem = (f"{what}: first difference{where}: expected {_num(shown_exp[idx])}, "
-                           f"got {_num(shown_got[idx])}")
+                problem = (f"{what}: first difference{where}: expected {number(shown_exp[idx])}, "
+                           f"got {number(shown_got[idx])}")
                 if exp.size > 1:
-                    problem += _expected_got(shown_exp, shown_got)
+                    problem += expected_got(shown_exp, shown_got)
                 if not np.isfinite(arr[idx]) and np.isfinite(exp[idx]):
                     problem += "\n    (a NaN or inf: is a computation unstable?)"
     if problem is not None:

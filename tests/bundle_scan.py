@@ -4,7 +4,7 @@ bundle's tests and the grading children's: every function of every module of the
 run as a program inside the copy) is called with the visible inputs of the exercises a
 test names, adapted to its signature when possible, every exception caught, each call
 limited in time. A call that returns the exercise's answer as the judge sees it
-(``helpers.judge.compare(name, case, got) is None``) is a leak, unless the output is one
+(``helpers.course.judge.compare(course.get(name), case, got) is None``) is a leak, unless the output is one
 of the inputs returned unchanged (a case whose answer is an error is skipped, and an
 answer of at most one number counts when the function answers two cases). The recorded
 worked examples of a bundle are left out of the probed copy: they replay the notebooks'
@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from autograder.engine import course_calls as bundle_calls
-from helpers import exercises, judge
+from helpers import course
+from helpers.course import judge
 
 PROBE = Path(__file__).with_name("bundle_probe.py")
 
@@ -40,8 +41,8 @@ HOMEWORK = ["06_multi_head_attention", "07_transformer_block"]
 def probed_in(revealed: list[str], names: list[str]) -> list[str]:
     """Of the exercises ``names`` that a bundle revealing the assignments ``revealed``
     leaves out, those no bundle of :data:`HOMEWORK` revealing more leaves out too."""
-    more = [a for a in HOMEWORK if set(revealed) < {b for b in exercises.NOTEBOOKS if b < a}]
-    return [n for n in names if not more or exercises.notebook_of(n) < more[0]]
+    more = [a for a in HOMEWORK if set(revealed) < {b for b in course.NOTEBOOKS if b < a}]
+    return [n for n in names if not more or course.notebook_of(n) < more[0]]
 
 
 def left_out(bundle: Path) -> list[str]:
@@ -49,8 +50,8 @@ def left_out(bundle: Path) -> list[str]:
     import json
 
     revealed = set(json.loads((bundle / "bundle.json").read_text())["revealed"])
-    return [n for a in exercises.NOTEBOOKS if a not in revealed
-            for n in exercises.NOTEBOOKS[a]]
+    return [n for a in course.NOTEBOOKS if a not in revealed
+            for n in course.NOTEBOOKS[a]]
 
 
 def answers_in(bundle: Path, names: list[str], work: Path, timeout: int = 1500) -> list[str]:
@@ -58,7 +59,7 @@ def answers_in(bundle: Path, names: list[str], work: Path, timeout: int = 1500) 
     of the ``helpers`` in the folder ``bundle`` that answers one of exercises ``names``."""
     cases, index = [], {}
     for name in names:
-        for i, case in enumerate(judge.cases(name)):
+        for i, case in enumerate(judge.cases(course.get(name))):
             if case.is_sampling or "raises" in (case.scenario or ""):
                 continue                  # no one answer; any error is "the answer"
             index[(name, i)] = case
@@ -87,7 +88,7 @@ def answers_in(bundle: Path, names: list[str], work: Path, timeout: int = 1500) 
     hits: dict[tuple[str, str], set[str]] = {}
     for where, name, i, got in pickle.loads(outp.read_bytes()):
         case = index[(name, i)]
-        if judge.compare(name, case, got) is None:
+        if judge.compare(course.get(name), case, got) is None:
             hits.setdefault((where, name), set()).add(case.name)
     leaks = []
     for (where, name), found in hits.items():

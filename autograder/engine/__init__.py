@@ -43,7 +43,7 @@ Execution (:mod:`autograder.isolation`, :mod:`autograder.notebook.slicing`)
        not run again), then calls the function on every case of the registry
        (visible and hidden; a *scenario* case runs a small script around it: two calls
        sharing a KV cache, the same seed twice) and returns only the outputs. This
-       process (trusted) compares them with ``helpers.judge.compare``. When a failing
+       process (trusted) compares them with ``helpers.course.judge.compare``. When a failing
        case called the learner's own earlier functions, the exercise is judged again
        with the course's (a mistake in the learner's ``layer_norm`` costs points in
        ``layer_norm``'s test only, not again in ``transformer_block``'s).

@@ -133,16 +133,18 @@ def _load_cases(function: str) -> tuple[tuple, tuple[bool, ...], tuple[str, ...]
     default seed), which are hidden, their encoded arguments, their scenarios, the
     ``(name, "module:function")`` of the course functions it uses, and the large arrays
     the arguments name rather than carry (computed once per grading process)."""
-    from helpers import exercises, judge
+    from helpers import course
+    from helpers.course import judge
 
-    visible = list(judge.cases(function, hidden=False))
-    hidden = list(judge.cases(function, hidden=True))
+    ex = course.get(function)
+    visible = list(judge.cases(ex, hidden=False))
+    hidden = list(judge.cases(ex, hidden=True))
     cases = tuple(visible + hidden)
     store: dict = {}
     payloads = tuple(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs)), store=store))
                      for c in cases)
-    uses = tuple((dep, exercises.qualified(exercises.get(dep).reference))
-                 for dep in exercises.get(function).uses)
+    uses = tuple((dep, course.qualified(course.get(dep).reference))
+                 for dep in ex.uses)
     return (cases, (False,) * len(visible) + (True,) * len(hidden), payloads,
             tuple(c.scenario for c in cases), uses, store)
 
@@ -157,10 +159,10 @@ def _student_cases(function: str, seed: int) -> tuple:
     there)."""
     import copy
 
-    from helpers import exercises
+    from helpers import course
 
     base = _load_cases(function)
-    ex = exercises.get(function)
+    ex = course.get(function)
     default, seeded = ex.all_cases(), ex.all_cases(hidden_seed=seed)
     index = {id(c): k for k, c in enumerate(default)}
     if all(id(c) in index for c in seeded):
@@ -182,9 +184,9 @@ def _student_cases(function: str, seed: int) -> tuple:
 def _cases_for(function: str, seed: int | None) -> tuple:
     """The cases exercise ``function`` is graded on: a student's seed draws its hidden
     ones (the default seed when None)."""
-    from helpers import exercises
+    from helpers import course
 
-    if seed is None or not exercises.get(function).draws_hidden:
+    if seed is None or not course.get(function).draws_hidden:
         return _load_cases(function)
     return _student_cases(function, int(seed))
 
@@ -194,7 +196,7 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
              limits: confine.Limits, hidden_seed: int | None = None) -> _Verdict:
     """Step 2 for one exercise: its outputs on every case, from a child whose ``helpers``
     is a student's (no reference, no case; its own reference and what it refuses raise),
-    compared here with ``helpers.judge.compare``. The earlier course functions it uses
+    compared here with ``helpers.course.judge.compare``. The earlier course functions it uses
     are the learner's own; when a failing case called one of them, it is judged again
     with the course's (answered by the trusted process), and that verdict stands.
 
@@ -246,7 +248,8 @@ def _run_calls(function: str, job: dict, cases, hidden, groups, source: Source,
                ) -> tuple[_Verdict, bool]:
     """One isolated run of an exercise's calls (``job``), judged here; and whether a
     failing case called the learner's own earlier functions (the child's observation)."""
-    from helpers import exercises, judge
+    from helpers import course
+    from helpers.course import judge
 
     conf = res.conf(function, source)
     reply = res.worker.run(job, conf, limits)
@@ -301,8 +304,8 @@ def _run_calls(function: str, job: dict, cases, hidden, groups, source: Source,
             c, bool)][:20] if isinstance(changed, list) else []
         try:
             if case.scenario:     # raw observations: what they mean is decided here only
-                got = exercises.decide(case.scenario, got)
-            problems.append(judge.compare(function, case, got, changed))
+                got = course.decide(case.scenario, got)
+            problems.append(judge.compare(course.get(function), case, got, changed))
         except Exception as exc:   # compare() on a strange value: a failed case
             problems.append(f"{function} returned a value that cannot be compared "
                             f"({type(exc).__name__}: {_short(exc, 200)})")
@@ -343,7 +346,8 @@ def _too_large(function: str, case, size: int) -> str:
 def _case_error(function: str, case, err: str, where: str = "") -> str:
     """Words for a case on which the isolated call raised (``err``: "Type: text";
     ``where``: the innermost function of the learner's code it came from)."""
-    from helpers import judge
+    from helpers import course
+    from helpers.course import judge
 
     if err.startswith("NotImplementedError"):
         if where and where != function and where.isidentifier():
@@ -362,7 +366,7 @@ def _case_error(function: str, case, err: str, where: str = "") -> str:
         # hidden inputs (which the child must have) out into the feedback page
         err = (_short(err.split(":", 1)[0], 60)
                + ": (the message of an error on a hidden case is not shown)")
-    return judge.error_text(function, case, _short(err, 400))
+    return judge.error_text(course.get(function), case, _short(err, 400))
 
 
 def _brief(function: str, group: str, text: str) -> str:
@@ -430,7 +434,7 @@ def _feedback(line: dict | None, scrub: _Scrubber, extra: list[str]) -> str:
     return safe_text.shorten(text, FEEDBACK_CHARS)
 
 
-#: Where a failing case's explanation names a known mistake (helpers.judge's wording).
+#: Where a failing case's explanation names a known mistake (helpers.course.judge's wording).
 _DIAGNOSIS = "\n  Likely mistake"
 
 
@@ -457,10 +461,10 @@ def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout:
         for c in merged.cells)
     cells = [{"index": c.index, "kind": c.kind, "grade_id": c.grade_id, "source": code[c.index]}
              for c in merged.cells if c.index in code]
-    from helpers import exercises
+    from helpers import course
 
     graded = tuple(sorted({f for names in _answer_functions(source).values() for f in names
-                           if f in exercises.names()}))
+                           if f in course.names()}))
     reply = res.worker.run({"kind": "notebook", "cells": cells, "cell_timeout": cell_timeout,
                             "timeout": notebook_timeout,
                             "answers": list(student_helpers.trusted_answers_of_notebook(graded))},

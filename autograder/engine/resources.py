@@ -121,14 +121,14 @@ _PREPARED: set[str] = set()
 
 
 def _prepare(source: Source) -> None:
-    """Run what the assignment declares it needs prepared (``helpers.exercises.PREPARE``,
+    """Run what the assignment declares it needs prepared (``helpers.course.PREPARE``,
     e.g. building the SmolLM2 weights cache), once per process, in a trusted subprocess
     before any child needs it: the children see the caches read-only, so a missing
     cache would cost every graded notebook a conversion. A failure here only costs
     speed, never a grade."""
-    from helpers import exercises
+    from helpers import course
 
-    for spec in exercises.PREPARE.get(source.assignment, ()):
+    for spec in course.PREPARE.get(source.assignment, ()):
         if spec in _PREPARED:
             continue
         _PREPARED.add(spec)

@@ -165,15 +165,15 @@ def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = 
     store = _Store(dest.parent / ".helpers-store")
     _copy_tree(source, pkg, store)
     if strip is not None:
-        from helpers import exercises
+        from helpers import course
 
-        student_helpers.build(pkg, exercises.names(), (), put=store.put, graded=strip)
+        student_helpers.build(pkg, course.names(), (), put=store.put, graded=strip)
         _unlink_write(pkg / "checks.py", _CHECKS_STAND_IN.encode("utf-8"))
     elif notebook_run:
-        from helpers import exercises
+        from helpers import course
 
-        names = exercises.names()
-        student_helpers.build(pkg, names, exercises.NOTEBOOKS.get(assignment, names),
+        names = course.names()
+        student_helpers.build(pkg, names, course.NOTEBOOKS.get(assignment, names),
                               put=store.put, logits=False)
     _compile_tree(pkg, store)
     return dest

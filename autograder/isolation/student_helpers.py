@@ -36,7 +36,7 @@ from pathlib import Path
 from helpers.checks import BUNDLE_MARK
 
 #: Files of ``helpers/exercises/`` kept as they are (no answer in them).
-KEEP_EXERCISE_FILES = ("__init__.py", "_compare.py", "_draw.py", "_scenarios.py")
+KEEP_EXERCISE_FILES = ("__init__.py",)
 #: What a left-out course function says (the check shows messages holding BUNDLE_MARK).
 STUB_MESSAGE = ("is exercise {name} of notebook {notebook}, " + BUNDLE_MARK + ": the "
                 "course has its output for this notebook's own examples only; for other "
@@ -154,7 +154,7 @@ _HERE = Path(__file__).parent
 
 
 def load(name):
-    """The case fields of exercise ``name`` (see ``helpers.exercises.case``), or []."""
+    """The case fields of exercise ``name`` (see ``helpers.course.case``), or []."""
     path = _HERE / f"{name}.npz"
     if not path.exists():
         return []
@@ -185,12 +185,12 @@ def next_token_logits(name, fingerprint, fallback):
 
 
 def visible_case_fields(name: str) -> list[dict]:
-    """The visible cases of ``name`` as :func:`helpers.exercises.case` fields, each with
+    """The visible cases of ``name`` as :func:`helpers.course.case` fields, each with
     its expected output computed by the reference (in the trusted process)."""
-    from helpers import exercises
+    from helpers import course
 
     out = []
-    for c in exercises.get(name).all_cases():
+    for c in course.get(name).all_cases():
         if c.hidden:
             continue
         out.append({"name": c.name, "description": c.description, "args": c.args,
@@ -206,11 +206,11 @@ def sampling_logits(name: str) -> dict | None:
     keyed as ``_stored.next_token_logits`` reads them; None when there is none."""
     import numpy as np
 
-    from helpers import exercises, reference
+    from helpers import course, reference
 
     module = importlib.import_module(f"helpers.exercises.{name}")
     keys, rows = [], []
-    for c in exercises.get(name).all_cases():
+    for c in course.get(name).all_cases():
         if c.hidden or not c.is_sampling:
             continue
         prompt, params, n_heads, n_new = c.args[:4]
@@ -313,10 +313,10 @@ def _answer_labels(name: str) -> dict[str, str]:
     """``"module:function" -> how learners call it`` for the reference of exercise
     ``name`` and the functions it refuses (``helpers.reference``'s are re-exported by the
     package: ``helpers.softmax``)."""
-    from helpers import exercises
+    from helpers import course
 
     out: dict[str, str] = {}
-    for module, fns in exercises.answer_functions(name).items():
+    for module, fns in course.answer_functions(name).items():
         prefix = "helpers" if module == "helpers.reference" else module
         out.update((f"{module}:{fn}", f"{prefix}.{fn}") for fn in sorted(fns))
     return out
@@ -334,11 +334,11 @@ def stubbed_functions(names) -> dict[str, str]:
     """``"module:function" -> message`` for every course function left out when exercises
     ``names`` are not answered (their references and what they refuse, except
     :data:`COMPOSITES`)."""
-    from helpers import exercises
+    from helpers import course
 
     out: dict[str, str] = {}
     for name in names:
-        message = STUB_MESSAGE.format(name=name, notebook=exercises.notebook_of(name))
+        message = STUB_MESSAGE.format(name=name, notebook=course.notebook_of(name))
         for spec, label in _answer_labels(name).items():
             if spec not in COMPOSITES:
                 out.setdefault(spec, f"{label} {message}")
@@ -347,10 +347,10 @@ def stubbed_functions(names) -> dict[str, str]:
 
 def _earlier(name: str) -> list[str]:
     """The exercises of the notebooks before exercise ``name``'s, in course order."""
-    from helpers import exercises
+    from helpers import course
 
     out = []
-    for notebook, names in exercises.NOTEBOOKS.items():
+    for notebook, names in course.NOTEBOOKS.items():
         if name in names:
             return out
         out += names
@@ -363,15 +363,15 @@ def trusted_answers(name: str) -> tuple[str, ...]:
     child that judges exercise ``name``: those of every exercise of an earlier notebook
     (what a student has once the earlier homework is revealed) and of the exercises it
     uses, and theirs in turn (credit isolation), never its own."""
-    from helpers import exercises
+    from helpers import course
 
     seen: set[str] = set(_earlier(name))
-    todo = list(exercises.get(name).uses)
+    todo = list(course.get(name).uses)
     while todo:
         dep = todo.pop()
         if dep != name and dep not in seen:
             seen.add(dep)
-            todo += exercises.get(dep).uses
+            todo += course.get(dep).uses
     return tuple(sorted(set(stubbed_functions(sorted(seen))) - set(stubbed_functions([name]))))
 
 
@@ -417,13 +417,13 @@ def stub_answers(pkg: Path, stubs: dict[str, str], raising: dict[str, str] | Non
     """Replace the functions ``stubs`` (spec -> message) in the copy ``pkg`` by calls of
     ``helpers._yours.course``, and those of ``raising`` by stubs raising their message:
     no line of their body stays. Returns the specs found and stubbed."""
-    from helpers import exercises
+    from helpers import course
 
     raising = raising or {}
     by_file: dict[Path, list] = {}
     for spec, message in {**stubs, **raising}.items():
         module, _, fn = spec.partition(":")
-        by_file.setdefault(exercises.module_file(pkg, module), []).append(
+        by_file.setdefault(course.module_file(pkg, module), []).append(
             (fn, spec, message, spec in raising))
     done: set[str] = set()
     for py, fns in by_file.items():
@@ -446,9 +446,9 @@ def build(pkg: Path, hidden, stored_for, put=write, logits: bool = True,
     stubs = stubbed_functions(hidden)
     done = stub_answers(pkg, stubs, hidden_references(graded) if graded else None)
     if graded:
-        from helpers import exercises
+        from helpers import course
 
-        ref = exercises.get(graded).reference
+        ref = course.get(graded).reference
         if f"{ref.__module__}:{ref.__name__}" not in done:
             raise BuildError(f"{ref.__module__} defines no function {ref.__name__} to hide")
     put(pkg / "_yours.py", COURSE_CALLS.read_bytes())

@@ -142,9 +142,9 @@ def load_source(assignment: str, notebook: str | None = None,
 
 
 def _exercise_names() -> tuple[str, ...]:
-    from helpers import exercises
+    from helpers import course
 
-    return exercises.names()
+    return course.names()
 
 
 def _check_call(node) -> tuple[str, bool, str | None] | None:

@@ -267,9 +267,9 @@ def build(out: Path, assignments: list[str], reveal: list[str] = (),
     ``worked_examples``: run the notebooks to record the outputs their demos need
     (:func:`record_worked_examples`); without, a demo that needs a left-out function
     stops until the learner's own is defined."""
-    from helpers import exercises
+    from helpers import course
 
-    known = list(exercises.NOTEBOOKS)
+    known = list(course.NOTEBOOKS)
     for a in list(assignments) + list(reveal):
         if a not in known:
             raise BundleError(f"unknown assignment {a!r}; the assignments are: {', '.join(known)}")
@@ -302,9 +302,9 @@ def build(out: Path, assignments: list[str], reveal: list[str] = (),
     pkg = out / "helpers"
     try:
         shutil.copytree(snapshot / "helpers", pkg)
-        hidden = [n for a in known if a not in revealed for n in exercises.NOTEBOOKS[a]]
+        hidden = [n for a in known if a not in revealed for n in course.NOTEBOOKS[a]]
         stubs = student_helpers.build(
-            pkg, hidden, [n for a in assignments for n in exercises.NOTEBOOKS[a]])
+            pkg, hidden, [n for a in assignments for n in course.NOTEBOOKS[a]])
         if worked_examples and stubs:
             table = record_worked_examples(assignments, stubs, course=snapshot,
                                            solutions=solutions)

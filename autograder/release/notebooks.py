@@ -87,14 +87,14 @@ def generate(course_root: Path, names: list[str], solutions: Path = SOLUTIONS_DI
 def synced_exercise_cells(nb) -> list[tuple[int, str, str]]:
     """``(index, exercise, new source)`` for each exercise cell of notebook ``nb`` whose
     text differs from its module's render (heading, header, hints; see
-    ``helpers.exercises._render``).
+    ``helpers.course.render``).
 
     An exercise's cell is the nearest markdown cell before its answer cell that starts
     with ``## Exercise``; its number is how many such cells the notebook has up to it.
     Exercises that declare no hints yet are left alone.
     """
-    from helpers import exercises
-    from helpers.exercises import _render
+    from helpers import course
+    from helpers.course import render as _render
 
     cells = nb["cells"] if isinstance(nb, dict) else nb.cells
 
@@ -108,7 +108,7 @@ def synced_exercise_cells(nb) -> list[tuple[int, str, str]]:
             continue
         name = nbcells.grade_id(cell)
         start, previous = previous, index
-        if name not in exercises.names() or not exercises.get(name).hints:
+        if name not in course.names() or not course.get(name).hints:
             continue
         # its own cell: between the previous answer and this one (never another's)
         at = next((i for i in range(index - 1, start, -1) if is_heading(cells[i])), None)
@@ -116,7 +116,7 @@ def synced_exercise_cells(nb) -> list[tuple[int, str, str]]:
             raise ValueError(f"exercise {name}: no markdown cell starting with "
                              f"{_render.HEADING_START.rstrip()!r} between the answer before it and its answer cell")
         k = sum(1 for c in cells[:at + 1] if is_heading(c))
-        text = _render.sync_cell(nbcells.source_of(cells[at]), exercises.get(name), k)
+        text = _render.sync_cell(nbcells.source_of(cells[at]), course.get(name), k)
         if text != nbcells.source_of(cells[at]):
             out.append((at, name, text))
     return out

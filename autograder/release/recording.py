@@ -96,12 +96,12 @@ def _wrap(spec: str) -> None:
 def start(specs, checks_only: bool = False) -> None:
     """Record every call of the functions ``specs`` (``"module:function"``); with
     ``checks_only``, only those the learner's functions make while ``check`` runs them."""
-    from helpers import checks, exercises
+    from helpers import checks, course
 
     RECORDER.paused = int(checks_only)
     for spec in specs:
         _wrap(spec)
-    check, run, run_learner = checks.check, exercises.Case.run, checks._run
+    check, run, run_learner = checks.check, course.Case.run, checks._run
 
     def checking(*args, **kwargs):            # check's own calls are not recorded ...
         RECORDER.paused += 1
@@ -127,7 +127,7 @@ def start(specs, checks_only: bool = False) -> None:
     checking.__wrapped__ = check
     checks.check = checking
     checks._run = running_in_check
-    exercises.Case.run = running
+    course.Case.run = running
 
 
 def save(path) -> None:

@@ -3,7 +3,7 @@ docs/contract.md, and the contracts' arrays as the reference checks them at its 
 (``helpers/data/contract_edges.json``).
 
 The "you write" column of ``README.md``'s table (between the markers below) lists, for
-each notebook, the exercises of ``helpers.exercises.NOTEBOOKS`` in course order: the
+each notebook, the exercises of ``helpers.course.NOTEBOOKS`` in course order: the
 registry is the one list, and ``python -m autograder regenerate`` rewrites the column
 (the "you see" column is prose, kept as written; a notebook new to the table gets a row
 whose prose is its title, to edit).
@@ -58,7 +58,7 @@ def course_table(old: str, notebooks: dict[str, tuple[str, ...]],
 
 def readme_text(text: str, solutions: Path = SOLUTIONS_DIR) -> str:
     """The README's text ``text`` with the table between its markers written anew."""
-    from helpers.exercises import NOTEBOOKS
+    from helpers.course import NOTEBOOKS
 
     start, end = text.index(BEGIN) + len(BEGIN) + 1, text.index(END)
     return text[:start] + course_table(text[start:end], NOTEBOOKS, solutions) + text[end:]
@@ -82,10 +82,10 @@ def _contract_row(name: str, first_of_notebook: bool) -> str:
     reference's docstring (what it returns: edit it to say so), the functions it uses."""
     import inspect
 
-    from helpers import exercises
+    from helpers import course
 
-    ex = exercises.get(name)
-    notebook = exercises.notebook_of(name)[:2] if first_of_notebook else ""
+    ex = course.get(name)
+    notebook = course.notebook_of(name)[:2] if first_of_notebook else ""
     params = ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}"
                        for p in inspect.signature(ex.signature).parameters.values())
     doc = (inspect.getdoc(ex.reference) or "").strip().splitlines()
@@ -96,10 +96,10 @@ def _contract_row(name: str, first_of_notebook: bool) -> str:
 def contract_text(text: str) -> str:
     """docs/contract.md's text ``text`` with a row for every exercise of the registry
     missing from its table, placed after the exercise before it in course order."""
-    from helpers import exercises
+    from helpers import course
 
     lines = text.splitlines(keepends=True)
-    names = list(exercises.names())
+    names = list(course.names())
     for i, name in enumerate(names):
         listed = {m.group(1): n for n, line in enumerate(lines)
                   for m in [_CONTRACT_ROW.match(line)] if m}
@@ -107,7 +107,7 @@ def contract_text(text: str) -> str:
             continue
         before = names[i - 1] if i else None
         at = listed[before] + 1 if before in listed else max(listed.values(), default=0) + 1
-        first = before is None or exercises.notebook_of(before) != exercises.notebook_of(name)
+        first = before is None or course.notebook_of(before) != course.notebook_of(name)
         lines.insert(at, _contract_row(name, first))
     return "".join(lines)
 
@@ -126,10 +126,10 @@ def write_edge_table() -> bool:
     """Store what ``helpers.reference`` checks at its edges, from the contracts
     (``helpers/data/contract_edges.json``, :func:`helpers.exercises.edge_table`); True
     when it changed."""
-    from helpers import exercises
+    from helpers import course
 
-    new = exercises.edge_table_text()
-    path = exercises.EDGE_TABLE
+    new = course.edge_table_text()
+    path = course.EDGE_TABLE
     if path.is_file() and path.read_text(encoding="utf-8") == new:
         return False
     path.write_text(new, encoding="utf-8")

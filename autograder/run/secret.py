@@ -1,6 +1,6 @@
 """The instructor's grading secret, and each student's seed for the hidden cases.
 
-The hidden cases an exercise draws from its contract (``helpers.exercises.draw_cases``)
+The hidden cases an exercise draws from its contract (``helpers.course.draw.draw_cases``)
 take a seed. The grader derives it per student and notebook from a secret only the
 instructor holds::
 

@@ -1,5 +1,5 @@
 """Inputs of notebook 09's exercises from the real all-MiniLM-L6-v2: the model cut down
-to a few layers and the tokens of a batch (random encoders: ``_draw.tiny_bert``)."""
+to a few layers and the tokens of a batch (random encoders: ``draw.tiny_bert``)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from helpers import tokenizer as T
-from helpers.exercises import _draw
+from helpers.course import draw
 
 _TEXT = Path(T.__file__).parent / "data" / "shakespeare_hamlet_act1.txt"
 
@@ -34,14 +34,14 @@ def small_bpe(n_merges: int = 80) -> tuple[list, dict]:
     return [tuple(m) for m in merges], {t: i for i, t in enumerate(tokens)}
 
 
-# Drawn for the contracts' cases (helpers.exercises.draw_cases). The exercise modules
+# Drawn for the contracts' cases (helpers.course.draw.draw_cases). The exercise modules
 # import these inside their drawing functions: a student bundle keeps those functions but
 # not this module, and never draws.
 
 
 def drawn_merges(rng) -> list[tuple[str, str]]:
-    """The merges BPE learns from drawn words (``_draw.words``): 1 to 6 of them."""
-    return [tuple(m) for m in T.train_bpe(_draw.words(rng), int(rng.integers(1, 7)))]
+    """The merges BPE learns from drawn words (``draw.words``): 1 to 6 of them."""
+    return [tuple(m) for m in T.train_bpe(draw.words(rng), int(rng.integers(1, 7)))]
 
 
 def small_vocab() -> dict[str, int]:

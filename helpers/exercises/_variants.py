@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import _draw
-from helpers.exercises._compare import model_fingerprint
+from helpers.course import draw
+from helpers.course.text import model_fingerprint
 
 
 def _f(x) -> np.ndarray:
@@ -221,7 +221,7 @@ def _gen(token_ids, params, n_heads, n_new, temperature=0.0, rng=None, *, crop=N
             nxt = int(np.argmax(logits))
         else:
             p = (sampler or _sample_correct)(logits, temperature)
-            nxt = int(_draw.rng(rng).choice(len(p), p=p))
+            nxt = int(draw.rng(rng).choice(len(p), p=p))
         ids = np.append(ids, nxt)
     return ids[len(prompt):] if only_new else ids
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
-from helpers.exercises._compare import nested_problem
+from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course.judge import nested_problem
 
 PARTS = ("theta", "m", "v")
 
@@ -58,7 +58,7 @@ return theta, m, v
 
 @EXERCISE.cases
 def cases():
-    r = _draw.rng(1209)
+    r = draw.rng(1209)
     z = np.zeros(4)
     return [
         case("first_step", "t = 1, m = v = 0, weight decay 0.1: the step is about lr * sign(g)",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._llama_variants import rope_variant
 from helpers.llama import model
 
@@ -50,7 +50,7 @@ return np.concatenate([___, ___], axis=-1)   # [..., N, d_h]
 
 @EXERCISE.cases
 def cases():
-    normal = _draw.rng(1010).standard_normal
+    normal = draw.rng(1010).standard_normal
     c1, s1, c01, s01 = np.cos(1), np.sin(1), np.cos(0.1), np.sin(0.1)
     visible = [
         case("worked_example", "x = [[1, 2, 3, 4]] at position 1, theta = 100: pair (1, 3) "
@@ -63,8 +63,8 @@ def cases():
         case("positions", "x [3, 8] at positions [3, 4, 10], theta=100",
              (normal((3, 8)), np.array([3, 4, 10])), {"theta": 100.0}),
     ]
-    normal = _draw.rng(1011).standard_normal
-    x0 = _draw.rng(10).standard_normal((2, 3, 6))
+    normal = draw.rng(1011).standard_normal
+    x0 = draw.rng(10).standard_normal((2, 3, 6))
     hidden = [
         case("smollm2_base", "x [4, 6, 16] at positions 100..105, theta=100000 (SmolLM2's base)",
              (normal((4, 6, 16)), np.arange(100, 106)), {"theta": 1e5}, hidden=True),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
-from helpers.exercises._compare import nested_problem
+from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course.judge import nested_problem
 
 PARTS = ("dQ", "dK", "dV")
 
@@ -52,7 +52,7 @@ return ___, ___, dV
 
 @EXERCISE.cases
 def cases():
-    r = _draw.rng(1206)
+    r = draw.rng(1206)
     causal = np.tril(np.ones((4, 4), dtype=bool))
     return [
         case("causal", "4 positions, causal mask, d_k = 3, d_v = 2",

@@ -8,7 +8,7 @@ import numpy as np
 
 from helpers import bert
 from helpers import reference as ref
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._bert_inputs import cut_model
 
 
@@ -64,8 +64,8 @@ return layer_norm(___, layer["ln2_gamma"], layer["ln2_beta"], eps=___)
 
 @EXERCISE.cases
 def cases():
-    rng = _draw.rng(909)
-    small = functools.partial(_draw.bert_layer, rng)
+    rng = draw.rng(909)
+    small = functools.partial(draw.bert_layer, rng)
     mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
     visible = [
         case("one_sentence", "one sentence x [5, 8], 2 heads, no padding (key_mask=None)",
@@ -74,11 +74,11 @@ def cases():
              "3 tokens", (rng.normal(size=(2, 5, 8)), small(8, 12, 1.5), 2, mask),
              group="mask"),
     ]
-    rng = _draw.rng(910)
+    rng = draw.rng(910)
     mask = np.array([[True] * 6, [True] * 2 + [False] * 4])
     hidden = [
         case("large_values", "a batch x [2, 6, 16] with large values, 4 heads, padding",
-             (20 * rng.normal(size=(2, 6, 16)), _draw.bert_layer(rng, 16, 24, 3.0), 4, mask),
+             (20 * rng.normal(size=(2, 6, 16)), draw.bert_layer(rng, 16, 24, 3.0), 4, mask),
              group="stability", hidden=True),
     ]
     if not bert.missing_requirements():            # the real model, where it is installed

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 
 
 def _compare(case, expected, got):
@@ -18,7 +18,7 @@ def _compare(case, expected, got):
 
 
 def _text(rng, shape, dims):
-    return _draw.text(rng)
+    return draw.text(rng)
 
 
 CONTRACT = Contract(args={"text": Arg(str, values=_text)}, returns=Arg(str),

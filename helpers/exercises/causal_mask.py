@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.course import Arg, Contract, Exercise, case
 
 
 CONTRACT = Contract(args={"n": Arg("n")}, returns=Arg("[n, n]", dtype="bool"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.course import Arg, Contract, Exercise, case
 
 
 def causal_padding_mask(n, n_real):

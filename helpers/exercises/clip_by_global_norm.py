@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
-from helpers.exercises._compare import nested_problem
+from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course.judge import nested_problem
 
 PARTS = ("grads", "norm")
 
@@ -56,7 +56,7 @@ return tree_map(lambda g: ___, grads), norm
 
 @EXERCISE.cases
 def cases():
-    r = _draw.rng(1210)
+    r = draw.rng(1210)
     return [
         case("two_arrays", "{'a': [3, 0], 'b': [[4]]}: the norm is 5, clipped to 1",
              ({"a": np.array([3.0, 0.0]), "b": np.array([[4.0]])}, 1.0)),

@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _cos_with, _f
 
 
@@ -45,14 +45,14 @@ def cases():
              ([1.0, -2.0, 0.5], [-2.0, 4.0, -1.0]), hidden=True),
         case("negative", "vectors at an obtuse angle (negative cosine)",
              (np.array([1.0, 2.0, -1.0, 0.5]), np.array([-2.0, 0.5, 1.5, 0.0])), hidden=True),
-        case("random", "two random vectors of length 6", (_draw.normal(5, 6), _draw.normal(6, 6) * 3.0),
+        case("random", "two random vectors of length 6", (draw.normal(5, 6), draw.normal(6, 6) * 3.0),
              hidden=True),
         case("long_short", "a long vector (entries ~1e2) and a short one (entries ~1e-3)",
-             (_draw.normal(11, 3) * 1e2, _draw.normal(12, 3) * 1e-3), group="scales"),
+             (draw.normal(11, 3) * 1e2, draw.normal(12, 3) * 1e-3), group="scales"),
         case("scales", "a long vector (entries ~1e3) and a short one (entries ~1e-2)",
-             (_draw.normal(7, 5) * 1e3, _draw.normal(8, 5) * 1e-2), group="scales", hidden=True),
+             (draw.normal(7, 5) * 1e3, draw.normal(8, 5) * 1e-2), group="scales", hidden=True),
         case("big_and_small", "entries ~1e40 and ~1e-40",
-             (_draw.normal(9, 4) * 1e40, _draw.normal(10, 4) * 1e-40), group="scales", hidden=True),
+             (draw.normal(9, 4) * 1e40, draw.normal(10, 4) * 1e-40), group="scales", hidden=True),
     ]
 
 

@@ -7,8 +7,8 @@ A dictionary with tuple keys cannot cross the grader's wire, so each case runs
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
-from helpers.exercises._compare import shorten
+from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course.text import shorten
 
 _ROWS = "helpers.exercises.count_pairs:scenario_rows"
 
@@ -49,7 +49,7 @@ def _compare(case, expected, got):
 
 
 def _tokens(rng, shape, dims):
-    return _draw.tokens(rng)
+    return draw.tokens(rng)
 
 
 CONTRACT = Contract(args={"tokens": Arg(list, items=str, values=_tokens)},

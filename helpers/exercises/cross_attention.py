@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _xattn
 
 
@@ -38,7 +38,7 @@ return ___               # [N_dec, d_v]
 
 @EXERCISE.cases
 def cases():
-    n = _draw.normal
+    n = draw.normal
     return [
         case("slides_cat", "decoder: 'The cat' (2 rows of the slides' X); encoder: all 4 rows; "
              "the slides' W_Q, W_K, W_V",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _f, _ids, _naive_softmax, _nll_rows
 
 
@@ -63,14 +63,14 @@ def cases():
         case("huge", "logits up to 1e300", (np.array([[1e300, 0.0, -1e300], [1e3, 1e10, 1e100]]),
                                             np.array([1, 0])), group="stability", hidden=True),
         case("rows_scales", "rows at very different scales (1e-3 to 1e3)",
-             (_draw.normal(261, (3, 5)) * np.array([[1e-3], [1.0], [1e3]]), np.array([4, 0, 2])),
+             (draw.normal(261, (3, 5)) * np.array([[1e-3], [1.0], [1e3]]), np.array([4, 0, 2])),
              group="scales", hidden=True),
         case("very_negative", "very negative logits (-1000 and below)",
              (np.array([[-1000.0, -1002.0, -1001.0]]), np.array([1])), group="stability",
              hidden=True),
-        case("one_row", "a single row, V = 6", (_draw.normal(262, (1, 6)), np.array([5])), hidden=True),
+        case("one_row", "a single row, V = 6", (draw.normal(262, (1, 6)), np.array([5])), hidden=True),
         case("random", "6 rows, V = 10",
-             (_draw.normal(263, (6, 10), 2.0), _draw.rng(264).integers(0, 10, 6)), hidden=True),
+             (draw.normal(263, (6, 10), 2.0), draw.rng(264).integers(0, 10, 6)), hidden=True),
         case("confident_right", "large logits with the target at the largest one",
              (np.array([[50.0, 0.0, -3.0], [1.0, 40.0, 2.0]]), np.array([0, 1])),
              group="stability", hidden=True),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Arg, Contract, Exercise, _draw, case, ids_below
+from helpers.course import Arg, Contract, Exercise, draw, case, ids_below
 
 CONTRACT = Contract(
     args={"logits": Arg("[..., V]"),
@@ -40,7 +40,7 @@ return (p / ___).reshape(z.shape)
 
 @EXERCISE.cases
 def cases():
-    r = _draw.rng(1202)
+    r = draw.rng(1202)
     return [
         case("three_positions", "3 positions, 4 classes", (
             np.array([[2.0, 1.0, 0.1, -1.0], [0.5, 0.5, 0.5, 0.5], [-1.0, 3.0, 0.0, 1.0]]),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.course import Arg, Contract, Exercise, case
 from helpers.exercises._bpe_inputs import small_bpe
 
 

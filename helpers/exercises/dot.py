@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _f
 
 
@@ -39,7 +39,7 @@ def cases():
         case("lists", "two plain Python lists of ints", ([1, 2, 3], [4, -5, 6])),
         case("decimals", "numbers with many decimals",
              ([0.123, -4.567, 7.891], [1.5, 0.25, -3.333])),
-        case("random", "two random vectors of length 7", (_draw.normal(1, 7), _draw.normal(2, 7)),
+        case("random", "two random vectors of length 7", (draw.normal(1, 7), draw.normal(2, 7)),
              hidden=True),
         case("negative", "a dot product that comes out negative",
              ([2.0, -1.0, 0.5, 3.0], [-1.0, 4.0, 2.0, -0.5]), hidden=True),
@@ -51,7 +51,7 @@ def cases():
              (np.array([1e3, 2e-3, -5.0, 7e2]), np.array([3e-3, 4e2, 1.5, -2e-3])), group="scales",
              hidden=True),
         case("long_lists", "lists of 12 floats",
-             (list(_draw.normal(3, 12, decimals=2)), list(_draw.normal(4, 12, decimals=2))), hidden=True),
+             (list(draw.normal(3, 12, decimals=2)), list(draw.normal(4, 12, decimals=2))), hidden=True),
     ]
 
 

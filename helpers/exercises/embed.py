@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _f, _ids
 
 
@@ -38,7 +38,7 @@ return ___
 
 @EXERCISE.cases
 def cases():
-    r = _draw.rng(231)
+    r = draw.rng(231)
     E5, P6 = np.round(r.normal(size=(5, 3)), 1) + 0.0, np.round(r.normal(size=(6, 3)), 1) + 0.0
     E9, P12 = r.normal(size=(9, 4)), r.normal(size=(12, 4))
     P_aaba = np.round(0.1 * np.arange(12.0).reshape(6, 2), 1)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Arg, Contract, Exercise, _draw, case, ids_below
-from helpers.exercises._compare import nested_problem
+from helpers.course import Arg, Contract, Exercise, draw, case, ids_below
+from helpers.course.judge import nested_problem
 
 PARTS = ("dE", "dP")
 
@@ -50,7 +50,7 @@ return dE, dP
 
 @EXERCISE.cases
 def cases():
-    r = _draw.rng(1207)
+    r = draw.rng(1207)
     return [
         case("repeated", "ids [2, 0, 2, 2] (id 2 three times), V = 4, n_ctx = 6",
              ([2, 0, 2, 2], r.normal(size=(4, 3)), 4, 6)),

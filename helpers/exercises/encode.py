@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._bpe_inputs import small_bpe
 
 def _text(rng, shape, dims):
-    return _draw.text(rng)
+    return draw.text(rng)
 
 
 def _merges(rng, shape, dims):

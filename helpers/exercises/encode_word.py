@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._bpe_inputs import small_bpe
 
 
@@ -29,7 +29,7 @@ def _merge_until_done(word, merges, choose):
 
 
 def _word(rng, shape, dims):
-    return "".join(_draw.tokens(rng, ("a", "b", "c", "d"), 1, 8))
+    return "".join(draw.tokens(rng, ("a", "b", "c", "d"), 1, 8))
 
 
 def _merges(rng, shape, dims):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _ffn
 
 
@@ -39,16 +39,16 @@ return ___          # [N, d]
 def cases():
     return [
         case("small", "2 tokens, d = 3, d_ff = 4 (some hidden units are cut by the ReLU)",
-             _draw.ffn_args(181, 2, 3, 4, decimals=1)),
+             draw.ffn_args(181, 2, 3, 4, decimals=1)),
         case("lists", "plain lists, 3 tokens, d = 2, d_ff = 3",
-             tuple(a.tolist() for a in _draw.ffn_args(186, 3, 2, 3, decimals=1))),
-        case("wide", "5 tokens, d = 4, d_ff = 6", _draw.ffn_args(191, 5, 4, 6), group="shapes",
+             tuple(a.tolist() for a in draw.ffn_args(186, 3, 2, 3, decimals=1))),
+        case("wide", "5 tokens, d = 4, d_ff = 6", draw.ffn_args(191, 5, 4, 6), group="shapes",
              hidden=True),
-        case("one_token", "1 token, d = 2, d_ff = 8", _draw.ffn_args(196, 1, 2, 8), group="shapes",
+        case("one_token", "1 token, d = 2, d_ff = 8", draw.ffn_args(196, 1, 2, 8), group="shapes",
              hidden=True),
         case("large_visible", "inputs ~100, 2 tokens, d = 3, d_ff = 4",
-             _draw.ffn_args(206, 2, 3, 4, scale=100.0)),
-        case("large", "large inputs", _draw.ffn_args(201, 3, 3, 5, scale=100.0), hidden=True),
+             draw.ffn_args(206, 2, 3, 4, scale=100.0)),
+        case("large", "large inputs", draw.ffn_args(201, 3, 3, 5, scale=100.0), hidden=True),
     ]
 
 

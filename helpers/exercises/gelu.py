@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import bert
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 
 CONTRACT = Contract(args={"x": Arg("[...]", lists=True)}, returns=Arg("[...]"), batch=(1, 2, 3))
 
@@ -33,16 +33,16 @@ return ___                     # x * Phi(x), with Phi written with erf(x / np.sq
 
 @EXERCISE.cases
 def cases():
-    rng = _draw.rng(909)
+    rng = draw.rng(909)
     visible = [
         case("linspace", "x = linspace(-5, 5, 21)", (np.linspace(-5, 5, 21),)),
-        case("batch", "a [2, 2, 3] array", (_draw.rng(908).normal(size=(2, 2, 3)),)),
+        case("batch", "a [2, 2, 3] array", (draw.rng(908).normal(size=(2, 2, 3)),)),
         case("matrix", "a [3, 4] array", (rng.normal(size=(3, 4)) * 2,)),
         case("worked_example", "x = [-1, 0, 1]: GELU(1) = Phi(1) = 0.841345, "
              "GELU(-1) = -(1 - Phi(1))", ([-1.0, 0.0, 1.0],), group="slides",
              expected=np.array([-0.15865525393145707, 0.0, 0.8413447460685429])),
     ]
-    rng = _draw.rng(910)
+    rng = draw.rng(910)
     hidden = [
         case("extremes", "large and tiny values",
              (np.array([-40.0, -8.0, -1e-8, 0.0, 1e-8, 8.0, 40.0]),), hidden=True),

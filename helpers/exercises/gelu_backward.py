@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 
 CONTRACT = Contract(args={"z": Arg("[...]"), "d_out": Arg("[...]")}, returns=Arg("[...]"),
                     batch=(1, 2, 3), invariants=("d_out has the shape of z",))
@@ -34,7 +34,7 @@ return ___
 
 @EXERCISE.cases
 def cases():
-    r = _draw.rng(1204)
+    r = draw.rng(1204)
     return [
         case("vector", "z from -3 to 3, d_out = 1", (np.linspace(-3, 3, 7), np.ones(7))),
         case("matrix", "a [3, 4] matrix and a random d_out",

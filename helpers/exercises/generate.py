@@ -6,8 +6,8 @@ import numpy as np
 
 from helpers import reference
 
-from helpers.exercises import Arg, Case, Contract, Exercise, _draw, case
-from helpers.exercises._compare import model_fingerprint as _fingerprint
+from helpers.course import Arg, Case, Contract, Exercise, draw, case
+from helpers.course.text import model_fingerprint as _fingerprint
 from helpers.exercises._variants import _gen, _onehot, _sampler_multiplied, _sampler_no_temperature, _sampler_uniform
 
 
@@ -78,9 +78,9 @@ probs = softmax(logits / temperature)                                # only when
 def _gen_models():
     """Small language models of the listed cases (built per call: cases may change them)."""
     return {
-        "m8": _draw.seeded_lm(308, V=8, d=8, n_ctx=5, n_blocks=1, ln_f=False, e_scale=0.5),
-        "m4": _draw.seeded_lm(272, V=6, d=4, n_ctx=4, n_blocks=2, ln_f=True),
-        "ms": _draw.seeded_lm(273, V=6, d=4, n_ctx=5, n_blocks=1, ln_f=True, e_scale=0.6),
+        "m8": draw.seeded_lm(308, V=8, d=8, n_ctx=5, n_blocks=1, ln_f=False, e_scale=0.5),
+        "m4": draw.seeded_lm(272, V=6, d=4, n_ctx=4, n_blocks=2, ln_f=True),
+        "ms": draw.seeded_lm(273, V=6, d=4, n_ctx=5, n_blocks=1, ln_f=True, e_scale=0.6),
     }
 
 
@@ -100,7 +100,7 @@ def cases():
              group="sampling", scenario="helpers.exercises.generate:scenario_same_seed"),
         case("sampling", "sampling at temperature 0.5 with rng = np.random.default_rng(7), "
              "prompt [2], 200 new tokens, n_ctx = 5", (np.array([2]), m["ms"], 2, 200),
-             {"temperature": 0.5, "rng": _draw.rng(7)}, group="sampling"),
+             {"temperature": 0.5, "rng": draw.rng(7)}, group="sampling"),
         case("greedy_crop", "greedy, prompt of 3 tokens, 6 new tokens, n_ctx = 4 (the context "
              "must be cropped)", (np.array([0, 3, 5]), m["m4"], 2, 6), group="cropping",
              hidden=True),
@@ -114,13 +114,13 @@ def cases():
              (np.array([3]), m["ms"], 1, 10), group="greedy", hidden=True),
         case("sampling_hot", "sampling at temperature 2.0 with rng = np.random.default_rng(11), "
              "prompt [0, 1], 200 new tokens, n_ctx = 5", (np.array([0, 1]), m["ms"], 2, 200),
-             {"temperature": 2.0, "rng": _draw.rng(11)}, group="sampling", hidden=True),
+             {"temperature": 2.0, "rng": draw.rng(11)}, group="sampling", hidden=True),
         case("sampling_cold", "sampling at temperature 0.25 with rng = np.random.default_rng(12), "
              "prompt [3], 150 new tokens, n_ctx = 5", (np.array([3]), m["ms"], 1, 150),
-             {"temperature": 0.25, "rng": _draw.rng(12)}, group="sampling", hidden=True),
+             {"temperature": 0.25, "rng": draw.rng(12)}, group="sampling", hidden=True),
         case("sampling_crop", "sampling at temperature 0.8 with rng = np.random.default_rng(13), "
              "prompt of 3 tokens, 200 new tokens, n_ctx = 4, 2 blocks",
-             (np.array([1, 2, 3]), m["m4"], 2, 200), {"temperature": 0.8, "rng": _draw.rng(13)},
+             (np.array([1, 2, 3]), m["m4"], 2, 200), {"temperature": 0.8, "rng": draw.rng(13)},
              group="sampling", hidden=True),
         case("same_seed_hot", "sampling at temperature 1.5, prompt [1, 4], 60 new tokens, twice "
              "with rng = np.random.default_rng(21) and once with np.random.default_rng(22)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._llama_variants import gqa_variant
 from helpers.llama import model
 
@@ -54,7 +54,7 @@ out, _ = ___
 
 @EXERCISE.cases
 def cases():
-    normal = _draw.rng(1010).standard_normal
+    normal = draw.rng(1010).standard_normal
     visible = [
         case("worked_example", "zero queries: 2 query heads share 1 key/value head with keys "
              "[1, 0], [0, 1] and values [1, 0], [3, 4]; each head averages the two values",
@@ -67,7 +67,7 @@ def cases():
              "keys (N_q = 1, N_k = 5)", (normal((4, 1, 8)), normal((2, 5, 8)), normal((2, 5, 8))),
              group="cache"),
     ]
-    normal = _draw.rng(1011).standard_normal
+    normal = draw.rng(1011).standard_normal
     hidden = [
         case("multi_query", "one key/value head for 6 query heads (multi-query), N_q = 3, "
              "N_k = 7, d_h = 4, large scores",

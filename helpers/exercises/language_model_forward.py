@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _lm
 
 
 def _drawn_lm(rng, dims):
     """A small language model's params drawn for a contract case: 1 or 2 blocks, with or
     without the final layer norm."""
-    return _draw.lm(rng, dims["V"], dims["d"], dims["n_ctx"], blocks=int(rng.integers(1, 3)),
+    return draw.lm(rng, dims["V"], dims["d"], dims["n_ctx"], blocks=int(rng.integers(1, 3)),
                     ln_f=bool(rng.random() < 0.5))
 
 
@@ -58,10 +58,10 @@ return ___                               # [N, V]
 
 @EXERCISE.cases
 def cases():
-    p1 = _draw.seeded_lm(251, V=7, d=4, n_ctx=8, n_blocks=1, ln_f=False)
-    p2 = _draw.seeded_lm(252, V=7, d=4, n_ctx=8, n_blocks=2, ln_f=True)
-    p3 = _draw.seeded_lm(253, V=6, d=6, n_ctx=6, n_blocks=3, ln_f=True)
-    p4 = _draw.seeded_lm(254, V=5, d=8, n_ctx=5, n_blocks=2, ln_f=False)
+    p1 = draw.seeded_lm(251, V=7, d=4, n_ctx=8, n_blocks=1, ln_f=False)
+    p2 = draw.seeded_lm(252, V=7, d=4, n_ctx=8, n_blocks=2, ln_f=True)
+    p3 = draw.seeded_lm(253, V=6, d=6, n_ctx=6, n_blocks=3, ln_f=True)
+    p4 = draw.seeded_lm(254, V=5, d=8, n_ctx=5, n_blocks=2, ln_f=False)
     return [
         case("one_block", "V = 7, d = 4, n_ctx = 8, 1 block, n_heads = 2, no final layer norm",
              (np.array([1, 4, 2, 6, 0]), p1, 2)),

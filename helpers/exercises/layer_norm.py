@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _ln
 
 
@@ -50,10 +50,10 @@ return ___                               # gamma and beta, each [d]
 @EXERCISE.cases
 def cases():
     g4, b4 = np.array([1.0, 2.0, 0.5, 1.5]), np.array([0.0, 0.1, -0.2, 1.0])
-    small = 5.0 + _draw.normal(171, (3, 6), 1e-3)
+    small = 5.0 + draw.normal(171, (3, 6), 1e-3)
     tiny = np.array([[1.0, 1.0 + 1e-4, 1.0 - 1e-4, 1.0], [0.0, 1e-3, 2e-3, -1e-3]])
-    scales = _draw.normal(172, (3, 5)) * np.array([[1e-3], [1.0], [1e3]])
-    r = _draw.rng(173)
+    scales = draw.normal(172, (3, 5)) * np.array([[1e-3], [1.0], [1e3]])
+    r = draw.rng(173)
     g6, b6 = 1.0 + 0.3 * r.normal(size=6), 0.2 * r.normal(size=6)
     g5, b5 = 1.0 + 0.3 * r.normal(size=5), 0.2 * r.normal(size=5)
     g8, b8 = 1.0 + 0.3 * r.normal(size=8), 0.2 * r.normal(size=8)
@@ -65,7 +65,7 @@ def cases():
         case("small_variance", "rows whose variance (~1e-6) is smaller than eps", (small, g6, b6),
              group="eps"),
         case("explicit_eps", "eps = 0.01 given as an argument, rows of small variance",
-             (0.1 * _draw.normal(176, (2, 5)), g5, b5), {"eps": 1e-2}, group="eps"),
+             (0.1 * draw.normal(176, (2, 5)), g5, b5), {"eps": 1e-2}, group="eps"),
         case("constant_row_visible", "a constant row (variance 0) next to a normal one",
              (np.array([[-2.0, -2.0, -2.0, -2.0], [0.5, 1.0, -1.0, 2.0]]), g4, b4), group="eps"),
         case("tiny_variance", "rows with variance ~1e-8 and ~1e-6", (tiny, g4, b4), group="eps",
@@ -75,14 +75,14 @@ def cases():
              hidden=True),
         case("eps_1e-3", "eps = 1e-3 given as an argument", (small[:2] * 10.0, g6, b6),
              {"eps": 1e-3}, group="eps", hidden=True),
-        case("eps_0.1", "eps = 0.1 given as an argument", (_draw.normal(174, (2, 5)), g5, b5),
+        case("eps_0.1", "eps = 0.1 given as an argument", (draw.normal(174, (2, 5)), g5, b5),
              {"eps": 0.1}, group="eps", hidden=True),
         case("row_scales", "rows at scales 1e-2, 1 and 1e3",
-             (_draw.normal(177, (3, 4)) * np.array([[1e-2], [1.0], [1e3]]), g4, b4), group="scales"),
+             (draw.normal(177, (3, 4)) * np.array([[1e-2], [1.0], [1e3]]), g4, b4), group="scales"),
         case("scales", "rows at very different scales (1e-3 to 1e3)", (scales, g5, b5),
              group="scales", hidden=True),
         case("random", "5 random rows, d = 8, offset from 0",
-             (3.0 + _draw.normal(175, (5, 8), 2.0), g8, b8), hidden=True),
+             (3.0 + draw.normal(175, (5, 8), 2.0), g8, b8), hidden=True),
         case("one_row", "a single row", (np.array([[0.5, -1.5, 2.0, 4.0]]), g4, b4), hidden=True),
     ]
 

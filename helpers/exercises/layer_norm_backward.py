@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
-from helpers.exercises._compare import nested_problem
+from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course.judge import nested_problem
 
 PARTS = ("dx", "dgamma", "dbeta")
 
@@ -52,7 +52,7 @@ dbeta = ___                               # [d]
 
 @EXERCISE.cases
 def cases():
-    r = _draw.rng(1205)
+    r = draw.rng(1205)
     return [
         case("rows", "3 rows of 4 features, gamma = [1, 2, 0.5, 1.5]",
              (r.normal(size=(3, 4)) * 2 + 1, np.array([1.0, 2.0, 0.5, 1.5]),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import training
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
-from helpers.exercises._compare import nested_problem
+from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course.judge import nested_problem
 
 PARTS = ("dx", "dW", "db")
 
@@ -47,7 +47,7 @@ return dx, dW, db
 
 @EXERCISE.cases
 def cases():
-    r = _draw.rng(1203)
+    r = draw.rng(1203)
     return [
         case("square", "x [3, 3], W [3, 3] (square: a transpose does not show in the shapes)",
              (r.normal(size=(3, 3)), r.normal(size=(3, 3)), r.normal(size=(3, 3)))),

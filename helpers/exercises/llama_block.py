@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
-from helpers.exercises._compare import _array_problem
+from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course.judge import array_problem
 from helpers.exercises._llama_variants import block_variant
 from helpers.llama import model
 from helpers.llama.model import SMALL_CONFIG, KVCache
@@ -18,7 +18,7 @@ from helpers.llama.model import SMALL_CONFIG, KVCache
 def _compare(case, expected, got):
     if case is None and isinstance(expected, tuple) and isinstance(got, tuple):
         same = len(got) == 2 and got[0] == expected[0]   # two scenario outputs
-        return None if same and _array_problem(None, expected[1], got[1]) is None else "differ"
+        return None if same and array_problem(None, expected[1], got[1]) is None else "differ"
     if case is not None and case.scenario:
         if not isinstance(got, tuple) or len(got) != 2:
             return "the cache scenario needs (positions cached, new row)"
@@ -29,7 +29,7 @@ def _compare(case, expected, got):
         expected, got = expected[1], got[1]
         if expected is None:
             return None
-    return _array_problem(EXERCISE, expected, got)
+    return array_problem(EXERCISE, expected, got)
 
 
 CONTRACT = Contract(
@@ -102,8 +102,8 @@ def scenario_cache_decide(observed):
 
 
 def _cache_case(seed: int, n: int, hidden: bool):
-    block = model.random_llama_params(SMALL_CONFIG, seed=_draw.rng(seed))["blocks"][0]
-    x = _draw.rng(seed).standard_normal((n + 1, SMALL_CONFIG.d_model))
+    block = model.random_llama_params(SMALL_CONFIG, seed=draw.rng(seed))["blocks"][0]
+    x = draw.rng(seed).standard_normal((n + 1, SMALL_CONFIG.d_model))
     full = model.llama_block(x, block, SMALL_CONFIG)[-1:]            # [1, d]: no cache
     return case(f"cache_{n}", f"a cache: {n} positions, then 1 new one at start = {n} (it "
                 f"must see the {n} cached keys)", (x, block, SMALL_CONFIG, n), group="cache",
@@ -113,9 +113,9 @@ def _cache_case(seed: int, n: int, hidden: bool):
 
 @EXERCISE.cases
 def cases():
-    normal = _draw.rng(1010).standard_normal
+    normal = draw.rng(1010).standard_normal
     cfg = SMALL_CONFIG
-    block = model.random_llama_params(cfg, seed=_draw.rng(1010))["blocks"][0]
+    block = model.random_llama_params(cfg, seed=draw.rng(1010))["blocks"][0]
     visible = [
         case("no_cache", "x [5, 24], the small config (6 query heads, 2 key/value heads), "
              "start = 0, no cache", (normal((5, 24)), block, cfg)),
@@ -123,8 +123,8 @@ def cases():
              (normal((3, 24)), block, cfg), {"start": 4}),
         _cache_case(2020, 4, hidden=False),
     ]
-    normal = _draw.rng(1011).standard_normal
-    block = model.random_llama_params(cfg, seed=_draw.rng(1011))["blocks"][0]
+    normal = draw.rng(1011).standard_normal
+    block = model.random_llama_params(cfg, seed=draw.rng(1011))["blocks"][0]
     hidden = [
         case("large_values", "x [6, 24] with large values, start = 9",
              (30 * normal((6, 24)), block, cfg), {"start": 9}, hidden=True),

@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _f
 
 
@@ -29,7 +29,7 @@ when $d = V$, silently computes something else.""",
 
 @EXERCISE.cases
 def cases():
-    r = _draw.rng(241)
+    r = draw.rng(241)
     return [
         case("slides_aaba", "'A A B A': h is the one-hot embeddings, E the one-hot table",
              (ex.AABA_E[ex.AABA_IDS], ex.AABA_E), group="slides"),

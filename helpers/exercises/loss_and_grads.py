@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference, training
-from helpers.exercises import Arg, Contract, Exercise, _draw, case, ids_below
-from helpers.exercises._compare import nested_problem
+from helpers.course import Arg, Contract, Exercise, draw, case, ids_below
+from helpers.course.judge import nested_problem
 
 PARTS = ("loss", "grads")
 
@@ -74,8 +74,8 @@ grads = {"E": ___, "P": dP, "blocks": block_grads, ...}
 
 
 def _params(seed, V, d, n_layers, d_ff, n_ctx, final=True):
-    r = _draw.rng(seed)
-    p = training.init_params(V, d, n_layers, d_ff, n_ctx, seed=_draw.rng(seed),
+    r = draw.rng(seed)
+    p = training.init_params(V, d, n_layers, d_ff, n_ctx, seed=draw.rng(seed),
                              dtype=np.float64)
     p = training.tree_map(lambda a: a + 0.3 * r.normal(size=a.shape), p)
     if not final:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from helpers import training
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.course import Arg, Contract, Exercise, case
 
 def _int(low, high):
     return lambda rng, shape, dims: int(rng.integers(low, high + 1))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import bert
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 
 CONTRACT = Contract(
     args={"h": Arg("[..., N, d]", lists=True),
@@ -36,7 +36,7 @@ return ___ / ___                                     # both summed over axis=-2:
 
 @EXERCISE.cases
 def cases():
-    rng = _draw.rng(909)
+    rng = draw.rng(909)
     visible = [
         case("worked_example", "h = [[1, 2], [3, 0], [9, 9]], key_mask = [True, True, False]: "
              "the mean of the first two rows", ([[1.0, 2.0], [3.0, 0.0], [9.0, 9.0]],
@@ -53,7 +53,7 @@ def cases():
              (np.where(np.array([[1, 1, 0], [1, 0, 0]])[..., None] > 0, 1.0, 1e5)
               * rng.normal(size=(2, 3, 2)), np.array([[1, 1, 0], [1, 0, 0]])), group="mask"),
     ]
-    rng = _draw.rng(910)
+    rng = draw.rng(910)
     mask = np.array([[1, 1, 1, 1, 0], [1, 0, 0, 0, 0], [1, 1, 1, 0, 0]])
     hidden = [
         case("large_padding", "a batch h [3, 5, 6] with large padding values, key_mask as 0/1",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _f
 
 
@@ -42,13 +42,13 @@ def cases():
              (np.arange(24.0).reshape(2, 4, 3),)),
         case("lists_2x3x2", "nested lists: 2 heads, 3 tokens, d_h = 2",
              ([[[1, 2], [3, 4], [5, 6]], [[7, 8], [9, 10], [11, 12]]],)),
-        case("h3", "3 heads x 5 tokens x 2", (_draw.normal(131, (3, 5, 2)),), group="heads",
+        case("h3", "3 heads x 5 tokens x 2", (draw.normal(131, (3, 5, 2)),), group="heads",
              hidden=True),
-        case("h1", "1 head x 3 tokens x 4", (_draw.normal(132, (1, 3, 4)),), group="heads",
+        case("h1", "1 head x 3 tokens x 4", (draw.normal(132, (1, 3, 4)),), group="heads",
              hidden=True),
-        case("h4", "4 heads x 2 tokens x 2", (_draw.normal(133, (4, 2, 2)),), group="heads",
+        case("h4", "4 heads x 2 tokens x 2", (draw.normal(133, (4, 2, 2)),), group="heads",
              hidden=True),
-        case("h2_square", "2 heads x 2 tokens x 3", (_draw.normal(134, (2, 2, 3)),), hidden=True),
+        case("h2_square", "2 heads x 2 tokens x 3", (draw.normal(134, (2, 2, 3)),), hidden=True),
     ]
 
 

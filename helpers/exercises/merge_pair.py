@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 
 
 def _compare(case, expected, got):
@@ -17,11 +17,11 @@ def _compare(case, expected, got):
 
 
 def _tokens(rng, shape, dims):
-    return _draw.tokens(rng)
+    return draw.tokens(rng)
 
 
 def _pair(rng, shape, dims):
-    return tuple(_draw.tokens(rng, low=2, high=2))
+    return tuple(draw.tokens(rng, low=2, high=2))
 
 
 CONTRACT = Contract(args={"tokens": Arg(list, items=str, values=_tokens),

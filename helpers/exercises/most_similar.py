@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import examples as ex
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 
 
 def most_similar(X, i):
@@ -59,7 +59,7 @@ return best_j
 
 
 def _random(seed):
-    rng = _draw.rng(seed)
+    rng = draw.rng(seed)
     return rng.normal(size=(6, 3)) * rng.uniform(0.1, 10, size=(6, 1))      # [6, 3]
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _mha
 from helpers.exercises.merge_heads import _merge_interleaved
 from helpers.exercises.merge_heads import _merge_reshape
@@ -59,23 +59,23 @@ heads, _ = scaled_dot_product_attention(Qh, Kh, Vh, mask)   # [n_heads, N, d_h]
 
 @EXERCISE.cases
 def cases():
-    W_O = _draw.normal(141, (4, 4), 0.5, decimals=1)
+    W_O = draw.normal(141, (4, 4), 0.5, decimals=1)
     return [
         case("slides_cat", "X and W_Q, W_K, W_V of 'The cat sat <end>', a random W_O, "
              "n_heads = 2, causal", (ex.CAT_X, ex.CAT_W_Q, ex.CAT_W_K, ex.CAT_W_V, W_O, 2),
              group="slides"),
         case("not_causal", "3 tokens, d_model = 4, n_heads = 2, causal=False",
-             (*_draw.mha_args(142, 3, 4, decimals=1), 2), {"causal": False}, group="causal"),
-        case("h3_causal", "5 tokens, d_model = 6, n_heads = 3, causal", (*_draw.mha_args(147, 5, 6), 3),
+             (*draw.mha_args(142, 3, 4, decimals=1), 2), {"causal": False}, group="causal"),
+        case("h3_causal", "5 tokens, d_model = 6, n_heads = 3, causal", (*draw.mha_args(147, 5, 6), 3),
              group="heads", hidden=True),
         case("h2_not_causal", "4 tokens, d_model = 6, n_heads = 2, causal=False",
-             (*_draw.mha_args(152, 4, 6), 2), {"causal": False}, group="causal", hidden=True),
+             (*draw.mha_args(152, 4, 6), 2), {"causal": False}, group="causal", hidden=True),
         case("h4", "3 tokens, d_model = 8, n_heads = 4, causal=True passed explicitly",
-             (*_draw.mha_args(157, 3, 8), 4), {"causal": True}, group="heads", hidden=True),
-        case("h1", "4 tokens, d_model = 4, n_heads = 1", (*_draw.mha_args(162, 4, 4), 1), group="heads",
+             (*draw.mha_args(157, 3, 8), 4), {"causal": True}, group="heads", hidden=True),
+        case("h1", "4 tokens, d_model = 4, n_heads = 1", (*draw.mha_args(162, 4, 4), 1), group="heads",
              hidden=True),
         case("large", "large inputs (scores in the hundreds), n_heads = 2",
-             (*_draw.mha_args(167, 4, 4, scale=15.0), 2), group="stability", hidden=True),
+             (*draw.mha_args(167, 4, 4, scale=15.0), 2), group="stability", hidden=True),
         case("lists", "plain lists, 2 tokens, d_model = 2, n_heads = 2",
              ([[1.0, 2.0], [0.5, -1.0]], [[1.0, 0.0], [0.5, 1.0]], [[0.5, 1.0], [1.0, 0.0]],
               [[1.0, 1.0], [0.0, 2.0]], [[1.0, -1.0], [0.5, 0.5]], 2), hidden=True),

@@ -12,7 +12,7 @@ import numpy as np
 from helpers import training
 from collections.abc import Callable
 
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 
 SCENARIO = "helpers.exercises.numerical_gradient:scenario_function"
 
@@ -71,7 +71,7 @@ return grad
 
 @EXERCISE.cases
 def cases():
-    r = _draw.rng(1201)
+    r = draw.rng(1201)
     return [
         case("cubic", "f(x) = sum(x^3) on a 2 x 2 matrix: the gradient is 3 x^2",
              ("cubic", np.array([[0.5, -1.0], [2.0, 1.5]])), scenario=SCENARIO),

@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _f
 
 
@@ -36,16 +36,16 @@ return S
 
 @EXERCISE.cases
 def cases():
-    X_scales = _draw.normal(13, (4, 3)) * np.array([[1e-2], [1.0], [1e2], [1e3]])
+    X_scales = draw.normal(13, (4, 3)) * np.array([[1e-2], [1.0], [1e2], [1e3]])
     return [
         case("slides_cat", "the embeddings X of 'The cat sat <end>' (4 tokens, d = 4)",
              (ex.CAT_X,), group="slides"),
         case("lists_3x2", "a list of 3 rows with d = 2 (N != d)", ([[1, 2], [3, -4], [5, 6]],),
              group="shapes"),
-        case("random_5x3", "5 random rows, d = 3", (_draw.normal(11, (5, 3)),), hidden=True),
-        case("wide_2x6", "2 rows, d = 6", (_draw.normal(12, (2, 6)),), group="shapes", hidden=True),
+        case("random_5x3", "5 random rows, d = 3", (draw.normal(11, (5, 3)),), hidden=True),
+        case("wide_2x6", "2 rows, d = 6", (draw.normal(12, (2, 6)),), group="shapes", hidden=True),
         case("row_scales", "rows at scales 1, 10 and 300",
-             (_draw.normal(14, (3, 2)) * np.array([[1.0], [10.0], [300.0]]),), group="scales"),
+             (draw.normal(14, (3, 2)) * np.array([[1.0], [10.0], [300.0]]),), group="scales"),
         case("scales", "rows at very different scales (1e-2 to 1e3)", (X_scales,), group="scales",
              hidden=True),
         case("one_row", "a single row", (np.array([[1.5, -2.0, 0.5]]),), group="shapes",

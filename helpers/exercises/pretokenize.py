@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.tokenizer import CONTROL_TOKENS, GPT2_PATTERN
 
 
@@ -44,7 +44,7 @@ def _pieces(text, controls=True, digits=True, digits_after=False, split=None):
 
 
 def _text(rng, shape, dims):
-    return _draw.text(rng)
+    return draw.text(rng)
 
 
 CONTRACT = Contract(args={"text": Arg(str, values=_text)}, returns=Arg(list, items=str),

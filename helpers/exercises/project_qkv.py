@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _f
 
 
@@ -40,16 +40,16 @@ def cases():
         case("slides_cat", "X, W_Q, W_K, W_V of the slides' example 'The cat sat <end>'",
              (ex.CAT_X, ex.CAT_W_Q, ex.CAT_W_K, ex.CAT_W_V), group="slides"),
         case("lists_dk_dv", "lists: X is 3x4, W_Q and W_K are 4x2 (d_k = 2), W_V is 4x3 (d_v = 3)",
-             tuple(_draw.normal(41 + i, s, decimals=1).tolist()
+             tuple(draw.normal(41 + i, s, decimals=1).tolist()
                    for i, s in enumerate([(3, 4), (4, 2), (4, 2), (4, 3)])), group="shapes"),
         case("square", "X is 5x3, all weights 3x3 (not symmetric)",
-             tuple(_draw.normal(45 + i, s) for i, s in enumerate([(5, 3), (3, 3), (3, 3), (3, 3)])),
+             tuple(draw.normal(45 + i, s) for i, s in enumerate([(5, 3), (3, 3), (3, 3), (3, 3)])),
              hidden=True),
         case("wide", "X is 2x5, d_k = 4, d_v = 2",
-             tuple(_draw.normal(49 + i, s) for i, s in enumerate([(2, 5), (5, 4), (5, 4), (5, 2)])),
+             tuple(draw.normal(49 + i, s) for i, s in enumerate([(2, 5), (5, 4), (5, 4), (5, 2)])),
              group="shapes", hidden=True),
         case("one_row", "a single token, d = 3, d_k = 2, d_v = 1",
-             tuple(_draw.normal(53 + i, s) for i, s in enumerate([(1, 3), (3, 2), (3, 2), (3, 1)])),
+             tuple(draw.normal(53 + i, s) for i, s in enumerate([(1, 3), (3, 2), (3, 2), (3, 1)])),
              group="shapes", hidden=True),
     ]
 

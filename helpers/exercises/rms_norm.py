@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.llama import model
 
 CONTRACT = Contract(
@@ -39,7 +39,7 @@ return ___ * weight          # x divided by the root of (mean_square + eps)
 
 @EXERCISE.cases
 def cases():
-    normal = _draw.rng(1010).standard_normal
+    normal = draw.rng(1010).standard_normal
     scales = np.array([[0.01], [1.0], [50.0]])
     visible = [
         case("worked_example", "x = [3, 0, 1, -0.5], weight = ones, eps = 0: mean(x^2) = "
@@ -53,7 +53,7 @@ def cases():
         case("eps_matters", "tiny rows where eps matters (eps=0.01)",
              (1e-2 * normal((3, 4)), normal(4)), {"eps": 1e-2}, group="eps"),
     ]
-    normal = _draw.rng(1011).standard_normal
+    normal = draw.rng(1011).standard_normal
     hidden = [
         case("eps_tiny_rows", "tiny rows where eps matters (eps=0.01)",
              (1e-2 * normal((3, 4)), normal(4)), {"eps": 1e-2}, group="eps", hidden=True),

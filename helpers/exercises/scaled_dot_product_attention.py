@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _attention, _f, _naive_softmax
 
 
@@ -52,7 +52,7 @@ def cases():
     one_key = np.zeros((4, 6), dtype=bool)
     one_key[np.arange(4), [2, 0, 5, 3]] = True
     one_key[1, 1] = True
-    n = _draw.normal
+    n = draw.normal
     return [
         case("slides_cat",
              "Q, K, V of 'The cat sat <end>' (from the slides' W_Q, W_K, W_V), no mask", (Q, K, V),
@@ -78,7 +78,7 @@ def cases():
         case("many_queries", "N_q = 5, N_k = 2, d_k = 4, d_v = 1",
              (n(70, (5, 4)), n(71, (2, 4)), n(72, (2, 1))), group="shapes", hidden=True),
         case("random_mask", "a random bool mask, N_q = 3, N_k = 5, d_k = 4, d_v = 2",
-             (n(73, (3, 4)), n(74, (5, 4)), n(75, (5, 2))), {"mask": _draw.valid_mask(76, 3, 5)},
+             (n(73, (3, 4)), n(74, (5, 4)), n(75, (5, 2))), {"mask": draw.valid_mask(76, 3, 5)},
              group="mask", hidden=True),
         case("causal_5", "a causal mask on 5 tokens, d_k = 4, d_v = 2",
              (n(77, (5, 4)), n(78, (5, 4)), n(79, (5, 2))), {"mask": causal5}, group="mask",
@@ -91,7 +91,7 @@ def cases():
              hidden=True),
         case("rows_scales", "queries at very different scales (1e-2, 1, 30), N_k = 5, d_v = 3",
              (n(89, (3, 4)) * np.array([[1e-2], [1.0], [30.0]]), n(90, (5, 4), 3.0),
-              n(91, (5, 3))), {"mask": _draw.valid_mask(92, 3, 5)}, group="stability", hidden=True),
+              n(91, (5, 3))), {"mask": draw.valid_mask(92, 3, 5)}, group="stability", hidden=True),
         case("large_masked", "large scores with a causal mask",
              (n(86, (3, 4), 30.0), n(87, (3, 4), 30.0), n(88, (3, 3))), {"mask": causal3},
              group="stability", hidden=True),

@@ -7,7 +7,7 @@ import numpy as np
 
 from helpers import bert
 from helpers.examples import IT_SENTENCES
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._bert_inputs import cut_model
 
 CONTRACT = Contract(
@@ -45,9 +45,9 @@ return ___                                         # unit rows: np.linalg.norm(.
 
 @EXERCISE.cases
 def cases():
-    rng = _draw.rng(909)
+    rng = draw.rng(909)
     mask = np.array([[True] * 6, [True] * 4 + [False] * 2, [True] * 2 + [False] * 4])
-    tiny = _draw.tiny_bert(rng, V=30, d=16, d_ff=24, n_heads=4, n_layers=2, n_ctx=10,
+    tiny = draw.tiny_bert(rng, V=30, d=16, d_ff=24, n_heads=4, n_layers=2, n_ctx=10,
                            eps=bert.LN_EPS)
     sentences = [IT_SENTENCES["tired"], IT_SENTENCES["wide"], "A short one."]
     installed = not bert.missing_requirements()     # the real model's cases need it
@@ -57,8 +57,8 @@ def cases():
     ] + ([case("minilm_first_layer", f"all-MiniLM-L6-v2 with its first layer only "
                f"(vocabulary cut to these tokens) on {sentences}", cut_model(sentences, [0]),
                group="model")] if installed else [])
-    rng = _draw.rng(910)
-    tiny = _draw.tiny_bert(rng, V=25, d=12, d_ff=20, n_heads=3, n_layers=3, n_ctx=8,
+    rng = draw.rng(910)
+    tiny = draw.tiny_bert(rng, V=25, d=12, d_ff=20, n_heads=3, n_layers=3, n_ctx=8,
                            eps=bert.LN_EPS, scale=3.0)
     sentences = ["Mean pooling averages the token vectors.", "Hello world",
                  "Encoders read the whole sentence."]

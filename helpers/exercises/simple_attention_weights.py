@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 
 
 def simple_attention_weights(X):
@@ -42,7 +42,7 @@ return helpers.softmax(___, axis=___)
 
 @EXERCISE.cases
 def cases():
-    rng = _draw.rng(3)
+    rng = draw.rng(3)
     return [
         case("cat", "weights of 'The cat sat <end>' (the slides' embeddings)", (ex.CAT_X,),
              group="slides"),

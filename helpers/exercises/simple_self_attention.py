@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _f, _naive_softmax, _simple
 
 
@@ -38,12 +38,12 @@ def cases():
              ([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],), group="shapes"),
         case("large_visible", "large embeddings: a row of 40s (scores in the thousands)",
              ([[40.0, 0.0, 10.0], [0.0, 40.0, -10.0], [30.0, 30.0, 0.0]],), group="stability"),
-        case("random_5x3", "5 random rows, d = 3", (_draw.normal(31, (5, 3)),), hidden=True),
-        case("wide_2x6", "2 rows, d = 6", (_draw.normal(32, (2, 6)),), group="shapes", hidden=True),
-        case("large", "large embeddings (scores in the thousands)", (_draw.normal(33, (4, 4), 25.0),),
+        case("random_5x3", "5 random rows, d = 3", (draw.normal(31, (5, 3)),), hidden=True),
+        case("wide_2x6", "2 rows, d = 6", (draw.normal(32, (2, 6)),), group="shapes", hidden=True),
+        case("large", "large embeddings (scores in the thousands)", (draw.normal(33, (4, 4), 25.0),),
              group="stability", hidden=True),
         case("rows_scales", "rows at very different scales",
-             (_draw.normal(34, (4, 3)) * np.array([[0.01], [1.0], [10.0], [30.0]]),), group="stability",
+             (draw.normal(34, (4, 3)) * np.array([[0.01], [1.0], [10.0], [30.0]]),), group="stability",
              hidden=True),
     ]
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _f, _naive_softmax, _softmax_any
 
 
@@ -70,16 +70,16 @@ def cases():
              group="stability", hidden=True),
         case("very_negative", "very negative entries (-1000 and below)",
              (np.array([-1000.0, -1001.0, -1003.0, -1000.5]),), group="stability", hidden=True),
-        case("random_4x6", "a random 4x6 matrix, default axis", (_draw.normal(21, (4, 6), 3.0),),
+        case("random_4x6", "a random 4x6 matrix, default axis", (draw.normal(21, (4, 6), 3.0),),
              hidden=True),
         case("single", "a single entry", (np.array([5.0]),), hidden=True),
         case("uniform", "equal entries (uniform output)", (np.full((2, 4), 2.0),), hidden=True),
-        case("3d_axis_1", "a 2x3x4 array with axis=1", (_draw.normal(22, (2, 3, 4), 2.0),), {"axis": 1},
+        case("3d_axis_1", "a 2x3x4 array with axis=1", (draw.normal(22, (2, 3, 4), 2.0),), {"axis": 1},
              group="axis", hidden=True),
-        case("3d_axis_-2", "a 2x4x3 array with axis=-2", (_draw.normal(23, (2, 4, 3), 2.0),),
+        case("3d_axis_-2", "a 2x4x3 array with axis=-2", (draw.normal(23, (2, 4, 3), 2.0),),
              {"axis": -2}, group="axis", hidden=True),
         case("3d_axis_0_large", "a 3x2x2 array with axis=0 and entries near 800",
-             (800.0 + _draw.normal(24, (3, 2, 2), 5.0),), {"axis": 0}, group="axis", hidden=True),
+             (800.0 + draw.normal(24, (3, 2, 2), 5.0),), {"axis": 0}, group="axis", hidden=True),
     ]
 
 

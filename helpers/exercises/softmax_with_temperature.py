@@ -6,8 +6,8 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, case
-from helpers.exercises._scenarios import RAISES
+from helpers.course import Arg, Contract, Exercise, case
+from helpers.course.scenarios import RAISES
 
 
 def softmax_with_temperature(z, temperature):

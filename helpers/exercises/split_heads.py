@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _f
 
 
@@ -53,13 +53,13 @@ def cases():
              (np.arange(24.0).reshape(4, 6), 2)),
         case("lists_3x4_h2", "a list of 3 rows, d = 4, n_heads = 2",
              ([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]], 2)),
-        case("h3", "5x6, n_heads = 3", (_draw.normal(121, (5, 6)), 3), group="heads", hidden=True),
-        case("h4", "3x8, n_heads = 4", (_draw.normal(122, (3, 8)), 4), group="heads", hidden=True),
-        case("h1", "2x4, n_heads = 1 (one head holds everything)", (_draw.normal(123, (2, 4)), 1),
+        case("h3", "5x6, n_heads = 3", (draw.normal(121, (5, 6)), 3), group="heads", hidden=True),
+        case("h4", "3x8, n_heads = 4", (draw.normal(122, (3, 8)), 4), group="heads", hidden=True),
+        case("h1", "2x4, n_heads = 1 (one head holds everything)", (draw.normal(123, (2, 4)), 1),
              group="heads", hidden=True),
-        case("dh1", "3x4, n_heads = 4 (d_h = 1)", (_draw.normal(124, (3, 4)), 4), group="heads",
+        case("dh1", "3x4, n_heads = 4 (d_h = 1)", (draw.normal(124, (3, 4)), 4), group="heads",
              hidden=True),
-        case("h2_square", "2x4, n_heads = 2 (N equals n_heads)", (_draw.normal(125, (2, 4)), 2),
+        case("h2_square", "2x4, n_heads = 2 (N equals n_heads)", (draw.normal(125, (2, 4)), 2),
              hidden=True),
     ]
 

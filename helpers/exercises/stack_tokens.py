@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import examples as ex
-from helpers.exercises import Arg, Contract, Exercise, case
-from helpers.exercises._scenarios import RAISES
+from helpers.course import Arg, Contract, Exercise, case
+from helpers.course.scenarios import RAISES
 
 
 def stack_tokens(vectors):

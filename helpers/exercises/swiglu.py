@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.llama import model
 
 CONTRACT = Contract(
@@ -41,7 +41,7 @@ def _weights(normal, d, d_ff, scale=1.0):
 
 @EXERCISE.cases
 def cases():
-    normal = _draw.rng(1010).standard_normal
+    normal = draw.rng(1010).standard_normal
     visible = [
         case("worked_example", "x = [[2]], W_gate = [[1, -1]], W_up = [[3, 3]], W_down = "
              "[[1], [1]]: silu(2) * 6 + silu(-2) * 6",
@@ -49,11 +49,11 @@ def cases():
              expected=np.array([[6 * 2 / (1 + np.exp(-2)) + 6 * -2 / (1 + np.exp(2))]])),
         case("small", "x [4, 6], d_ff = 10", (normal((4, 6)), *_weights(normal, 6, 10))),
         case("large", "large pre-activations (|x W_gate| up to ~1000)",
-             (300 * _draw.rng(1012).standard_normal((3, 5)),
-              *_weights(_draw.rng(1013).standard_normal, 5, 7, 2.0)),
+             (300 * draw.rng(1012).standard_normal((3, 5)),
+              *_weights(draw.rng(1013).standard_normal, 5, 7, 2.0)),
              group="stability"),
     ]
-    normal = _draw.rng(1011).standard_normal
+    normal = draw.rng(1011).standard_normal
     hidden = [
         case("large_hidden", "large pre-activations (|x W_gate| up to ~1000)",
              (300 * normal((3, 5)), *_weights(normal, 5, 7, 2.0)), group="stability",

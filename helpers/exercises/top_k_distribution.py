@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 
 
 def top_k_distribution(logits, k, temperature=1.0):
@@ -66,10 +66,10 @@ def cases():
              {"temperature": 0.5}, hidden=True,
              expected=np.array([0.0, 1 / (1 + e ** -4), 0.0, e ** -4 / (1 + e ** -4)])),
         case("random", "top 5 of 20 random logits at temperature 0.8",
-             (_draw.rng(8).normal(size=20) * 3, 5), {"temperature": 0.8},
+             (draw.rng(8).normal(size=20) * 3, 5), {"temperature": 0.8},
              hidden=True),
         case("huge", "top 3 of logits near -1e4 at temperature 1.5",
-             (-1e4 + _draw.rng(9).normal(size=7), 3), {"temperature": 1.5},
+             (-1e4 + draw.rng(9).normal(size=7), 3), {"temperature": 1.5},
              group="stability", hidden=True),
     ]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import tokenizer
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._bpe_inputs import words
 
 
@@ -56,7 +56,7 @@ def _train(words_list, n_merges, choose, weight=True):
 
 
 def _words(rng, shape, dims):
-    return _draw.words(rng)
+    return draw.words(rng)
 
 
 CONTRACT = Contract(

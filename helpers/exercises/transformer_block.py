@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _block, _f
 
 
@@ -13,7 +13,7 @@ BLOCK = {k: Arg("[" + ", ".join(v) + "]") for k, v in reference.BLOCK_PARAM_SHAP
 CONTRACT = Contract(
     args={"x": Arg("[N, d]", lists=True),
           "params": Arg(dict, fields=BLOCK,
-                        values=lambda rng, shape, dims: _draw.block(rng, dims["d"],
+                        values=lambda rng, shape, dims: draw.block(rng, dims["d"],
                                                                      dims["d_ff"])),
           "n_heads": Arg("n_heads"), "causal": Arg(bool, optional=True)},
     returns=Arg("[N, d]"), where=("d % n_heads == 0",),
@@ -57,31 +57,31 @@ t3 = t2 + x
 
 @EXERCISE.cases
 def cases():
-    n = _draw.normal
+    n = draw.normal
     return [
         case("basic", "3 tokens, d = 4, d_ff = 8, n_heads = 2, causal",
-             (n(211, (3, 4)), _draw.block(212, 4, 8), 2)),
+             (n(211, (3, 4)), draw.block(212, 4, 8), 2)),
         case("not_causal", "4 tokens, d = 4, d_ff = 8, n_heads = 2, causal=False",
-             (n(213, (4, 4)), _draw.block(214, 4, 8), 2), {"causal": False}, group="causal"),
+             (n(213, (4, 4)), draw.block(214, 4, 8), 2), {"causal": False}, group="causal"),
         case("h3", "5 tokens, d = 6, d_ff = 12, n_heads = 3, causal",
-             (n(215, (5, 6)), _draw.block(216, 6, 12), 3), group="heads", hidden=True),
+             (n(215, (5, 6)), draw.block(216, 6, 12), 3), group="heads", hidden=True),
         case("h3_not_causal", "5 tokens, d = 6, n_heads = 3, causal=False",
-             (n(217, (5, 6)), _draw.block(218, 6, 12), 3), {"causal": False}, group="causal",
+             (n(217, (5, 6)), draw.block(218, 6, 12), 3), {"causal": False}, group="causal",
              hidden=True),
         case("h4", "3 tokens, d = 8, d_ff = 16, n_heads = 4, causal=True passed explicitly",
-             (n(219, (3, 8)), _draw.block(220, 8, 16), 4), {"causal": True}, group="heads",
+             (n(219, (3, 8)), draw.block(220, 8, 16), 4), {"causal": True}, group="heads",
              hidden=True),
-        case("h1", "4 tokens, d = 4, n_heads = 1", (n(221, (4, 4)), _draw.block(222, 4, 8), 1),
+        case("h1", "4 tokens, d = 4, n_heads = 1", (n(221, (4, 4)), draw.block(222, 4, 8), 1),
              group="heads", hidden=True),
         case("scaled_input", "inputs around 10 in size", (n(223, (3, 4), 10.0),
-                                                          _draw.block(224, 4, 8), 2),
+                                                          draw.block(224, 4, 8), 2),
              group="scales", hidden=True),
-        case("one_token", "a single token", (n(225, (1, 4)), _draw.block(226, 4, 8), 2),
+        case("one_token", "a single token", (n(225, (1, 4)), draw.block(226, 4, 8), 2),
              hidden=True),
         case("list_input_3", "x as a plain list, 3 tokens, d = 4, n_heads = 1",
-             (n(229, (3, 4), decimals=2).tolist(), _draw.block(230, 4, 8), 1)),
+             (n(229, (3, 4), decimals=2).tolist(), draw.block(230, 4, 8), 1)),
         case("list_input", "x as a plain list, 2 tokens, d = 4, n_heads = 2",
-             (n(227, (2, 4), decimals=2).tolist(), _draw.block(228, 4, 8), 2), hidden=True),
+             (n(227, (2, 4), decimals=2).tolist(), draw.block(228, 4, 8), 2), hidden=True),
     ]
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference, training
-from helpers.exercises import Arg, Contract, Exercise, _draw, case
-from helpers.exercises._compare import nested_problem
+from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course.judge import nested_problem
 
 PARTS = ("dx", "grads")
 
@@ -63,14 +63,14 @@ dheads, g["W_O"], _ = linear_backward(c["heads"], p["W_O"], dt3)
 
 
 def _block(rng, d, d_ff):
-    b = training.init_params(3, d, 1, d_ff, 2, seed=_draw.rng(int(rng.integers(1000))),
+    b = training.init_params(3, d, 1, d_ff, 2, seed=draw.rng(int(rng.integers(1000))),
                              dtype=np.float64)["blocks"][0]
     return {k: v + 0.3 * rng.normal(size=v.shape) for k, v in b.items()}
 
 
 @EXERCISE.cases
 def cases():
-    r = _draw.rng(1208)
+    r = draw.rng(1208)
     return [
         case("small", "N = 4 tokens, d = 4, d_ff = 8, 2 heads",
              (r.normal(size=(4, 4)), _block(r, 4, 8), 2, r.normal(size=(4, 4)))),

@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.course import Arg, Contract, Exercise, case
 
 
 def wash_we():

@@ -53,7 +53,7 @@ _m.scenario_cache = scenario_cache
            answers="solutions", lose=("test_llama_block",)),
     Attack("scenario_redefined_no_temperature_check", "02_softmax",
            "softmax_with_temperature", _NO_CHECK + _SAY_VALUE_ERROR + '''
-import helpers.exercises._scenarios as _s
+import helpers.course.scenarios as _s
 _s.scenario_raises_value_error = scenario_raises_value_error
 _s.scenario_raises_value_error_decide = scenario_raises_value_error_decide
 ''', "softmax_with_temperature that never checks T; the answer cell redefines "
@@ -62,7 +62,7 @@ _s.scenario_raises_value_error_decide = scenario_raises_value_error_decide
     Attack("scenario_module_attributes_patched", "10_modern_llm", "llama_block",
            _NO_CACHE + _FAKE_CACHE_SCENARIO + '''
 import sys, types, importlib
-import helpers.exercises as _ex
+import helpers.course as _ex
 import helpers.llama.model as _model
 _mod = importlib.import_module("helpers.exercises.llama_block")
 _mod.scenario_cache = scenario_cache

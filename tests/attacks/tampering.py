@@ -20,10 +20,10 @@ check = helpers.checks.check
            "replaces helpers.checks.check (and the name check) by a no-op",
            flagged="tampering suspected"),
     Attack("patch_compare_and_cases", "02_softmax", "softmax", """
-import helpers.judge
-helpers.judge.compare = lambda *args, **kwargs: None
-helpers.judge.cases = lambda *args, **kwargs: []
-helpers.judge.diagnose = lambda *args, **kwargs: None
+import helpers.course.judge
+helpers.course.judge.compare = lambda *args, **kwargs: None
+helpers.course.judge.cases = lambda *args, **kwargs: []
+helpers.course.judge.diagnose = lambda *args, **kwargs: None
 """ + WRONG_SOFTMAX,
            "empties the case list and makes compare() accept anything, in the learner's process"),
     Attack("patch_numpy_comparisons", "02_softmax", "softmax", """

@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 
-from helpers import exercises as registry
+from helpers import course as registry
 from autograder import SOLUTIONS_DIR
 from autograder.notebook import cells as nbcells
 

@@ -252,7 +252,7 @@ def cascade_breaks() -> dict[str, dict[str, str]]:
     """assignment -> {exercise: wrong source}: in every notebook, each exercise that a
     later exercise of the same notebook uses gets a wrong answer (the first of its
     catalogue; ``embed`` is left unanswered); the exercises that use them stay right."""
-    from helpers import exercises as registry
+    from helpers import course as registry
 
     wrong = {}
     for e in entries():
@@ -311,7 +311,7 @@ def wrong_packs() -> list[list[Entry]]:
     failing function again with the course's own, ``autograder/engine/grading.py``), and
     every other test cell of the notebook (the right functions, those that use a wrong
     one included) must keep its points."""
-    from helpers import exercises as registry
+    from helpers import course as registry
 
     by_function: dict[str, list[Entry]] = {}
     for e in entries():

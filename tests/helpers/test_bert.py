@@ -30,7 +30,7 @@ import pytest
 
 from helpers import bert, reference
 from helpers.checks import check
-from helpers.exercises import _draw
+from helpers.course import draw as _draw
 from helpers.exercises.bert_layer import _layer_variant
 
 ROOT = Path(__file__).resolve().parents[2]

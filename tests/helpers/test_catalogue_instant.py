@@ -10,7 +10,7 @@ import pytest
 
 import helpers
 from catalogue import entries, missing
-from helpers import checks, exercises
+from helpers import checks, course
 
 ENTRIES = entries()
 
@@ -29,8 +29,8 @@ def _function(entry):
     ns = {"np": np, "numpy": np}
     exec("import helpers\nfrom helpers import *\nimport math\nfrom helpers.checks import check, quiet",
          ns)
-    for dep in exercises.get(entry.function).uses:       # earlier functions: the course's
-        ns[dep] = exercises.get(dep).reference
+    for dep in course.get(entry.function).uses:       # earlier functions: the course's
+        ns[dep] = course.get(dep).reference
     exec(compile(entry.source, f"<{entry.id}>", "exec"), ns)
     return ns[entry.function]
 
@@ -55,5 +55,5 @@ def test_every_correct_answer_passes_visible_and_hidden(entry, capsys):
 
 
 def test_the_catalogue_covers_every_exercise():
-    assert {e.function for e in ENTRIES} == set(exercises.names())
+    assert {e.function for e in ENTRIES} == set(course.names())
     assert helpers is not None

@@ -30,15 +30,28 @@ import numpy as np
 import pytest
 
 import helpers
-from helpers import checks, judge, reference
+from helpers import checks, reference
+from helpers.course import judge
 from helpers.checks import CheckFailed, assert_close, check
-from helpers.judge import cases, compare, diagnose
-from helpers import exercises
+from helpers import course
 from helpers.exercises import generate as GEN
 
-MISTAKES = {n: exercises.get(n).mistakes for n in helpers.CONTRACT_FUNCTIONS}
+MISTAKES = {n: course.get(n).mistakes for n in helpers.CONTRACT_FUNCTIONS}
 
 NAMES = helpers.CONTRACT_FUNCTIONS
+
+
+def cases(name, *args, **kwargs):
+    """The judge's cases of exercise ``name`` (looked up here, once per call)."""
+    return judge.cases(course.get(name), *args, **kwargs)
+
+
+def compare(name, case, got, changed=()):
+    return judge.compare(course.get(name), case, got, changed)
+
+
+def diagnose(name, case, *args, **kwargs):
+    return judge.diagnose(course.get(name), case, *args, **kwargs)
 
 
 def reference_copy(name):
@@ -575,7 +588,7 @@ def test_no_two_mistakes_coincide_on_every_case(name):
     for i, k1 in enumerate(keys):
         for k2 in keys[i + 1:]:
             same = all(kind1 == kind2 and (o1 == o2 if kind1 == "error" else
-                                           judge._same_output(exercises.get(name), o1, o2))
+                                           judge._same_output(course.get(name), o1, o2))
                        for (kind1, o1), (kind2, o2) in zip(outputs[k1], outputs[k2]))
             assert not same, f"{name}: mistakes {k1} and {k2} agree on every case"
 
@@ -815,20 +828,20 @@ def test_scalar_results_must_be_numbers():
 
 
 def test_unknown_name_and_group():
-    with pytest.raises(ValueError, match="not an exercise function"):
+    with pytest.raises(ValueError, match="not a graded exercise"):
         cases("softmx")
     with pytest.raises(ValueError, match="its groups are: slides, basic, axis, stability"):
         check("softmax", softmax_logsumexp, group="mask")
 
 
 def test_groups_select_subsets():
-    assert judge.groups("softmax", hidden=False) == ["slides", "basic", "axis", "stability",
+    assert judge.groups(course.get("softmax"), hidden=False) == ["slides", "basic", "axis", "stability",
                                                       "contract"]
     out, exc = run_check("softmax", softmax_logsumexp, group="axis")
     assert exc is None and out == "softmax [axis]: 1/1 checks passed\n"
     for name in NAMES:
         for c in cases(name) + cases(name, hidden=True):
-            assert c.group in judge.groups(name)
+            assert c.group in judge.groups(course.get(name))
 
 
 def test_assert_close():
@@ -882,7 +895,7 @@ def test_cases_are_deterministic_and_picklable(name):
 
 
 def test_cases_are_the_same_in_a_new_process():
-    script = ("import hashlib, pickle, helpers; from helpers.judge import cases; "
+    script = ("import hashlib, pickle, helpers; from helpers import course; from helpers.course.judge import cases as c; cases = lambda n, h: c(course.get(n), h); "
               "print(hashlib.sha1(pickle.dumps([cases(n, h) for n in helpers.CONTRACT_FUNCTIONS "
               "for h in (False, True)])).hexdigest())")
     here = hashlib.sha1(pickle.dumps([cases(n, h) for n in NAMES for h in (False, True)]))

@@ -1,6 +1,6 @@
 """Issue 22: each exercise's contract as data, and cases drawn from it.
 
-* Every exercise declares ``contract=Contract(...)`` (helpers/exercises/__init__.py,
+* Every exercise declares ``contract=Contract(...)`` (helpers/course/contract.py,
   docs/authoring.md), and every case, written or drawn, lies inside it.
 * Drawn cases: visible ones from a fixed seed (the instant check runs them), hidden ones
   from a seed the grader may choose.
@@ -15,8 +15,9 @@ import inspect
 import numpy as np
 import pytest
 
-from helpers import checks, exercises, judge
-from helpers.exercises import _draw
+from helpers import checks, course
+from helpers.course import judge
+from helpers.course import draw as _draw
 from helpers.checks import CheckFailed
 
 #: Exercises that do not declare a contract YET. It only shrinks: a new exercise (notebooks
@@ -29,9 +30,9 @@ NO_CONTRACT_YET: set[str] = set()     # every exercise of notebooks 00-12 has on
 TWINS_TODO: dict[str, str] = {}
 
 
-@pytest.mark.parametrize("name", exercises.names())
+@pytest.mark.parametrize("name", course.names())
 def test_every_exercise_declares_its_contract(name):
-    ex = exercises.get(name)
+    ex = course.get(name)
     if name in NO_CONTRACT_YET:
         assert ex.contract is None, f"{name} now has a contract: remove it from NO_CONTRACT_YET"
         return
@@ -44,10 +45,10 @@ def test_every_exercise_declares_its_contract(name):
         f"{name}: the contract's args must name the parameters {params} in order")
 
 
-@pytest.mark.parametrize("name", [n for n in exercises.names() if n not in NO_CONTRACT_YET])
+@pytest.mark.parametrize("name", [n for n in course.names() if n not in NO_CONTRACT_YET])
 def test_every_case_lies_inside_its_contract(name):
-    ex = exercises.get(name)
-    outside = {c.name: exercises.contract_problems(ex, c) for c in ex.all_cases()}
+    ex = course.get(name)
+    outside = {c.name: course.contract_problems(ex, c) for c in ex.all_cases()}
     outside = {k: v for k, v in outside.items() if v}
     assert not outside, f"{name}: cases outside the contract: {outside}"
     kinds = {c.name for c in ex.all_cases() if c.group == "contract" and not c.hidden}
@@ -59,16 +60,16 @@ def test_every_case_lies_inside_its_contract(name):
 
 def test_the_contract_catches_gqa_values_wider_than_the_keys():
     """Finding 1: a hidden case fed V with d_v != d_h, outside the stated contract."""
-    ex = exercises.get("grouped_query_attention")
+    ex = course.get("grouped_query_attention")
     rng = np.random.default_rng(0)
-    bad = exercises.Case("grouped_query_attention", "wide_v", "", (
+    bad = course.Case("grouped_query_attention", "wide_v", "", (
         rng.normal(size=(6, 3, 4)), rng.normal(size=(1, 7, 4)), rng.normal(size=(1, 7, 5))))
-    [problem] = exercises.contract_problems(ex, bad)
+    [problem] = course.contract_problems(ex, bad)
     assert "V has shape (1, 7, 5): its d_h = 5, but d_h = 4" in problem
 
 
 def test_drawn_hidden_cases_follow_the_seed():
-    ex = exercises.get("layer_norm")
+    ex = course.get("layer_norm")
     a, b = ex.all_cases(), ex.all_cases(hidden_seed=7)
     assert [c.name for c in a] == [c.name for c in b]
     va = [c for c in a if c.group == "contract" and not c.hidden]
@@ -152,7 +153,7 @@ def traits(case) -> set:
     """What kind of input ``case`` is: per argument its kind (list, array, scalar, ...),
     rank, dtype and special values (>= 100, >= 1e100, inf/nan, all zero, a constant row);
     the keywords passed; the scenario."""
-    ex = exercises.get(case.function)
+    ex = course.get(case.function)
     params = list(inspect.signature(ex.signature).parameters)
     out = {("keyword", k) for k in case.kwargs}
     if case.scenario:
@@ -165,16 +166,16 @@ def traits(case) -> set:
 
 def missing_twins(name: str) -> dict[str, set]:
     """Hidden case -> its traits that no visible case has."""
-    visible = set().union(*(traits(c) for c in judge.cases(name)))
+    visible = set().union(*(traits(c) for c in judge.cases(course.get(name))))
     out = {}
-    for c in judge.cases(name, hidden=True):
+    for c in judge.cases(course.get(name), hidden=True):
         lack = traits(c) - visible
         if lack:
             out[c.name] = lack
     return out
 
 
-@pytest.mark.parametrize("name", exercises.names())
+@pytest.mark.parametrize("name", course.names())
 def test_every_hidden_case_has_a_visible_twin(name):
     lack = missing_twins(name)
     if name in TWINS_TODO:
@@ -197,14 +198,14 @@ def rms_norm(x, weight, eps=1e-5):
 
 
 def test_the_dtype_is_judged_where_the_contract_says_so_and_nowhere_else():
-    judged = {n for n in exercises.names()
-              if exercises.get(n).contract is not None and exercises.get(n).contract.dtype_judged}
+    judged = {n for n in course.names()
+              if course.get(n).contract is not None and course.get(n).contract.dtype_judged}
     assert judged == {"causal_mask", "causal_padding_mask"}
     with pytest.raises(CheckFailed) as info:
         checks.check("causal_mask", _ns(CAUSAL_MASK_INT)["causal_mask"])
     assert "the mask must be boolean (dtype bool), got dtype int64" in str(info.value)
     # rms_norm: float64 for a float32 x is right, and a visible case gives it float32
-    assert any(np.asarray(c.args[0]).dtype == np.float32 for c in judge.cases("rms_norm"))
+    assert any(np.asarray(c.args[0]).dtype == np.float32 for c in judge.cases(course.get("rms_norm")))
     checks.check("rms_norm", _ns(RMS_NORM_FLOAT64)["rms_norm"])
     checks.check("rms_norm", _ns(RMS_NORM_FLOAT64)["rms_norm"], hidden=True)
     from autograder import REPO_ROOT
@@ -272,8 +273,8 @@ def test_the_findings_graded_by_the_real_command_for_a_one_student_class(tmp_pat
 
 
 def _problems(name, *args, **kwargs):
-    ex = exercises.get(name)
-    return exercises.contract_problems(ex, exercises.Case(name, "probe", "", args, kwargs))
+    ex = course.get(name)
+    return course.contract_problems(ex, course.Case(name, "probe", "", args, kwargs))
 
 
 def test_the_contract_checks_what_strings_lists_and_dicts_hold():
@@ -299,7 +300,7 @@ def test_the_contract_checks_what_strings_lists_and_dicts_hold():
 def test_a_dict_of_parameters_binds_its_dimensions():
     """transformer_block_backward's params: each entry's shape, named by d and d_ff, binds
     with x's d; a missing entry and a W1 of another d are outside the contract."""
-    ex = exercises.get("transformer_block_backward")
+    ex = course.get("transformer_block_backward")
     good = next(c for c in ex.all_cases() if c.name == "small")
     x, params, n_heads, d_out = good.args
     assert _problems("transformer_block_backward", x, params, n_heads, d_out) == []
@@ -310,7 +311,7 @@ def test_a_dict_of_parameters_binds_its_dimensions():
     [problem] = _problems("transformer_block_backward", x, wide, n_heads, d_out)
     assert problem.startswith("params['W1'] has shape (5, 8): its d = 5, but d = 4")
     # a model's blocks: a list of such dicts, inside loss_and_grads' params
-    lm = next(c for c in exercises.get("loss_and_grads").all_cases() if c.name == "batch")
+    lm = next(c for c in course.get("loss_and_grads").all_cases() if c.name == "batch")
     p, ids, targets, heads = lm.args
     assert _problems("loss_and_grads", p, ids, targets, heads) == []
     bad = dict(p, blocks=[dict(p["blocks"][0], b2=np.zeros(3))])
@@ -321,7 +322,7 @@ def test_a_dict_of_parameters_binds_its_dimensions():
 def test_an_optional_argument_before_a_required_one_is_drawn_by_position():
     """attention_backward(Q, K, V, mask, d_out): a drawn case passes mask positionally,
     None unless it is the keywords case, and the reference accepts every drawn case."""
-    drawn = [c for c in exercises.get("attention_backward").all_cases()
+    drawn = [c for c in course.get("attention_backward").all_cases()
              if c.group == "contract"]
     assert drawn and all(len(c.args) == 5 and not c.kwargs for c in drawn)
     masks = {c.name: c.args[3] for c in drawn if not c.hidden}
@@ -332,7 +333,7 @@ def test_an_optional_argument_before_a_required_one_is_drawn_by_position():
         assert dQ.shape == np.shape(c.args[0]) and dV.shape == np.shape(c.args[2])
 
 
-@pytest.mark.parametrize("name", exercises.names())
+@pytest.mark.parametrize("name", course.names())
 def test_a_bundle_keeps_the_contract_without_the_case_builders_modules(name):
     """A student bundle keeps each exercise module's EXERCISE, so its CONTRACT and the
     functions that draw values, but only the exercise package's files of
@@ -362,7 +363,7 @@ def test_the_range_of_an_array_is_checked_with_its_dimensions():
     assert _problems("embed", [0, 4, 1], E, P) == [
         "token_ids holds 4, outside [0, 3] (the contract says 0 <= token_ids <= V - 1)"]
     assert _problems("embed", [-1, 0], E, P)[0].startswith("token_ids holds -1, outside [0, 3]")
-    lm = next(c for c in exercises.get("loss_and_grads").all_cases() if c.name == "batch")
+    lm = next(c for c in course.get("loss_and_grads").all_cases() if c.name == "batch")
     p, ids, targets, heads = lm.args                       # V = 6, from params["E"]
     assert _problems("loss_and_grads", p, ids, np.where(targets == 5, 6, targets),
                      heads)[0].startswith("targets holds 6, outside [0, 5]")
@@ -377,9 +378,9 @@ def test_the_range_of_an_array_is_checked_with_its_dimensions():
 
 
 def test_the_inputs_and_output_text_is_rendered_from_the_contract():
-    from helpers.exercises import _render
+    from helpers.course import render as _render
 
-    text = _render.contract(exercises.get("layer_norm"))
+    text = _render.contract(course.get("layer_norm"))
     assert text.split("\n") == [
         "**Inputs and output** (its contract: what `check()` and the grader call it with):",
         "",
@@ -390,29 +391,29 @@ def test_the_inputs_and_output_text_is_rendered_from_the_contract():
         "- returns an array `[..., d]`",
         "- `...` stands for 0, 1 or 2 leading axes, the same in every argument",
         "- each vector of the last axis is normalised on its own"]
-    encode = _render.contract(exercises.get("encode"))
+    encode = _render.contract(course.get("encode"))
     assert "- `merges`: a `list`, each item a tuple `(str, str)`" in encode
     assert "- `vocab`: a `dict`, each key `str`, each value `int`" in encode
-    embed = _render.contract(exercises.get("embed_backward"))
+    embed = _render.contract(course.get("embed_backward"))
     assert "- `token_ids`: an array `[..., N]` of int (or nested lists), entries from 0 " \
            "to V - 1" in embed
     assert "- `vocab_size`: an int >= 1, the size `V` of the shapes" in embed
     assert "- returns a tuple of 2: an array `[V, d]`; an array `[n_ctx, d]`" in embed
 
 
-@pytest.mark.parametrize("nb", list(exercises.NOTEBOOKS))
+@pytest.mark.parametrize("nb", list(course.NOTEBOOKS))
 def test_each_exercise_cell_shows_its_rendered_contract(nb):
     """In solutions/ and in the released notebooks/, after the author's instructions."""
     import json
 
     from autograder import NOTEBOOKS_DIR, SOLUTIONS_DIR
-    from helpers.exercises import _render
+    from helpers.course import render as _render
 
     for root in (SOLUTIONS_DIR, NOTEBOOKS_DIR):
         cells = json.loads((root / nb / f"{nb}.ipynb").read_text(encoding="utf-8"))["cells"]
         text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-        for name in exercises.NOTEBOOKS[nb]:
-            ex = exercises.get(name)
+        for name in course.NOTEBOOKS[nb]:
+            ex = course.get(name)
             if ex.hints:                     # the cells sync-exercises renders
                 assert _render.contract(ex) + "\n\n" + _render.HINTS_START in text, (
                     f"{root.name}/{nb}: {name}'s cell lacks its contract: run "
@@ -450,9 +451,9 @@ def test_the_reference_checks_its_input_with_its_own_contract():
 @pytest.mark.parametrize("name", sorted(_edge_functions()))
 def test_the_reference_docstring_shows_its_contract(name):
     from helpers import reference
-    from helpers.exercises import _render
+    from helpers.course import render as _render
 
-    rendered = inspect.cleandoc(_render.docstring(exercises.get(name)))
+    rendered = inspect.cleandoc(_render.docstring(course.get(name)))
     assert rendered in inspect.getdoc(getattr(reference, name)), (
         f"reference.{name}'s docstring is not its contract's rendering; paste:\n"
-        + _render.docstring(exercises.get(name)))
+        + _render.docstring(course.get(name)))

@@ -15,7 +15,8 @@ import pytest
 
 from autograder import SOLUTIONS_DIR
 from autograder.notebook import cells as nbcells
-from helpers import checks, exercises, judge, reference
+from helpers import checks, reference, course
+from helpers.course import exercise, judge
 from helpers.checks import CheckFailed
 from catalogue.transformer_block import CORRECT as CORRECT_BLOCKS
 
@@ -30,7 +31,7 @@ def test_every_answer_cell_of_every_notebook_is_an_exercise_of_the_registry():
     found = {}
     for assignment, cells in _solution_cells():
         found[assignment] = tuple(nbcells.grade_id(c) for c in cells if nbcells.is_answer(c))
-    assert found == exercises.NOTEBOOKS
+    assert found == course.NOTEBOOKS
 
 
 def test_every_test_cell_is_the_one_line_check_of_its_exercise():
@@ -43,18 +44,18 @@ def test_every_test_cell_is_the_one_line_check_of_its_exercise():
                     f'check("{name}", {name}, hidden=True)\n### END HIDDEN TESTS'), name
 
 
-@pytest.mark.parametrize("name", exercises.names())
+@pytest.mark.parametrize("name", course.names())
 def test_every_exercise_declares_visible_and_hidden_cases_and_mistakes(name):
-    ex = exercises.get(name)
+    ex = course.get(name)
     assert ex.name == name and callable(ex.reference)
-    assert judge.cases(name) and judge.cases(name, hidden=True)
+    assert judge.cases(course.get(name)) and judge.cases(course.get(name), hidden=True)
     assert ex.mistakes, f"{name} names no known mistake"
     every = ex.all_cases()
     assert len({c.name for c in every}) == len(every), "case names must be unique"
     for dep in ex.uses:                          # earlier exercises only
-        assert exercises.names().index(dep) < exercises.names().index(name), (name, dep)
+        assert course.names().index(dep) < course.names().index(name), (name, dep)
     for spec in ex.refuse:
-        assert callable(exercises.resolve(spec)), spec
+        assert callable(course.resolve(spec)), spec
 
 
 # ---------------------------------------------------------------------------------------
@@ -190,31 +191,31 @@ def test_the_contract_lists_every_exercise_with_its_signature():
 
     text = (REPO_ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
     listed = re.findall(r"^\|[^|]*\| `(\w+)\(([^`]*)\)`", text, flags=re.M)
-    assert [name for name, _ in listed] == list(exercises.names())
+    assert [name for name, _ in listed] == list(course.names())
     for name, params in listed:
-        sig = inspect.signature(exercises.get(name).signature)
+        sig = inspect.signature(course.get(name).signature)
         written = [p.strip().partition("=") for p in params.split(",") if p.strip()]
         assert [(n, bool(eq), ast.literal_eval(d) if eq else None) for n, eq, d in written] == [
             (p.name, p.default is not p.empty, None if p.default is p.empty else p.default)
             for p in sig.parameters.values()], name
 
 
-@pytest.mark.parametrize("name", exercises.names())
+@pytest.mark.parametrize("name", course.names())
 def test_every_known_mistake_is_told_apart_by_a_visible_case(name):
     """A mistake is only named for a wrong answer, and the instant check must catch it:
     each mistake's output differs from the right one on some visible case."""
-    ex = exercises.get(name)
+    ex = course.get(name)
     missed = []
     for mistake in ex.mistakes:
         caught = False
-        for case in judge.cases(name):
+        for case in judge.cases(course.get(name)):
             try:
                 with checks.quiet():
                     got = case.run(mistake.fn)
             except Exception:
                 caught = True                      # it raises where the answer does not
                 break
-            if judge.compare(name, case, got) is not None:
+            if judge.compare(course.get(name), case, got) is not None:
                 caught = True
                 break
         if not caught:
@@ -235,15 +236,15 @@ def _snapshot(x):
     return ("v", repr(x))
 
 
-@pytest.mark.parametrize("name", exercises.names())
+@pytest.mark.parametrize("name", course.names())
 def test_the_kept_outcomes_of_the_course_functions_are_those_of_fresh_runs(name):
     """A grading process keeps what the reference and each named mistake give on a case
     (``Case.outcome``): every student is judged on the same cases. Diagnosing each
     mistake's own output on each visible case (every comparison an exercise has, on the
     kept outputs) names the same mistakes as with nothing kept, leaves each kept output
     as a fresh run gives it, and the expected value handed out is a copy."""
-    ex = exercises.get(name)
-    visible = list(judge.cases(name))
+    ex = course.get(name)
+    visible = list(judge.cases(course.get(name)))
 
     def diagnoses():
         out = []
@@ -251,18 +252,18 @@ def test_the_kept_outcomes_of_the_course_functions_are_those_of_fresh_runs(name)
             for mistake in ex.mistakes:
                 got, err = case.outcome(mistake.fn)
                 if err is None:
-                    found = judge.diagnose(name, case, copy.deepcopy(got))
+                    found = judge.diagnose(course.get(name), case, copy.deepcopy(got))
                 else:
-                    found = judge.diagnose(name, case, reported=f"{type(err).__name__}: {err}")
+                    found = judge.diagnose(course.get(name), case, reported=f"{type(err).__name__}: {err}")
                 out.append((case.name, mistake.key, sorted(m.key for m in found)))
         return out
 
     for case in visible:
-        exercises._OUTCOMES.pop(case, None)
+        exercise._OUTCOMES.pop(case, None)
     cold = diagnoses()
     assert diagnoses() == cold                          # every outcome kept by now
     for case in visible:
-        kept = exercises._OUTCOMES[case]
+        kept = exercise._OUTCOMES[case]
         for mistake in ex.mistakes:
             with checks.quiet():
                 try:
@@ -288,16 +289,16 @@ def test_a_case_keeps_each_outcome_once_and_not_a_large_one():
 
     def large(x):
         calls.append("large")
-        return np.zeros(exercises.OUTCOME_BYTES // 8 + 1)
+        return np.zeros(exercise.OUTCOME_BYTES // 8 + 1)
 
     def failing(x):
         calls.append("failing")
         raise ValueError("no")
 
-    case = exercises.Case("dot", "t", "a test case", (np.arange(3.0),))
+    case = course.Case("dot", "t", "a test case", (np.arange(3.0),))
     for _ in range(3):
         assert case.outcome(small)[0].tolist() == [0.0, 2.0, 4.0]
-        assert case.outcome(large)[0].size == exercises.OUTCOME_BYTES // 8 + 1
+        assert case.outcome(large)[0].size == exercise.OUTCOME_BYTES // 8 + 1
         out, err = case.outcome(failing)
         assert out is None and type(err) is ValueError and str(err) == "no"
         assert err.__traceback__ is None                 # no frames kept with it
@@ -305,13 +306,13 @@ def test_a_case_keeps_each_outcome_once_and_not_a_large_one():
     assert calls.count("large") == 3
 
 
-@pytest.mark.parametrize("name", exercises.names())
+@pytest.mark.parametrize("name", course.names())
 def test_every_case_crosses_the_sandbox_boundary(name):
     """The grader sends each case's arguments to the learner's process as plain data
     (``autograder.isolation.wire``, capped at 32 MB per value): every case fits with room."""
     from autograder.isolation import wire
 
-    for case in exercises.get(name).all_cases():
+    for case in course.get(name).all_cases():
         data = wire.encode((case.args, case.kwargs))
         assert len(data) < 16 * 2**20, (name, case.name, len(data))
         args, kwargs = wire.decode(data)
@@ -328,13 +329,13 @@ _RANDOM_TYPES = {"Generator"}
 def _seeded_builders() -> frozenset[str]:
     """The functions of ``helpers`` outside its exercises that take a ``seed`` (a model's
     initial parameters, a demo's): called by an exercise, each must be handed a
-    generator of ``_draw`` (``seed=_draw.rng(...)``), never its default or an int."""
+    generator of ``draw`` (``seed=draw.rng(...)``), never its default or an int."""
     from autograder import REPO_ROOT
 
     names = set()
     for path in (REPO_ROOT / "helpers").rglob("*.py"):
-        if "exercises" in path.parts or path.name in ("checks.py", "judge.py"):
-            continue                   # the cases themselves, and how they are judged
+        if "exercises" in path.parts or "course" in path.parts or path.name == "checks.py":
+            continue                   # the cases, the framework (draw itself), the checks
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.FunctionDef) and "seed" in [
                     a.arg for a in node.args.args + node.args.kwonlyargs]:
@@ -347,7 +348,7 @@ def _own_generators(source: str) -> list[str]:
     ``random`` module, outside a scenario's frozen keyword defaults (a scenario runs in
     the sandbox, where it may call nothing of ``helpers.exercises``: it takes numpy's
     generator when its module is imported); and any call handing a builder elsewhere (a
-    model's initial parameters) a ``seed`` that is not a generator of ``_draw.rng``: that
+    model's initial parameters) a ``seed`` that is not a generator of ``draw.rng``: that
     builder would make its own."""
     tree = ast.parse(source)
     allowed = set()
@@ -364,7 +365,7 @@ def _own_generators(source: str) -> list[str]:
             called = ast.unparse(node.func).rsplit(".", 1)[-1]
             if (seed is not None or called in _seeded_builders()) and not (
                     isinstance(seed, ast.Call)
-                    and ast.unparse(seed.func) in ("_draw.rng", "rng")):
+                    and ast.unparse(seed.func) in ("draw.rng", "rng")):
                 found.append(f"line {node.lineno}: {ast.unparse(node)[:80]}")
         if isinstance(node, ast.Attribute) and node.attr not in _RANDOM_TYPES and \
                 ast.unparse(node.value) in ("np.random", "numpy.random"):
@@ -380,17 +381,17 @@ def _own_generators(source: str) -> list[str]:
 def test_every_random_input_of_a_case_is_drawn_by_the_one_builder():
     """Issue 20: random inputs were built in seven places (three input modules, two
     language-model builders, a block builder, the contract generator). Now
-    ``helpers/exercises/_draw.py`` makes every generator and every shared structure; the
+    ``helpers/course/draw.py`` makes every generator and every shared structure; the
     other modules ask it for a seeded generator or are handed the contract's."""
     from autograder import REPO_ROOT
 
     folder = REPO_ROOT / "helpers" / "exercises"
     found = {p.name: _own_generators(p.read_text(encoding="utf-8"))
-             for p in sorted(folder.glob("*.py")) if p.name != "_draw.py"}
+             for p in sorted(folder.glob("*.py"))}
     assert not {k: v for k, v in found.items() if v}
     # the rule sees each way of making one
     assert not _own_generators("isinstance(r, np.random.Generator)")
-    assert not _own_generators("p = training.init_params(3, 4, 1, 8, 2, seed=_draw.rng(7))")
+    assert not _own_generators("p = training.init_params(3, 4, 1, 8, 2, seed=draw.rng(7))")
     for line in ("r = np.random.default_rng(3)", "x = numpy.random.normal(size=3)",
                  "import random", "from numpy.random import default_rng",
                  "def scenario_x(fn, *, g=np.random.default_rng):\n    return g(np.random.rand())",
@@ -404,7 +405,7 @@ def test_every_random_input_of_a_case_is_drawn_by_the_one_builder():
 
 def test_the_builders_give_the_layouts_the_references_take():
     from helpers import bert
-    from helpers.exercises import _draw
+    from helpers.course import draw as _draw
 
     block = _draw.block(5, 4, 8)
     assert {k: v.shape for k, v in block.items()} == {

@@ -23,9 +23,9 @@ import helpers
 from autograder import REPO_ROOT, SOLUTIONS_DIR
 from autograder.notebook import stored as notebook_format
 from autograder.release.notebooks import synced_exercise_cells, sync_exercises
-from helpers import exercises, plots
+from helpers import course, plots
 from helpers.checks import check
-from helpers.exercises import _render
+from helpers.course import render as _render
 
 #: The notebooks that follow the rhythm (issue 14), by folder name.
 CONVERTED: set[str] = {"00_start_here", "01_dot_products", "02_softmax",
@@ -34,7 +34,7 @@ CONVERTED: set[str] = {"00_start_here", "01_dot_products", "02_softmax",
                        "07_transformer_block", "08_language_model", "09_sentence_encoder",
                        "10_modern_llm", "11_tokenizer", "12_training"}
 
-CONVERTED_EXERCISES = sorted(n for nb in CONVERTED for n in exercises.NOTEBOOKS[nb])
+CONVERTED_EXERCISES = sorted(n for nb in CONVERTED for n in course.NOTEBOOKS[nb])
 
 #: The ``##`` headings of a notebook, by kind: each heading must match one of these.
 RHYTHM = {
@@ -109,7 +109,7 @@ def rhythm_problems(heads: list[str], n_graded: int) -> list[str]:
 
 @pytest.mark.parametrize("nb", sorted(CONVERTED))
 def test_notebook_follows_the_rhythm(nb):
-    assert rhythm_problems(headings(_markdown(nb)), len(exercises.NOTEBOOKS[nb])) == []
+    assert rhythm_problems(headings(_markdown(nb)), len(course.NOTEBOOKS[nb])) == []
 
 
 @pytest.mark.parametrize("nb", sorted(CONVERTED))
@@ -118,7 +118,7 @@ def test_notebook_states_its_expected_time_with_the_objectives(nb):
     at = next(i for i, c in enumerate(cells) if "## Objectives" in c)
     found = EXPECTED_TIME.search("\n".join(cells[at:at + 2]))
     assert found, f"{nb}: state '**Expected time:** about N minutes' with the objectives"
-    minutes = sum(exercises.get(n).minutes for n in exercises.NOTEBOOKS[nb])
+    minutes = sum(course.get(n).minutes for n in course.NOTEBOOKS[nb])
     assert int(found[1]) >= minutes, f"{nb}: less time than its exercises' {minutes} minutes"
 
 
@@ -156,7 +156,7 @@ def test_rhythm_check_can_fail():
 
 @pytest.mark.parametrize("name", CONVERTED_EXERCISES)
 def test_exercise_declares_its_teaching_fields(name):
-    ex = exercises.get(name)
+    ex = course.get(name)
     assert _render.declared_problems(ex) == []
     assert not _render.code_blocks(ex.hints[0]), f"{name}: hint 1 is the idea, not code"
     for level in ex.hints:
@@ -174,8 +174,8 @@ def test_notebook_exercise_cells_match_their_modules(nb):
 def test_every_exercise_states_what_to_write(nb):
     """Name, inputs and output (with shapes) and an equation, in the cell's own text."""
     cells = notebook_format.read(_path(nb)).cells
-    for name in exercises.NOTEBOOKS[nb]:
-        ex = exercises.get(name)
+    for name in course.NOTEBOOKS[nb]:
+        ex = course.get(name)
         heading = re.compile(rf"## Exercise \d+( \(extra\))?: `{re.escape(_render.signature(ex))}`\n")
         text = _render.instructions(next(c.source for c in cells if c.cell_type == "markdown"
                                          and heading.match(c.source)))
@@ -193,7 +193,7 @@ def test_render_and_sync_round_trip(tmp_path):
     """A cell with an old header and old hints gets the module's; the author's
     instructions stay; a second sync changes nothing; --check reports a stale cell."""
     name = "softmax"
-    ex = copy.copy(exercises.get(name))
+    ex = copy.copy(course.get(name))
     ex.difficulty, ex.importance, ex.minutes = 2, 3, 10
     ex.hints = ("The idea: $e^z$ over its sum.", "A nudge:\n\n```python\nz_max = ___\n```")
     old = ("## Exercise 9: `softmax`\n\n**Difficulty:** old line\n\nWrite it. "
@@ -238,7 +238,7 @@ def test_sync_exercises_command_reports_a_stale_cell(tmp_path, capsys, monkeypat
     # the command's default folder becomes the copy; the module loses its third hint
     monkeypatch.setattr(release_module.sync_exercises, "__defaults__",
                         (None, tmp_path, True))
-    monkeypatch.setattr(exercises.get("softmax"), "hints", exercises.get("softmax").hints[:2])
+    monkeypatch.setattr(course.get("softmax"), "hints", course.get("softmax").hints[:2])
     capsys.readouterr()
     assert main(["sync-exercises", "--check", nb]) == 1
     assert "exercise softmax" in capsys.readouterr().out
@@ -246,7 +246,7 @@ def test_sync_exercises_command_reports_a_stale_cell(tmp_path, capsys, monkeypat
 
 
 def test_render_refuses_undeclared_fields():
-    ex = copy.copy(exercises.get("dot"))
+    ex = copy.copy(course.get("dot"))
     ex.difficulty, ex.importance, ex.minutes, ex.hints = 4, 0, 0, ("only one",)
     problems = _render.declared_problems(ex)
     assert len(problems) == 4, problems
@@ -278,7 +278,7 @@ def working_hints(ex) -> list[str]:
     for label, code in hint_answers(ex):
         namespace = {"np": np, "numpy": np, "helpers": helpers, "examples": helpers.examples}
         for use in ex.uses:
-            namespace[use] = exercises.get(use).reference
+            namespace[use] = course.get(use).reference
         try:
             exec(compile(code, f"<{ex.name} {label}>", "exec"), namespace)
             with warnings.catch_warnings():
@@ -292,11 +292,11 @@ def working_hints(ex) -> list[str]:
 
 @pytest.mark.parametrize("name", CONVERTED_EXERCISES)
 def test_no_hint_is_a_working_answer(name, capsys):
-    assert working_hints(exercises.get(name)) == []
+    assert working_hints(course.get(name)) == []
 
 
 def test_hint_test_catches_a_hint_that_holds_the_answer(capsys):
-    ex = copy.copy(exercises.get("softmax_with_temperature"))
+    ex = copy.copy(course.get("softmax_with_temperature"))
     ex.hints = (
         "Divide, then softmax.",
         "Skeleton:\n\n```python\nif temperature <= 0:\n    raise ValueError(___)\n"

@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 from autograder import NOTEBOOKS_DIR
-from helpers import checks, judge
+from helpers import checks
+from helpers.course import judge
 
 NB = "02_softmax"
 NO_MAX = ("def softmax(z, axis=-1):\n    z = np.asarray(z, dtype=float)\n"

@@ -32,7 +32,7 @@ import pytest
 
 from autograder import SOLUTIONS_DIR
 from autograder.results import feedback
-from helpers import exercises as registry
+from helpers import course as registry
 from catalogue import (Entry, assignments, cells_testing, entries, exercises,
                        graded_test_cells, hidden_lines)
 from catalogue.run import HONEST

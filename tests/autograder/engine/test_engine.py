@@ -798,9 +798,10 @@ def test_an_error_on_a_hidden_case_does_not_carry_its_text_into_the_feedback(tmp
     error's type shown, never its text."""
     import numpy as np
 
-    from helpers import judge
+    from helpers import course
+    from helpers.course import judge
 
-    visible = [np.ravel(np.asarray(c.args[0], dtype=float)).tolist() for c in judge.cases("dot")]
+    visible = [np.ravel(np.asarray(c.args[0], dtype=float)).tolist() for c in judge.cases(course.get("dot"))]
     leak = ("import base64\n" + CORRECT_DOT +
             "_right = dot\n"
             "def dot(a, b):\n"

@@ -25,7 +25,7 @@ import pytest
 
 from autograder import SOLUTIONS_DIR
 from autograder.notebook import cells as nbcells
-from helpers import exercises
+from helpers import course
 from helpers.checks import CheckFailed, check
 from catalogue.multi_head_attention import WRONG as WRONG_MHA
 from catalogue.transformer_block import CORRECT as CORRECT_BLOCKS
@@ -118,16 +118,16 @@ def test_in_place_layer_norm_loses_its_points_once_in_the_grader(tmp_path):
 def _solution_dependencies() -> dict[str, set[str]]:
     """Exercise -> the exercises (of an earlier or the same notebook) its solution answer
     cell calls or names, read with ``ast`` from ``solutions/*/*.ipynb``."""
-    order = list(exercises.NOTEBOOKS)
+    order = list(course.NOTEBOOKS)
     found: dict[str, set[str]] = {}
     for path in sorted(SOLUTIONS_DIR.glob("*/*.ipynb")):
         notebook = path.parent.name
-        if notebook not in exercises.NOTEBOOKS or ".ipynb_checkpoints" in path.parts:
+        if notebook not in course.NOTEBOOKS or ".ipynb_checkpoints" in path.parts:
             continue
-        known = {n for nb in order[:order.index(notebook) + 1] for n in exercises.NOTEBOOKS[nb]}
+        known = {n for nb in order[:order.index(notebook) + 1] for n in course.NOTEBOOKS[nb]}
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             gid = _nbg(cell).get("grade_id")
-            if not nbcells.is_answer(cell) or gid not in exercises.names():
+            if not nbcells.is_answer(cell) or gid not in course.names():
                 continue
             tree = ast.parse(_source(cell))
             names = {n.id for n in ast.walk(tree)
@@ -139,8 +139,8 @@ def _solution_dependencies() -> dict[str, set[str]]:
 def test_uses_lists_every_earlier_function_a_solution_calls():
     deps = _solution_dependencies()
     assert "simple_self_attention" in deps            # the reader sees the notebooks
-    missing = {name: sorted(d - set(exercises.get(name).uses))
-               for name, d in deps.items() if d - set(exercises.get(name).uses)}
+    missing = {name: sorted(d - set(course.get(name).uses))
+               for name, d in deps.items() if d - set(course.get(name).uses)}
     assert not missing, f"add these to the exercises' `uses`: {missing}"
 
 
@@ -247,9 +247,9 @@ UNSTABLE_SOFTMAX = """def softmax(z, axis=-1):
 
 @pytest.mark.slow
 def test_credit_cases_scores_the_fraction_of_case_groups_passed(tmp_path):
-    from helpers import judge
+    from helpers.course import judge
 
-    groups = judge.groups("softmax")                 # visible and hidden
+    groups = judge.groups(course.get("softmax"))                 # visible and hidden
     rows, record = grade_one(tmp_path / "all", "02_softmax", {"softmax": UNSTABLE_SOFTMAX})
     assert float(rows["test_softmax"]["points"]) == 0                  # the default: all
     rows, record = grade_one(tmp_path / "cases", "02_softmax", {"softmax": UNSTABLE_SOFTMAX},
@@ -260,9 +260,9 @@ def test_credit_cases_scores_the_fraction_of_case_groups_passed(tmp_path):
     fn = _define(UNSTABLE_SOFTMAX, "softmax")
     failing = set()
     for hidden in (False, True):
-        for c in judge.cases("softmax", hidden=hidden):
+        for c in judge.cases(course.get("softmax"), hidden=hidden):
             with judge.quiet():
-                if judge.compare("softmax", c, c.run(fn)) is not None:
+                if judge.compare(course.get("softmax"), c, c.run(fn)) is not None:
                     failing.add(c.group)
     assert failing and failing != set(groups)
     assert points == pytest.approx(round(most * (len(groups) - len(failing)) / len(groups), 4))

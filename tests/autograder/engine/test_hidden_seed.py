@@ -34,7 +34,8 @@ import pytest
 import helpers
 from autograder import REPO_ROOT, SOLUTIONS_DIR
 from autograder.run import secret as hidden
-from helpers import exercises, judge
+from helpers import course
+from helpers.course import judge
 
 
 NB = "02_softmax"
@@ -44,7 +45,7 @@ NB = "02_softmax"
 # The class: any seed, a right answer passes
 # ---------------------------------------------------------------------------------------
 
-DRAWING = [n for n in exercises.names() if exercises.get(n).draws_hidden]
+DRAWING = [n for n in course.names() if course.get(n).draws_hidden]
 STUDENTS = [f"student{i}" for i in range(8)]
 
 
@@ -55,7 +56,7 @@ def test_most_exercises_draw_their_hidden_cases():
 
 
 def _drawn_hidden(name: str, student: str) -> list:
-    ex = exercises.get(name)
+    ex = course.get(name)
     seed = hidden.hidden_seed(b"a secret of the class " * 2, student, ex.notebook,
                               f"{ex.notebook}.ipynb")
     return [c for c in ex.all_cases(seed) if c.hidden and c.group == "contract"]
@@ -65,12 +66,12 @@ def _drawn_hidden(name: str, student: str) -> list:
 def test_right_answers_pass_the_hidden_cases_of_every_student(name):
     import catalogue
 
-    ex = exercises.get(name)
+    ex = course.get(name)
     right = {"reference": ex.reference}
     module = importlib.import_module(f"catalogue.{name}")
     for key, source in module.CORRECT.items():
         ns = {"np": np, "math": math, "helpers": helpers, "__name__": "answer"}
-        ns.update({other: exercises.get(other).reference for other in exercises.names()
+        ns.update({other: course.get(other).reference for other in course.names()
                    if other != name})          # the notebook's earlier functions
         exec(source, ns)                       # noqa: S102 (the catalogue's answers)
         right[key] = ns[name]
@@ -83,11 +84,11 @@ def test_right_answers_pass_the_hidden_cases_of_every_student(name):
         floats = floats or any(isinstance(a, np.ndarray) and a.dtype.kind == "f"
                                for c in cases for a in c.args)
         for case in cases:
-            assert exercises.contract_problems(ex, case) == [], (student, case.name)
+            assert course.contract_problems(ex, case) == [], (student, case.name)
             for key, fn in right.items():
                 with judge.quiet():
                     got = case.run(fn)
-                assert judge.compare(name, case, got) is None, (student, key, case.name)
+                assert judge.compare(course.get(name), case, got) is None, (student, key, case.name)
     # every student has hidden inputs of their own where values are drawn (a causal
     # mask's only input is its size: few to choose from, but not one for all)
     assert len(set(seen)) == len(STUDENTS) if floats else len(set(seen)) >= 2, name
@@ -172,7 +173,7 @@ def test_each_student_is_graded_on_hidden_inputs_of_their_own(tmp_path):
     secret = hidden.load(key)                        # made as grade would make it
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
 
-    ex = exercises.get("softmax")
+    ex = course.get("softmax")
 
     def drawn(student: str | None) -> list:
         seed = None if student is None else hidden.hidden_seed(secret, student, NB,
@@ -319,9 +320,10 @@ PROBES_THE_NOTEBOOK_RUN = r'''import numpy as np
 
 def _reached():
     try:
-        from helpers import exercises, judge
-        return bool(judge.cases("softmax", hidden=True)) and bool(
-            exercises.get("softmax").mistakes)
+        from helpers import course
+        from helpers.course import judge
+        return bool(judge.cases(course.get("softmax"), hidden=True)) and bool(
+            course.get("softmax").mistakes)
     except Exception:
         return False
 

@@ -29,14 +29,15 @@ _PROBE = r'''
 import json, sys, types
 sys.path.insert(0, sys.argv[1])
 import helpers
-from helpers import exercises, judge
+from helpers import course
+from helpers.course import judge
 assert helpers.__file__.startswith(sys.argv[1]), helpers.__file__
 out = {"hidden": {}, "mistakes": {}, "visible": {}, "private": [], "softmax": None}
-for name in exercises.names():
-    ex = exercises.get(name)
-    out["hidden"][name] = len(judge.cases(name, hidden=True))
+for name in course.names():
+    ex = course.get(name)
+    out["hidden"][name] = len(judge.cases(ex, hidden=True))
     out["mistakes"][name] = len(ex.mistakes)
-    out["visible"][name] = [c.name for c in judge.cases(name, hidden=False)]
+    out["visible"][name] = [c.name for c in judge.cases(ex, hidden=False)]
 import importlib
 for private in ("_inputs", "_variants", "_bert_inputs"):
     try:
@@ -66,7 +67,8 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 def test_the_notebook_runs_copy_is_what_a_student_of_the_assignment_has(tmp_path):
-    from helpers import exercises, judge
+    from helpers import course
+    from helpers.course import judge
 
     assignment = "07_transformer_block"
     dest = helpers_copy.prepare_helpers(tmp_path / "nb", notebook_run=True,
@@ -76,15 +78,15 @@ def test_the_notebook_runs_copy_is_what_a_student_of_the_assignment_has(tmp_path
                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
-    names = exercises.names()
+    names = course.names()
     assert sorted(seen["hidden"]) == sorted(names)
     assert {n: h for n, h in seen["hidden"].items() if h != 0} == {}
     assert {n: m for n, m in seen["mistakes"].items() if m} == {}
-    assert sum(len(exercises.get(n).mistakes) for n in names) > 100   # the course has them
+    assert sum(len(course.get(n).mistakes) for n in names) > 100   # the course has them
     assert seen["private"] == []
     for name in names:                     # the assignment's visible cases, the course's
-        want = ([c.name for c in judge.cases(name, hidden=False)]
-                if name in exercises.NOTEBOOKS[assignment] else [])
+        want = ([c.name for c in judge.cases(course.get(name), hidden=False)]
+                if name in course.NOTEBOOKS[assignment] else [])
         assert seen["visible"][name] == want, name
     # no reference answers, even of another notebook: the learner's own, else a message
     assert "softmax" in seen["softmax"] and "02_softmax" in seen["softmax"], seen["softmax"]

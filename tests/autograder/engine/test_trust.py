@@ -20,7 +20,7 @@ import pytest
 
 from catalogue import graded_test_cells
 from catalogue.run import CASCADE, SLOW, cascade_breaks
-from helpers import exercises
+from helpers import course
 
 
 def _rows(run, student, assignment):
@@ -42,15 +42,15 @@ def test_a_slow_honest_notebook_earns_every_point_unflagged(run):
 
 
 CASES = [(a, dep, user) for a, breaks in cascade_breaks().items()
-         for user in exercises.NOTEBOOKS[a] if user not in breaks
-         for dep in exercises.get(user).uses if dep in breaks]
+         for user in course.NOTEBOOKS[a] if user not in breaks
+         for dep in course.get(user).uses if dep in breaks]
 
 
 def test_every_dependency_within_a_notebook_is_exercised():
     pairs = {(dep, user) for _, dep, user in CASES}
-    for a, names in exercises.NOTEBOOKS.items():
+    for a, names in course.NOTEBOOKS.items():
         for user in names:
-            for dep in exercises.get(user).uses:
+            for dep in course.get(user).uses:
                 if dep in names and user not in cascade_breaks()[a]:
                     assert (dep, user) in pairs
 

@@ -451,7 +451,7 @@ def test_only_the_listed_course_classes_cross_rebuilt_from_their_fields():
     # classes outside the list never cross: sent as their type's name
     class Local:
         pass
-    from helpers.exercises import Case
+    from helpers.course import Case
 
     for obj in (Local(), Case("dot", "c", "d", ()), np.lib.npyio.DataSource()):
         assert isinstance(wire.decode(wire.encode(obj)), wire.Unencodable)

@@ -23,7 +23,8 @@ from attacks.scenarios import ATTACKS
 from autograder import engine
 from autograder.isolation import wire
 from catalogue import student_notebook
-from helpers import exercises, judge
+from helpers import course
+from helpers.course import judge
 
 REPO = Path(__file__).resolve().parents[3]
 BY_KEY = {a.key: a for a in ATTACKS}
@@ -41,12 +42,12 @@ def _grade(tmp_path: Path, assignment: str, answers: dict | None, name: str):
 def _decided(name: str, fn, case):
     """What the grader judges for ``case``: the observations, across the wire, decided."""
     args, kwargs = case.fresh_args()
-    observed = exercises.resolve(case.scenario)(fn, *args, **kwargs)
-    return exercises.decide(case.scenario, wire.decode(wire.encode(observed)))
+    observed = course.resolve(case.scenario)(fn, *args, **kwargs)
+    return course.decide(case.scenario, wire.decode(wire.encode(observed)))
 
 
 def test_scenarios_send_observations_and_the_trusted_side_decides():
-    swt = exercises.get("softmax_with_temperature")
+    swt = course.get("softmax_with_temperature")
     raising = next(c for c in swt.all_cases() if c.scenario)
 
     def checks(z, temperature):
@@ -61,18 +62,18 @@ def test_scenarios_send_observations_and_the_trusted_side_decides():
     def raises_key_error(z, temperature):
         raise KeyError("T")
 
-    observed = exercises.resolve(raising.scenario)(never_checks, *raising.args)
+    observed = course.resolve(raising.scenario)(never_checks, *raising.args)
     assert isinstance(observed, dict) and observed["raised"] is None    # data, no verdict
     assert _decided("softmax_with_temperature", checks, raising) == "ValueError"
     assert "instead of raising" in _decided("softmax_with_temperature", never_checks, raising)
     assert "KeyError instead of ValueError" in _decided("softmax_with_temperature",
                                                          raises_key_error, raising)
-    llama = exercises.get("llama_block")
+    llama = course.get("llama_block")
     cache_case = next(c for c in llama.all_cases() if c.scenario)
-    observed = exercises.resolve(cache_case.scenario)(llama.reference, *cache_case.args)
+    observed = course.resolve(cache_case.scenario)(llama.reference, *cache_case.args)
     assert set(observed) == {"keys", "row"}
     got = _decided("llama_block", llama.reference, cache_case)
-    assert judge.compare("llama_block", cache_case, got) is None
+    assert judge.compare(course.get("llama_block"), cache_case, got) is None
 
 
 def test_frozen_scenario_ignores_rebound_modules_and_builtins(monkeypatch):
@@ -81,10 +82,10 @@ def test_frozen_scenario_ignores_rebound_modules_and_builtins(monkeypatch):
 
     from autograder.isolation import executor
 
-    spec = exercises.get("softmax_with_temperature").all_cases()
+    spec = course.get("softmax_with_temperature").all_cases()
     spec = next(c for c in spec if c.scenario).scenario
     frozen = executor._observers([spec])[0]
-    import helpers.exercises._scenarios as scen
+    import helpers.course.scenarios as scen
 
     monkeypatch.setattr(scen, "scenario_raises_value_error", lambda *a, **k: "ValueError")
     monkeypatch.setattr(scen, "_COURSE", "/nowhere")
@@ -162,7 +163,7 @@ def test_frozen_same_seed_scenario_keeps_its_generator(monkeypatch):
     bound does not change the generators it hands to ``generate``."""
     from autograder.isolation import executor
 
-    case = next(c for c in exercises.get("generate").all_cases() if c.scenario)
+    case = next(c for c in course.get("generate").all_cases() if c.scenario)
     frozen = executor._observers([case.scenario])[0]
     import helpers.exercises.generate as gen_module
 

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from autograder.isolation import answers, course_calls, helpers_copy, student_helpers, wire
-from helpers import exercises, reference
-from helpers.exercises import _draw
+from helpers import course, reference
+from helpers.course import draw as _draw
 from sandbox_jobs import run_cells
 
 BLOCK = "helpers.reference:transformer_block"
@@ -41,19 +41,19 @@ def _reply(data: bytes):
 
 
 def test_each_exercise_is_answered_its_earlier_functions_and_never_its_own():
-    for name in exercises.names():
+    for name in course.names():
         answered = set(student_helpers.trusted_answers(name))
         own = set(student_helpers.stubbed_functions([name]))
         assert not answered & own, name
-        notebook = exercises.notebook_of(name)
-        order = list(exercises.NOTEBOOKS)
-        deps = {n for a in order[:order.index(notebook)] for n in exercises.NOTEBOOKS[a]}
-        todo = list(exercises.get(name).uses)
+        notebook = course.notebook_of(name)
+        order = list(course.NOTEBOOKS)
+        deps = {n for a in order[:order.index(notebook)] for n in course.NOTEBOOKS[a]}
+        todo = list(course.get(name).uses)
         while todo:
             d = todo.pop()
             if d != name and d not in deps:
                 deps.add(d)
-                todo += exercises.get(d).uses
+                todo += course.get(d).uses
         want = set(student_helpers.stubbed_functions(sorted(deps))) - own
         assert answered == want, name
     assert LAYER_NORM in student_helpers.trusted_answers("transformer_block")
@@ -69,7 +69,7 @@ def test_each_exercise_is_answered_its_earlier_functions_and_never_its_own():
 
 
 def test_a_notebook_run_is_answered_earlier_notebooks_only_and_its_sampling_model():
-    names = exercises.NOTEBOOKS["08_language_model"]
+    names = course.NOTEBOOKS["08_language_model"]
     answered = set(student_helpers.trusted_answers_of_notebook(names))
     assert {"helpers.reference:transformer_block", "helpers.reference:softmax"} <= answered
     assert "helpers.reference:generate" not in answered
@@ -77,10 +77,10 @@ def test_a_notebook_run_is_answered_earlier_notebooks_only_and_its_sampling_mode
     # the sampling check's judge needs the model: the only own function answered
     assert student_helpers.SAMPLING_MODEL["generate"] in answered
     assert set(student_helpers.trusted_answers_of_notebook(
-        exercises.NOTEBOOKS["01_dot_products"])) == set(
-            student_helpers.stubbed_functions(exercises.NOTEBOOKS["00_start_here"]))
+        course.NOTEBOOKS["01_dot_products"])) == set(
+            student_helpers.stubbed_functions(course.NOTEBOOKS["00_start_here"]))
     assert student_helpers.trusted_answers_of_notebook(
-        exercises.NOTEBOOKS["00_start_here"]) == ()
+        course.NOTEBOOKS["00_start_here"]) == ()
 
 
 # ---------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import Arg, Contract, Exercise, case
+from helpers.course import Arg, Contract, Exercise, case
 
 
 def double(x):
@@ -107,7 +107,7 @@ def test_adding_an_exercise_is_its_module_its_cells_and_one_command(tmp_path):
     _copy_repository(repo)
     # 1. the module, registered in course order
     (repo / "helpers/exercises/double.py").write_text(TOY, encoding="utf-8")
-    registry = repo / "helpers/exercises/__init__.py"
+    registry = repo / "helpers/course/registry.py"
     text = registry.read_text(encoding="utf-8")
     assert '"pairwise_scores", "most_similar"),' in text
     registry.write_text(text.replace('"pairwise_scores", "most_similar"),',

@@ -27,9 +27,9 @@ from autograder import REPO_ROOT, SOLUTIONS_DIR
 from autograder.release import bundle as bundle_mod
 from bundle_scan import HOMEWORK, answers_in, left_out as _left_out, probed_in
 from catalogue import student_notebook
-from helpers import exercises
+from helpers import course
 
-ALL = list(exercises.NOTEBOOKS)
+ALL = list(course.NOTEBOOKS)
 
 
 @pytest.fixture
@@ -83,9 +83,9 @@ def _answer_keys() -> dict[str, str]:
     """Canonical body -> where it comes from, for every graded exercise's reference (and
     what it refuses) and every function of the solution notebooks' answer cells."""
     keys: dict[str, str] = {}
-    for name in exercises.names():
-        for module, fns in exercises.answer_functions(name).items():
-            tree = ast.parse(exercises.module_file(REPO_ROOT / "helpers", module).read_text())
+    for name in course.names():
+        for module, fns in course.answer_functions(name).items():
+            tree = ast.parse(course.module_file(REPO_ROOT / "helpers", module).read_text())
             for fn in _functions(tree):
                 if fn.name in fns and f"{module}:{fn.name}" not in bundle_mod.COMPOSITES:
                     keys[_body_key(fn)] = f"{module}.{fn.name}"
@@ -105,7 +105,7 @@ def _answer_keys() -> dict[str, str]:
 
 def test_no_function_of_the_bundle_has_an_answers_body(built):
     answers = _answer_keys()
-    assert len(answers) >= len(exercises.names())            # the comparison has material
+    assert len(answers) >= len(course.names())            # the comparison has material
     found = []
     for py in sorted((built / "helpers").rglob("*.py")):
         for fn in _functions(ast.parse(py.read_text(encoding="utf-8"))):
@@ -138,7 +138,7 @@ def test_no_hidden_case_solution_test_or_bytecode_in_the_bundle(built):
                      if p.suffix in (".py", ".md", ".ipynb", ".txt", ".json", ".yml"))
     notebooks = "\n".join(p.read_text() for p in files if p.suffix == ".ipynb")
     assert "BEGIN HIDDEN TESTS" not in notebooks and "BEGIN SOLUTION" not in notebooks
-    hidden = [c for n in exercises.names() for c in exercises.get(n).all_cases() if c.hidden]
+    hidden = [c for n in course.names() for c in course.get(n).all_cases() if c.hidden]
     assert hidden
     leaked = [c.description for c in hidden if len(c.description) > 25 and c.description in text]
     assert not leaked, leaked[:5]
@@ -156,9 +156,9 @@ def test_no_hidden_case_solution_test_or_bytecode_in_the_bundle(built):
     stored = {p.stem: wire.decode(p.read_bytes(), max_bytes=1 << 28)
               for p in (built / "helpers" / "exercises" / "_stored").glob("*.npz")
               if not p.stem.endswith("_logits")}
-    assert set(stored) == set(exercises.names())
+    assert set(stored) == set(course.names())
     for name, cases in stored.items():
-        visible = {c.name for c in exercises.get(name).all_cases() if not c.hidden}
+        visible = {c.name for c in course.get(name).all_cases() if not c.hidden}
         assert cases and {c["name"] for c in cases} <= visible, name
         assert not any(c["hidden"] for c in cases)
 
@@ -370,8 +370,8 @@ def test_no_hidden_cases_expected_output_among_the_worked_examples(built):
     # the course's example data ships in the bundle anyway (helpers/examples.py)
     constants = [np.asarray(v) for v in vars(examples).values() if isinstance(v, np.ndarray)]
     leaked = []
-    for name in exercises.names():
-        for c in exercises.get(name).all_cases():
+    for name in course.names():
+        for c in course.get(name).all_cases():
             if not c.hidden or c.is_sampling:
                 continue
             out = c.expected()
@@ -391,7 +391,7 @@ def test_no_hidden_cases_expected_output_among_the_worked_examples(built):
 
 
 def test_the_kept_composites_are_no_exercises_reference():
-    references = {exercises.qualified(exercises.get(n).reference) for n in exercises.names()}
+    references = {course.qualified(course.get(n).reference) for n in course.names()}
     assert bundle_mod.COMPOSITES and not bundle_mod.COMPOSITES & references
 
 
@@ -501,9 +501,9 @@ def test_no_function_of_the_whole_course_bundle_returns_an_answer(built, tmp_pat
     leaves every exercise out; those that a homework bundle revealing more leaves out
     too are probed there (test_bundle_answers.py, ``bundle_scan.probed_in``)."""
     names = _left_out(built)
-    assert names == list(exercises.names())
+    assert names == list(course.names())
     names = probed_in([], names)
-    assert names and {exercises.notebook_of(n) for n in names} == {
+    assert names and {course.notebook_of(n) for n in names} == {
         a for a in ALL if a < HOMEWORK[0]}
     leaks = answers_in(built, names, tmp_path, timeout=3600)
     assert not leaks, "\n".join(leaks)

@@ -20,9 +20,9 @@ from autograder import engine
 from autograder.release import bundle as bundle_mod
 from bundle_scan import HOMEWORK, answers_in, left_out as _left_out, probed_in
 from notebook_helpers import hand_in
-from helpers import exercises
+from helpers import course
 
-ALL = list(exercises.NOTEBOOKS)
+ALL = list(course.NOTEBOOKS)
 
 
 
@@ -35,7 +35,7 @@ def test_no_function_of_a_homework_bundle_returns_a_left_out_answer(assignment, 
     bundle_mod.build(built, [assignment], reveal=[a for a in ALL if a < assignment],
                      worked_examples=False)
     names = _left_out(built)
-    assert set(exercises.NOTEBOOKS[assignment]) | {"layer_norm", "llama_block"} <= set(names)
+    assert set(course.NOTEBOOKS[assignment]) | {"layer_norm", "llama_block"} <= set(names)
     names = probed_in([a for a in ALL if a < assignment], names)
     leaks = answers_in(built, names, tmp_path)
     assert not leaks, "\n".join(leaks)
@@ -107,7 +107,7 @@ def test_the_answered_run_records_what_the_whole_notebook_records():
     """The recording of a homework's answered run keeps only its answer and test cells and
     what they need (the calls recorded there are those made under check): the table is
     the one the whole notebook records (a notebook with demos between its exercises)."""
-    specs = sorted(exercises.qualified(exercises.get(n).reference) for n in exercises.names())
+    specs = sorted(course.qualified(course.get(n).reference) for n in course.names())
     cut = bundle_mod.record_worked_examples(["06_multi_head_attention"], specs)
     whole = bundle_mod.record_worked_examples(["06_multi_head_attention"], specs, whole=True)
     assert engine.plain_data(cut.plain()) == engine.plain_data(whole.plain())

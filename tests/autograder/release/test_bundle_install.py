@@ -112,7 +112,7 @@ def test_the_whole_course_bundle_installs_and_checks_from_a_fresh_folder(tmp_pat
     assert out.returncode == 1, (out.returncode, report[-3000:], out.stderr[-3000:])
     lines = report.splitlines()
     names = sorted(p.name for p in (folder / "notebooks").iterdir())
-    from helpers.exercises import NOTEBOOKS
+    from helpers.course import NOTEBOOKS
     assert len(names) == len(NOTEBOOKS)                # every notebook (00 too)
     for name in names:
         assert any(line.startswith(f"{name}: ") for line in lines), (name, report)

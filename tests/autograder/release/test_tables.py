@@ -13,7 +13,7 @@ import pytest
 from autograder import SOLUTIONS_DIR
 from autograder.notebook import cells as nbcells
 from autograder.release import tables
-from helpers import exercises
+from helpers import course
 
 
 def _answer_cells() -> dict[str, list[str]]:
@@ -46,7 +46,7 @@ def test_regenerate_would_not_change_the_readme_or_the_contract_table():
     assert tables.readme_text(readme) == readme
     contract = tables.CONTRACT.read_text(encoding="utf-8")
     assert tables.contract_text(contract) == contract
-    assert exercises.EDGE_TABLE.read_text(encoding="utf-8") == exercises.edge_table_text()
+    assert course.EDGE_TABLE.read_text(encoding="utf-8") == course.edge_table_text()
 
 
 def test_the_reference_checks_its_edges_as_each_contract_says():
@@ -57,9 +57,9 @@ def test_the_reference_checks_its_edges_as_each_contract_says():
 
     from helpers import reference
 
-    stored = json.loads(exercises.EDGE_TABLE.read_text(encoding="utf-8"))
-    for name in exercises.names():
-        contract = exercises.get(name).contract
+    stored = json.loads(course.EDGE_TABLE.read_text(encoding="utf-8"))
+    for name in course.names():
+        contract = course.get(name).contract
         if contract is None:
             continue
         arrays = {a for a, arg in contract.args.items() if arg.is_array or arg.fields}
@@ -93,7 +93,7 @@ def test_the_contract_table_names_only_exercises_of_the_registry():
     """docs/contract.md's rows are the registry's exercises, once each (a removed or
     renamed exercise leaves no row behind)."""
     rows = tables._CONTRACT_ROW.findall(tables.CONTRACT.read_text(encoding="utf-8"))
-    assert sorted(rows) == sorted(exercises.names())
+    assert sorted(rows) == sorted(course.names())
 
 
 def test_a_contract_missing_from_the_edge_table_says_to_regenerate(monkeypatch):

@@ -99,12 +99,13 @@ SOFTMAX_WRONG_ON_4x6 = '''def softmax(z, axis=-1):
 
 
 def test_hidden_feedback_brief_hides_a_hidden_case_inputs(tmp_path):
-    from helpers import judge
+    from helpers import course
+    from helpers.course import judge
 
     nb_name = "02_softmax"
-    (case,) = [c for c in judge.cases("softmax", hidden=True) if c.name == "random_4x6"]
+    (case,) = [c for c in judge.cases(course.get("softmax"), hidden=True) if c.name == "random_4x6"]
     assert (4, 6) not in {__import__("numpy").asarray(c.args[0]).shape
-                          for c in judge.cases("softmax")}    # the premise of this test
+                          for c in judge.cases(course.get("softmax"))}    # the premise of this test
     subs, tmp = tmp_path / "subs", tmp_path / "tmp"
     tmp.mkdir()
     source = SOLUTIONS_DIR / nb_name / f"{nb_name}.ipynb"

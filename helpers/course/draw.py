@@ -2,7 +2,7 @@
 
 A listed case asks for a generator seeded by its own number (:func:`rng`, :func:`normal`);
 a case drawn from a contract gets the contract's generator
-(:func:`helpers.exercises.draw_cases`, which calls :func:`value` and :func:`dims`). Both
+(:func:`draw_cases`, which calls :func:`value` and :func:`dims`). Both
 build structured inputs with the same builders: a transformer block (:func:`block`), a
 language model (:func:`lm`), an encoder layer and a small BERT (:func:`bert_layer`,
 :func:`tiny_bert`), ids (:func:`ids_below`), masks (:func:`valid_mask`), text, tokens
@@ -10,7 +10,7 @@ and words (:func:`text`, :func:`tokens`, :func:`words`).
 
 It imports nothing of the course and holds no answer: the student bundle ships it as
 it is (the contracts it serves are kept there). ``tests/helpers/test_contracts.py``
-checks that no other module of ``helpers/exercises`` makes a generator of its own.
+checks that no module of ``helpers/exercises`` makes a generator of its own.
 """
 
 from __future__ import annotations
@@ -230,3 +230,71 @@ def dims(contract, rng, ones: bool) -> dict:
         if all(eval(c, {}, dict(out)) for c in contract.where):   # noqa: S307
             return out
     raise ValueError(f"no dimensions satisfy {contract.where}")
+def draw_cases(ex, seed: int, hidden: bool = False) -> list[dict]:
+    """Cases drawn from ``ex``'s contract with ``seed``: one per kind of input it allows:
+    ``rank<r>`` for each number of batch axes (the rank of the first batched argument),
+    ``size1`` (dimensions of size 1) (a contract with neither arrays nor dimensions, of
+    strings, lists and numbers: ``draw1`` and ``draw2``, two draws of its values), ``lists`` (plain lists where array-likes are
+    accepted), ``<dtype>`` for each further dtype named, ``keywords`` (every optional
+    argument passed). Named ``contract_<kind>`` (hidden: ``contract_<kind>_hidden``);
+    the expected outputs come from the reference."""
+    import zlib
+
+
+    contract = ex.contract
+    if not contract.args or not contract.draw:
+        return []                           # nothing to vary (wash_we()), or not drawn
+    gen = rng([seed, zlib.crc32(ex.name.encode())])
+    first = next((a for a in contract.args.values() if a.is_array and "..." in a.tokens),
+                 next((a for a in contract.args.values() if a.is_array), None))
+    base = len([t for t in first.tokens if t != "..."]) if first else 0
+    if first is None and not dim_names(contract):     # no shape to vary: two draws
+        kinds = [("draw1", {}), ("draw2", {})]
+    else:
+        kinds = [(f"rank{base + b}", {"batch": b}) for b in contract.batch]
+        kinds.append(("size1", {"ones": True}))
+    if any(a.lists for a in contract.args.values()):
+        kinds.append(("lists", {"lists": True}))
+    extra = sorted({d for a in contract.args.values() if a.is_array
+                    for d in a.dtypes[1:] if d.startswith("float")})
+    kinds += [(d, {"dtype": d}) for d in extra]
+    if any(a.optional for a in contract.args.values()):
+        kinds.append(("keywords", {"keywords": True}))
+    out = []
+    for kind, how in kinds:
+        sizes = dims(contract, gen, how.get("ones", False))
+        b = how.get("batch", contract.batch[-1] if how.get("ones") else contract.batch[0])
+        batch = tuple(int(gen.choice((1, 2, 3) if how.get("ones") else (2, 3)))
+                      for _ in range(b))
+        args, kwargs, words = [], {}, []
+        arg_list = list(contract.args.items())
+        for i, (name, arg) in enumerate(arg_list):
+            # an optional argument before a required one goes by position (None: left out)
+            positional = not arg.optional or any(not a.optional for _, a in arg_list[i + 1:])
+            if arg.optional and not how.get("keywords"):
+                if positional:
+                    args.append(None)
+                    words.append(f"{name} = None")
+                continue
+            dtype = arg.dtypes[0]
+            if how.get("dtype") in arg.dtypes:
+                dtype = how["dtype"]
+            drawn = value(arg, gen, sizes, batch, dtype)
+            if how.get("lists") and arg.lists:
+                drawn = drawn.tolist() if isinstance(drawn, np.ndarray) else list(drawn)
+            if positional:
+                args.append(drawn)
+            else:
+                kwargs[name] = drawn
+            shape = np.shape(drawn) if arg.is_array else ()
+            text = repr(drawn)
+            if not arg.is_array and len(text) > 60:
+                text = f"a {type(drawn).__name__}" + (
+                    f" of {len(drawn)} {'entries' if isinstance(drawn, dict) else 'items'}"
+                    if hasattr(drawn, "__len__") else "")
+            words.append(f"{name} {list(shape)}" if arg.is_array else f"{name} = {text}")
+        out.append({"name": f"contract_{kind}" + ("_hidden" if hidden else ""),
+                    "description": f"drawn from the contract ({kind}): " + ", ".join(words),
+                    "args": tuple(args), "kwargs": kwargs, "group": "contract",
+                    "hidden": hidden, "scenario": contract.scenario})
+    return out

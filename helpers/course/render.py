@@ -78,8 +78,8 @@ def _bounds(arg) -> str:
 
 
 def _kind(kind) -> str:
-    """A kind of :class:`helpers.exercises.Arg` (a type, a tuple of kinds, an Arg) in words."""
-    from helpers.exercises import Arg
+    """A kind of :class:`helpers.course.Arg` (a type, a tuple of kinds, an Arg) in words."""
+    from helpers.course import Arg
 
     if isinstance(kind, Arg):
         return describe(kind)

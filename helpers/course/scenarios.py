@@ -12,7 +12,7 @@ A scenario is two functions (docs/threat_model.md, "No verdict decided in a chil
   object at call time (``np.random.default_rng`` could be patched by the learner).
 * ``scenario_<what>_decide(observed)`` *decides*: what the observations mean (the value
   the exercise's judge compares). It runs in the trusted process only
-  (:func:`helpers.exercises.decide`); without one, the observations are the value.
+  (:func:`helpers.course.decide`); without one, the observations are the value.
 
 In the sandbox every function of ``helpers/exercises`` is a stub except the
 ``scenario_*`` ones: a scenario must not call other functions of these modules."""
@@ -54,7 +54,7 @@ def scenario_raises_value_error_decide(observed) -> str:
     instead, in words (the case expects ``"ValueError"``). A ValueError that only a course
     function raised further down (``softmax`` refusing infinite scores) does not count:
     the answer must check its arguments."""
-    from helpers.exercises._compare import shorten     # the grader's process only
+    from helpers.course.text import shorten     # the grader's process only
 
     if not isinstance(observed, dict):
         return "the scenario's observations are missing"
@@ -71,4 +71,4 @@ def scenario_raises_value_error_decide(observed) -> str:
     return "ValueError"
 
 
-RAISES = "helpers.exercises._scenarios:scenario_raises_value_error"
+RAISES = "helpers.course.scenarios:scenario_raises_value_error"

@@ -5,14 +5,15 @@ notebook's instant ``check``, which runs the learner's function on the visible c
 the grader (``autograder/engine/grading.py``), which runs the function on the visible and
 hidden cases in a sandbox and judges the returned values here, in its own process. The
 judge never runs learner code: it takes outputs (or the error raised) and the
-:class:`~helpers.exercises.Case` they answer.
+:class:`~helpers.course.exercise.Case` they answer. Every function takes the
+:class:`~helpers.course.exercise.Exercise` itself, looked up once by its caller.
 
-    cases(name, hidden=False, group=None, seed=None)
+    cases(ex, hidden=False, group=None, seed=None)
                                             the visible (or hidden) cases of an exercise
-    compare(name, case, got)                None when right; else the case, the problem and
+    compare(ex, case, got)                  None when right; else the case, the problem and
                                             the known mistake that gives exactly ``got``
-    error_text(name, case, error, exc)      the same words for a case that raised
-    diagnose(name, case, got)               the known mistakes whose output is ``got``
+    error_text(ex, case, error, exc)        the same words for a case that raised
+    diagnose(ex, case, got)                 the known mistakes whose output is ``got``
     changed_inputs(case, args, kwargs)      which inputs a call modified (positions, names)
 
 A function must leave its inputs as they were: ``compare(..., changed=...)`` (what
@@ -20,10 +21,12 @@ A function must leave its inputs as they were: ``compare(..., changed=...)`` (wh
 right output with the named mistake "modified its input `x` in place".
 
 Values are compared as float64 with ``rtol=1e-6, atol=1e-8`` unless an exercise states
-other tolerances; dtypes are not judged; NaN or inf where a number is expected fails.
-Each exercise is declared once, in ``helpers/exercises/<name>.py``.
+other tolerances; dtypes are judged only where the contract says so (``dtype_judged``,
+masks); NaN or inf where a number is expected fails. Shapes first, then the first
+differing entry, expected against got, with hints (a transpose, a constant factor,
+float32 rounding, NaN where a number belongs).
 
-``python -m helpers.judge`` prints the cases of every exercise (name, group, words).
+``python -m helpers.course.judge`` prints the cases of every exercise (name, group, words).
 """
 
 from __future__ import annotations
@@ -34,58 +37,43 @@ import traceback
 
 import numpy as np
 
-from helpers import exercises
-from helpers.exercises import Case, Exercise, Mistake, quiet
-from helpers.exercises._compare import (_array_problem, _as_float_array, _close,
-                                        _fmt_value, _mask_problem)
-from helpers.exercises._scenarios import RAISES
+from helpers.course import registry
+from helpers.course.contract import dtype_problem
+from helpers.course.exercise import ATOL, RTOL, Case, Exercise, Mistake, quiet
+from helpers.course.scenarios import RAISES
+from helpers.course.text import array_text, expected_got, number, value_text
 
-__all__ = ["cases", "groups", "compare", "diagnose", "error_text", "exercise_names", "quiet",
-           "changed_inputs", "RTOL", "ATOL"]
-
-RTOL = exercises.RTOL
-ATOL = exercises.ATOL
+__all__ = ["cases", "groups", "compare", "diagnose", "error_text", "quiet", "changed_inputs",
+           "in_place_text", "array_problem", "as_float_array", "close", "mask_problem",
+           "nested_problem", "RTOL", "ATOL"]
 
 
-def exercise_names() -> tuple[str, ...]:
-    """Every graded exercise, in course order."""
-    return exercises.names()
-
-
-def _exercise(name: str) -> Exercise:
-    try:
-        return exercises.get(name)
-    except ValueError:
-        raise ValueError(f"{name!r} is not an exercise function; choose one of: "
-                         f"{', '.join(exercises.names())}") from None
-
-
-def groups(name: str, hidden: bool | None = None) -> list[str]:
-    """The group names of ``name``'s cases (visible, hidden, or both when None)."""
+def groups(ex: Exercise, hidden: bool | None = None) -> list[str]:
+    """The group names of ``ex``'s cases (visible, hidden, or both when None)."""
     out = []
-    for c in _exercise(name).all_cases():
+    for c in ex.all_cases():
         if (hidden is None or c.hidden == hidden) and c.group not in out:
             out.append(c.group)
     return out
 
 
-def cases(name: str, hidden: bool = False, group: str | None = None,
+def cases(ex: Exercise, hidden: bool = False, group: str | None = None,
           seed: int | None = None) -> list[Case]:
-    """The visible (``hidden=False``) or hidden cases of exercise ``name``; the hidden
+    """The visible (``hidden=False``) or hidden cases of exercise ``ex``; the hidden
     ones drawn from its contract with ``seed`` (the grader's per-student seed; the
     default seed when None)."""
-    selected = [c for c in _exercise(name).all_cases(seed) if c.hidden == hidden]
+    selected = [c for c in ex.all_cases(seed) if c.hidden == hidden]
     if group is not None:
         selected = [c for c in selected if c.group == group]
         if not selected:
             raise ValueError(
-                f"{name} has no {'hidden' if hidden else 'visible'} cases in group {group!r}; "
-                f"its groups are: {', '.join(groups(name, hidden))}")
+                f"{ex.name} has no {'hidden' if hidden else 'visible'} cases in group "
+                f"{group!r}; its groups are: {', '.join(groups(ex, hidden))}")
     return copy.deepcopy(selected)     # nothing a caller does to them leaks into the next call
 
 
 def _user_frames(exc: BaseException) -> list:
-    helpers_dir = __file__.rsplit("/", 1)[0] + "/"
+    helpers_dir = __file__.rsplit("/", 2)[0] + "/"          # the course's own frames
     return [f for f in traceback.extract_tb(exc.__traceback__)
             if not f.filename.startswith(helpers_dir) and "/numpy/" not in f.filename]
 
@@ -105,18 +93,17 @@ def _student_location(exc: BaseException) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def _describe_input(case: Case) -> str:
-    ex = _exercise(case.function)
+def _describe_input(ex: Exercise, case: Case) -> str:
     params = list(inspect.signature(ex.signature).parameters)
     named = [(params[i] if i < len(params) else f"arg{i}", a) for i, a in enumerate(case.args)]
     named += list(case.kwargs.items())
-    return "\n".join(f"    {k} = {_fmt_value(v, indent=len(k) + 7)}" for k, v in named)
+    return "\n".join(f"    {k} = {value_text(v, indent=len(k) + 7)}" for k, v in named)
 
 
-def _case_header(case: Case) -> str:
+def _case_header(ex: Exercise, case: Case) -> str:
     kind = "hidden" if case.hidden else "visible"
     return (f"Case {case.name!r} ({kind}, group {case.group!r}): {case.description}.\n"
-            f"  Input:\n{_describe_input(case)}")
+            f"  Input:\n{_describe_input(ex, case)}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -124,8 +111,172 @@ def _case_header(case: Case) -> str:
 # ---------------------------------------------------------------------------------------
 
 
+ATTENTION_HINT = ("is the softmax stable (subtract each row's maximum before exp), and do "
+                  "masked scores use -inf or a large negative number consistently?")
+
+
+def as_float_array(got, what: str):
+    """(array, None) or (None, problem)."""
+    if got is None:
+        return None, f"{what} is None: is a `return` missing?"
+    try:
+        with quiet():
+            arr = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        return None, (f"{what} could not be read as an array of numbers ({exc}); got "
+                      f"{type(got).__name__}")
+    return arr, None
+
+
+def close(a: np.ndarray, b: np.ndarray, equal_nan: bool = False, rtol: float = RTOL,
+           atol: float = ATOL) -> np.ndarray:
+    with quiet():
+        return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def _tolerance_note(rtol: float, atol: float) -> str:
+    """The tolerances a failed comparison used, in words (issue 22)."""
+    return (f"\n    (judged with rtol={rtol:g}, atol={atol:g}: each entry must be within "
+            f"atol + rtol * |expected| of the expected one)")
+
+
+def array_problem(ex: Exercise | None, expected, got, what: str = "the output",
+                   part: str | None = None) -> str | None:
+    rtol, atol = ex.tolerance(part) if ex is not None else (RTOL, ATOL)
+    exp = np.asarray(expected, dtype=np.float64)
+    if isinstance(got, tuple):
+        msg = f"{what} should be one array, got a tuple of {len(got)} items"
+        first, _ = as_float_array(got[0], what) if got else (None, None)
+        if first is not None and first.shape == exp.shape and close(first, exp, rtol=rtol,
+                                                                      atol=atol).all():
+            msg += " (the first item is right: return only that one)"
+        return msg
+    arr, problem = as_float_array(got, what)
+    if problem:
+        return problem
+    if arr.shape != exp.shape:
+        msg = f"{what} has the wrong shape: expected {exp.shape}, got {arr.shape}"
+        if arr.ndim == 2 and arr.T.shape == exp.shape and close(arr.T, exp, rtol=rtol, atol=atol).all():
+            msg += " (it is the transpose of the expected output)"
+        elif arr.shape == () and exp.ndim:
+            msg += " (a single number instead of an array)"
+        elif exp.shape == () and arr.size == 1:
+            msg += " (return a single number, e.g. float(...), not an array)"
+        return msg
+    ok = close(arr, exp, rtol=rtol, atol=atol)
+    if ok.all():
+        return None
+    bad = np.argwhere(~ok)
+    idx = tuple(int(i) for i in bad[0])
+    where = f" at index {idx}" if idx else ""
+    e, g = exp[idx], arr[idx]
+    if exp.shape == () and np.isfinite(g):
+        return (f"{what}: expected {number(e)}, got {number(g)}{_precision_hint(got, exp, arr)}"
+                f"{_tolerance_note(rtol, atol)}")
+    if not np.isfinite(g) and np.isfinite(e):
+        hint = (ex.nan_hint if ex is not None else "") or ATTENTION_HINT
+        n_bad = int((~np.isfinite(arr) & np.isfinite(exp)).sum())
+        return (f"{what}: got {number(g)}{where} where {number(e)} was expected "
+                f"({n_bad} non-finite entr{'y' if n_bad == 1 else 'ies'}): {hint}")
+    msg = (f"{what}: wrong values ({len(bad)} of {exp.size} entries differ); first "
+           f"difference{where}: expected {number(e)}, got {number(g)}")
+    # the hints first, the arrays last: a long message is cut at its end (feedback pages)
+    ratio = _constant_ratio(exp, arr) if exp.size > 1 else None
+    if ratio is not None:
+        msg += f"\n    (every entry is {number(ratio)} times the expected one)"
+    msg += _precision_hint(got, exp, arr)
+    if ex is not None and ex.near_miss:
+        with quiet():
+            if np.allclose(arr, exp, rtol=1e-3, atol=1e-5):
+                msg += f"\n    (nearly right: {ex.near_miss})"
+    msg += _tolerance_note(rtol, atol)
+    return msg + expected_got(exp, arr) if exp.size > 1 else msg
+
+
+def _precision_hint(got, exp: np.ndarray, arr: np.ndarray) -> str:
+    """A hint when the answer is right up to float32 rounding."""
+    dtype = getattr(got, "dtype", None)
+    if dtype is None and isinstance(got, (tuple, list)) and got:
+        dtype = getattr(got[0], "dtype", None)
+    low = dtype in (np.float32, np.float16) if dtype is not None else False
+    with quiet():
+        near = bool(np.allclose(arr, exp, rtol=1e-3, atol=1e-5))
+    if low and near:
+        return (f"\n    (your answer is {dtype}, and right up to its rounding: compute in "
+                f"float64, e.g. np.asarray(x, dtype=np.float64))")
+    return ""
+
+
+def _constant_ratio(exp: np.ndarray, arr: np.ndarray):
+    with quiet():
+        nz = np.abs(exp) > 1e-12
+        if nz.sum() < 1 or not np.isfinite(arr).all():
+            return None
+        r = arr[nz] / exp[nz]
+        if np.allclose(r, r[0], rtol=1e-6) and not np.isclose(r[0], 1.0) and r[0] != 0 and \
+                np.allclose(arr[~nz], 0.0, atol=ATOL):
+            return float(r[0])
+    return None
+
+
+def mask_problem(expected, got) -> str | None:
+    arr, problem = as_float_array(got, "the mask")
+    if problem:
+        return problem
+    exp = np.asarray(expected)
+    if arr.shape != exp.shape:
+        return f"the mask has the wrong shape: expected {exp.shape}, got {arr.shape}"
+    if np.array_equal(arr, exp.astype(np.float64)):
+        return None
+    idx = tuple(int(i) for i in np.argwhere(arr != exp)[0])
+    return (f"the mask has wrong entries; first at [i, j] = {list(idx)}: expected "
+            f"{bool(exp[idx])}, got {array_text(np.asarray(got)[idx])}"
+            f"{expected_got(exp, np.asarray(got))}")
+
+
+def nested_problem(ex: Exercise | None, expected, got, what: str = "the output",
+                   parts: tuple[str, ...] = ()) -> str | None:
+    """Compare an output made of arrays, tuples and dicts of arrays (a gradient for
+    every parameter): the first part that is wrong, named (``grads['W_Q']``)."""
+    if isinstance(expected, tuple):
+        names = parts or tuple(f"item {i}" for i in range(len(expected)))
+        if isinstance(got, np.ndarray) or not isinstance(got, (tuple, list)):
+            return (f"expected a tuple ({', '.join(names)}), got "
+                    f"{'None: is a `return` missing?' if got is None else type(got).__name__}")
+        if len(got) != len(expected):
+            return f"expected a tuple of {len(expected)} ({', '.join(names)}), got {len(got)} items"
+        for name, e, g in zip(names, expected, got):
+            p = nested_problem(ex, e, g, name)
+            if p:
+                return p
+        return None
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return f"{what} should be a dict with keys {', '.join(expected)}, got {type(got).__name__}"
+        missing = [k for k in expected if k not in got]
+        extra = [k for k in got if k not in expected]
+        if missing or extra:
+            return (f"{what} should have the keys {', '.join(expected)}"
+                    + (f"; missing {', '.join(map(str, missing))}" if missing else "")
+                    + (f"; unexpected {', '.join(map(str, extra))}" if extra else ""))
+        for k in expected:
+            p = nested_problem(ex, expected[k], got[k], f"{what}[{k!r}]")
+            if p:
+                return p
+        return None
+    if isinstance(expected, list) and expected and isinstance(expected[0], dict):
+        if not isinstance(got, (list, tuple)) or len(got) != len(expected):
+            return f"{what} should be a list of {len(expected)} dicts, one per block"
+        for i, (e, g) in enumerate(zip(expected, got)):
+            p = nested_problem(ex, e, g, f"{what}[{i}]")
+            if p:
+                return p
+        return None
+    return array_problem(ex, expected, got, what)
+
+
 def _ids_problem(expected, got) -> str | None:
-    arr, problem = _as_float_array(got, "the output")
+    arr, problem = as_float_array(got, "the output")
     if problem:
         return problem
     exp = np.asarray(expected)
@@ -144,7 +295,7 @@ def _tuple_problem(ex: Exercise, expected, got) -> str | None:
     if len(got) != len(parts):
         return f"expected a tuple of {len(parts)} ({', '.join(parts)}), got {len(got)} items"
     for part, e, g in zip(parts, expected, got):
-        p = _array_problem(ex, e, g, what=part, part=part)
+        p = array_problem(ex, e, g, what=part, part=part)
         if p:
             return p
     return None
@@ -156,18 +307,18 @@ def _problem(ex: Exercise, case: Case, expected, got) -> str | None:
         return None if got == "ValueError" else f"{ex.name} must raise a ValueError here: {got}"
     if case is not None and got is not None and ex.contract is not None and \
             ex.contract.dtype_judged:
-        wrong = exercises.dtype_problem(ex.contract.returns, got)
+        wrong = dtype_problem(ex.contract.returns, got)
         if wrong:
             return wrong
     if ex.custom_compare is not None:
         return ex.custom_compare(case, expected, got)
     if ex.output == "mask":
-        return _mask_problem(expected, got)
+        return mask_problem(expected, got)
     if ex.output == "ids":
         return _ids_problem(expected, got)
     if ex.output == "tuple":
         return _tuple_problem(ex, expected, got)
-    return _array_problem(ex, expected, got, "the result" if ex.output == "scalar" else "the output")
+    return array_problem(ex, expected, got, "the result" if ex.output == "scalar" else "the output")
 
 
 def _same_output(ex: Exercise | None, a, b, tolerance: tuple[float, float] | None = None
@@ -187,20 +338,19 @@ def _same_output(ex: Exercise | None, a, b, tolerance: tuple[float, float] | Non
             x = np.asarray(a, dtype=np.float64)
             y = np.asarray(b, dtype=np.float64)
         rtol, atol = tolerance or ((ex.rtol, ex.atol) if ex is not None else (RTOL, ATOL))
-        return x.shape == y.shape and bool(_close(x, y, True, rtol, atol).all())
+        return x.shape == y.shape and bool(close(x, y, True, rtol, atol).all())
     except (TypeError, ValueError):
         return False
 
 
-def diagnose(name: str, case: Case, got=None, error: BaseException | None = None,
+def diagnose(ex: Exercise, case: Case, got=None, error: BaseException | None = None,
              reported: str | None = None) -> list[Mistake]:
-    """The known mistakes of ``name`` whose output on ``case`` is ``got``.
+    """The known mistakes of ``ex`` whose output on ``case`` is ``got``.
 
     With ``error``, the mistakes that raise the same exception (type and text) instead;
     with ``reported`` (``"Type: text"``, an error as the grader's child reports it), the
     mistakes that raise one whose first line reads the same.
     """
-    ex = _exercise(name)
     if ex.custom_diagnose is not None and reported is None:
         found = ex.custom_diagnose(case, got, error)
         if found is not None:
@@ -269,11 +419,10 @@ def changed_inputs(case: Case, args: tuple, kwargs: dict) -> list:
     return out
 
 
-def _input_names(case: Case, changed) -> list[str]:
+def _input_names(ex: Exercise, case: Case, changed) -> list[str]:
     """The parameter names of the changed inputs (positions or names), as the learner
     wrote them in the signature (a scenario's inputs by position)."""
-    params = [] if case.scenario else list(inspect.signature(_exercise(case.function)
-                                                              .signature).parameters)
+    params = [] if case.scenario else list(inspect.signature(ex.signature).parameters)
     out = []
     for k in changed:
         if isinstance(k, bool):
@@ -344,7 +493,7 @@ def _overflow_text(case: Case, got) -> str | None:
             ).replace("e+", "e")
 
 
-def compare(name: str, case: Case, got, changed=()) -> str | None:
+def compare(ex: Exercise, case: Case, got, changed=()) -> str | None:
     """None when ``got`` is a right answer to ``case``; otherwise what is wrong, in words.
 
     The text names the case and its input, expected against got, and the known mistake
@@ -352,26 +501,26 @@ def compare(name: str, case: Case, got, changed=()) -> str | None:
     modified (:func:`changed_inputs`); a right output with a changed input fails, with
     the mistake "modified its input `x` in place".
     """
-    ex = _exercise(name)
+    name = ex.name
     expected = None if case.is_sampling else case.expected()   # samples have no one answer
     problem = _problem(ex, case, expected, got)
-    names = _input_names(case, changed or ())
+    names = _input_names(ex, case, changed or ())
     in_place = f"\n  Likely mistake: {in_place_text(name, names)}." if changed else ""
     if problem is None:
         if not changed:
             return None
         what = (f"its input{'s' if len(names) > 1 else ''} "
                 + ", ".join(f"`{n}`" for n in names)) if names else "an input"
-        return (f"{_case_header(case)}\n  Problem: the output is right, but {name} modified "
+        return (f"{_case_header(ex, case)}\n  Problem: the output is right, but {name} modified "
                 f"{what} in place{in_place}")
     overflow = _overflow_text(case, got)
     if overflow:            # the dtype, not a formula: no mistake of the exercise is blamed
         problem, found = (f"{overflow}\n    (the output holds inf or NaN where numbers "
                           f"were expected)"), ""
     else:
-        found = _diagnosis_text(diagnose(name, case, got))
+        found = _diagnosis_text(diagnose(ex, case, got))
     also = f"\n  Also: {in_place_text(name, names)}." if changed else ""
-    return f"{_case_header(case)}\n  Problem: {problem}{found}{also}"
+    return f"{_case_header(ex, case)}\n  Problem: {problem}{found}{also}"
 
 
 def _signature_text(ex: Exercise) -> str:
@@ -381,25 +530,24 @@ def _signature_text(ex: Exercise) -> str:
     return f"{ex.name}({sig})"
 
 
-def error_text(name: str, case: Case, error: str, exc: BaseException | None = None) -> str:
+def error_text(ex: Exercise, case: Case, error: str, exc: BaseException | None = None) -> str:
     """Words for a case on which the learner's function raised ``error`` ("Type: text")."""
-    ex = _exercise(name)
-    found = (diagnose(name, case, error=exc) if exc is not None
-             else diagnose(name, case, reported=error))   # the grader: the child's words
+    found = (diagnose(ex, case, error=exc) if exc is not None
+             else diagnose(ex, case, reported=error))   # the grader: the child's words
     short = _first_line(error)
     hint = ""
     if short.startswith("TypeError") and "argument" in short:
         hint = f"\n  The signature must be {_signature_text(ex)}"
     where = _student_location(exc) if exc is not None else ""
-    return (f"{_case_header(case)}\n  Problem: your {name} raised {short}{where}{hint}"
+    return (f"{_case_header(ex, case)}\n  Problem: your {ex.name} raised {short}{where}{hint}"
             f"{_diagnosis_text(found)}")
 
 
 def _main() -> None:
-    for name in exercises.names():
+    for name in registry.names():
         print(name)
         for hidden in (False, True):
-            for c in cases(name, hidden):
+            for c in cases(registry.get(name), hidden):
                 print(f"  {'H' if hidden else 'V'} {c.group:10s} {c.name:22s} {c.description}")
 
 
