@@ -101,11 +101,8 @@ def cmd_regenerate(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return status
     changed += examples
-    from helpers import course
-
     changed += [_show(path) for path, write in ((tables.README, tables.write_readme),
-                                                (tables.CONTRACT, tables.write_contract),
-                                                (course.EDGE_TABLE, tables.write_edge_table))
+                                                (tables.CONTRACT, tables.write_contract))
                 if write()]
     for path in changed:
         print(f"updated {path}")

@@ -39,8 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
+import helpers
 from helpers import reference
-from helpers.reference import _array, _in_float64_range, _token_ids
+from helpers.course.edge import array as _array
+from helpers.course.edge import in_float64_range as _in_float64_range
+from helpers.course.edge import nonnegative, require
+from helpers.course.edge import token_ids as _token_ids
 
 __all__ = [
     "numerical_gradient", "relative_error",
@@ -197,7 +201,7 @@ def layer_norm_backward(x, gamma, d_out, eps: float = LN_EPS):
     dy = _array(d_out, "d_out")
     if gamma.shape != x.shape[-1:] or dy.shape != x.shape:
         raise ValueError(f"x {x.shape}, gamma {gamma.shape} and d_out {dy.shape} do not fit")
-    eps = reference._nonnegative(eps, "eps")
+    eps = nonnegative(eps, "eps")
     xhat = reference.layer_norm(x, np.ones_like(gamma), np.zeros_like(gamma), eps)
     with _in_float64_range("the layer norm's gradient"):
         dev = x - x.mean(axis=-1, keepdims=True)                 # [..., d]
@@ -260,7 +264,7 @@ def feed_forward_backward(x, W1, b1, W2, b2, d_out):
     W1, b1 = _array(W1, "W1", ndim=2), _array(b1, "b1", ndim=1)
     W2, b2 = _array(W2, "W2", ndim=2), _array(b2, "b2", ndim=1)
     dy = _array(d_out, "d_out")
-    reference.feed_forward(x, W1, b1, W2, b2)                    # checks the shapes
+    helpers.feed_forward(x, W1, b1, W2, b2)                      # checks the shapes
     with _in_float64_range("the feed-forward network's gradients"):
         z = x @ W1 + b1                                          # [..., d_ff]
         a = np.maximum(z, 0.0)                                   # [..., d_ff]
@@ -283,7 +287,7 @@ def multi_head_attention_backward(X, W_Q, W_K, W_V, W_O, n_heads: int, d_out,
     Ws = [_array(W, name, ndim=2) for W, name in
           ((W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V"), (W_O, "W_O"))]
     dy = _array(d_out, "d_out", min_ndim=2)
-    out = reference.multi_head_attention(X, *Ws, n_heads, causal=causal)  # checks shapes
+    out = helpers.multi_head_attention(X, *Ws, n_heads, causal=causal)  # checks shapes
     if dy.shape != out.shape:
         raise ValueError(f"d_out has shape {dy.shape} but the output has {out.shape}")
     with _in_float64_range("the attention's gradients"):
@@ -291,11 +295,18 @@ def multi_head_attention_backward(X, W_Q, W_K, W_V, W_O, n_heads: int, d_out,
         return _mha_back(cache, *Ws, dy)
 
 
+def _check_heads(n_heads, d: int) -> None:
+    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
+        raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
+    if d % n_heads:
+        raise ValueError(f"n_heads={n_heads} does not divide d_model={d}")
+
+
 def _check_block(x, p, n_heads) -> None:
     """The shapes of a block's input and parameters (``BLOCK_PARAM_SHAPES``), without
     running the forward pass of notebook 07."""
     d = x.shape[-1]
-    reference._check_heads(n_heads, d)
+    _check_heads(n_heads, d)
     sizes = {"d": d, "d_ff": np.shape(p["W1"])[-1]}
     for k, shape in reference.BLOCK_PARAM_SHAPES.items():
         want = tuple(sizes[s] for s in shape)
@@ -313,7 +324,7 @@ def transformer_block_with_cache(x, params, n_heads: int, causal: bool = True):
     (the attention's output merged back, ``[..., N, d]``), ``t3``, ``t4``, ``z``
     (``t4 W1 + b1``, the ReLU's input, ``[..., N, d_ff]``) and ``a`` (``ReLU(z)``).
     """
-    reference._check_params(params, BLOCK_KEYS, "params")
+    require(params, BLOCK_KEYS, "params")
     x = _array(x, "x", min_ndim=2)
     p = {k: _array(params[k], k) for k in BLOCK_KEYS}
     _check_block(x, p, n_heads)
@@ -336,11 +347,11 @@ def transformer_block_backward(x, params, n_heads: int, d_out, causal: bool = Tr
     x: ``[..., N, d]``; params: the block's dict; d_out: ``[..., N, d]`` (dL/dh).
     Returns ``(dx [..., N, d], grads)``, grads a dict with the keys of params.
     """
-    reference._check_params(params, BLOCK_KEYS, "params")
+    require(params, BLOCK_KEYS, "params")
     x = _array(x, "x", min_ndim=2)
     p = {k: _array(params[k], k) for k in BLOCK_KEYS}
     dy = _array(d_out, "d_out", min_ndim=2)
-    h = reference.transformer_block(x, p, n_heads, causal=causal)  # checks the shapes
+    h = helpers.transformer_block(x, p, n_heads, causal=causal)  # checks the shapes
     if dy.shape != h.shape:
         raise ValueError(f"d_out has shape {dy.shape} but the block's output has {h.shape}")
     with _in_float64_range("the block's gradients"):
@@ -359,7 +370,7 @@ def loss_and_grads(params, token_ids, targets, n_heads: int):
     ``E`` is used twice (embedding and tied LM head): its gradient is the sum of both.
     Computes in the dtype of ``params["E"]`` (float32 or float64).
     """
-    reference._check_params(params, ("E", "P", "blocks"), "params")
+    require(params, ("E", "P", "blocks"), "params")
     dtype = np.asarray(params["E"]).dtype
     dtype = dtype if dtype in (np.float32, np.float64) else np.float64
     p = tree_map(lambda a: np.asarray(a, dtype=dtype), params)
@@ -376,7 +387,7 @@ def loss_and_grads(params, token_ids, targets, n_heads: int):
         raise ValueError(f"{ids.shape[-1]} positions but n_ctx = {n_ctx}")
     final_ln = "ln_f_gamma" in p or "ln_f_beta" in p
     if final_ln:
-        reference._check_params(p, ("ln_f_gamma", "ln_f_beta"), "params")
+        require(p, ("ln_f_gamma", "ln_f_beta"), "params")
     with _in_float64_range("the model's loss and gradients"):
         return _loss_and_grads(p, ids, tg, n_heads, final_ln)
 

@@ -112,9 +112,10 @@ def _course_caches() -> dict[str, str]:
     variable ``TRANSFORMERS_COURSE_CACHE``): without it, every graded notebook that uses
     the pretrained model converts its weights again (about ten seconds). Build it once
     before grading by loading the model (``helpers.llama.load_smollm2()``)."""
-    home = os.environ.get("TRANSFORMERS_COURSE_CACHE") or str(
-        Path.home() / ".cache" / "transformers-course")
-    return {home: "TRANSFORMERS_COURSE_CACHE"} if Path(home).is_dir() else {}
+    from helpers.llama.weights import cache_dir      # the one statement of where it is
+
+    home = cache_dir()
+    return {str(home): "TRANSFORMERS_COURSE_CACHE"} if home.is_dir() else {}
 
 
 _PREPARED: set[str] = set()

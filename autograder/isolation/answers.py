@@ -19,10 +19,16 @@ from autograder.isolation import wire
 
 
 def resolve(spec: str):
-    """The object ``"module:attr"`` names (imported from the child's helpers copy)."""
+    """The object ``"module:attr"`` names (imported from the child's helpers copy). A
+    function of ``helpers.reference`` (the math alone) is served as learners call it:
+    the package's export of it, checked at the edge by its exercise's contract."""
     import importlib
 
     module, _, attr = spec.partition(":")
+    if module == "helpers.reference":
+        exported = getattr(importlib.import_module("helpers"), attr, None)
+        if callable(exported):
+            return exported
     obj = importlib.import_module(module)
     for part in attr.split("."):
         obj = getattr(obj, part)

@@ -89,7 +89,8 @@ def _decorated_by_exercise(node: ast.AST) -> bool:
 def strip_exercise_module(source: str) -> str:
     """The exercise module's source with only what judges an output: the ``EXERCISE``
     declaration (without ``diagnose=``), its ``compare=`` function, the ``scenario_*``
-    functions and the top-level names those need; imports reduced to the names used."""
+    functions, its ``@EXERCISE.edge`` check and the top-level names those need; imports
+    reduced to the names used."""
     tree = ast.parse(source)
     defs: dict[str, ast.stmt] = {}
     exercise = None
@@ -113,6 +114,9 @@ def strip_exercise_module(source: str) -> str:
             k.value.elts = [e for e in k.value.elts if not (
                 isinstance(e, ast.Constant) and str(e.value).startswith("helpers.exercises._"))]
     keep = {name: n for name, n in defs.items() if name.startswith("scenario_")}
+    # what the reference checks at the learner's edge beyond its contract (@EXERCISE.edge)
+    keep.update({node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)
+                 and any(ast.unparse(d) == "EXERCISE.edge" for d in node.decorator_list)})
     todo = [exercise, *keep.values()]
     while todo:
         for name in _referenced_names([todo.pop()]):

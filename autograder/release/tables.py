@@ -1,6 +1,5 @@
-"""The tables written from the exercise registry: the README's course table, the rows of
-docs/contract.md, and the contracts' arrays as the reference checks them at its edges
-(``helpers/data/contract_edges.json``).
+"""The tables written from the exercise registry: the README's course table and the rows
+of docs/contract.md.
 
 The "you write" column of ``README.md``'s table (between the markers below) lists, for
 each notebook, the exercises of ``helpers.course.NOTEBOOKS`` in course order: the
@@ -120,17 +119,3 @@ def write_contract(contract: Path = CONTRACT) -> bool:
     if new != text:
         contract.write_text(new, encoding="utf-8")
     return new != text
-
-
-def write_edge_table() -> bool:
-    """Store what ``helpers.reference`` checks at its edges, from the contracts
-    (``helpers/data/contract_edges.json``, :func:`helpers.exercises.edge_table`); True
-    when it changed."""
-    from helpers import course
-
-    new = course.edge_table_text()
-    path = course.EDGE_TABLE
-    if path.is_file() and path.read_text(encoding="utf-8") == new:
-        return False
-    path.write_text(new, encoding="utf-8")
-    return True

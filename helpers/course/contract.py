@@ -19,7 +19,7 @@ import numpy as np
 
 from helpers.course import draw
 
-__all__ = ["Arg", "Contract", "contract_problems", "dtype_problem"]
+__all__ = ["Arg", "Contract", "Reader", "contract_problems", "dtype_problem", "checked_call"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,9 @@ class Arg:
     followed by a required argument is passed positionally, ``None`` when left out).
     ``values(rng, shape, dims)``: how drawn values look (default: standard normal floats,
     ints in ``[low, high]``, booleans with the first key allowed). ``neg_inf``: a float
-    array may hold ``-inf`` (masked scores); any other non-finite entry is refused."""
+    array may hold ``-inf`` (masked scores); any other non-finite entry is refused.
+    ``broadcasts``: a dimension of size 1 stands for any size (the array broadcasts
+    against the others, as a mask does)."""
 
     shape: Any = float
     dtype: Any = "float64"
@@ -56,6 +58,8 @@ class Arg:
     items: Any = None
     keys: Any = None
     fields: dict | None = None
+    neg_inf: bool = False
+    broadcasts: bool = False
 
     @property
     def is_array(self) -> bool:
@@ -96,6 +100,14 @@ class Contract:
     invariants: tuple[str, ...] = ()
     draw: bool = True
     scenario: str | None = None
+    serves: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------
+# Reading values against the contract. One reader serves the written and drawn cases
+# (every problem listed: :func:`contract_problems`) and a learner's call of the reference
+# (the arrays converted, the first problem raised as a ValueError: :func:`checked_call`).
+# ---------------------------------------------------------------------------------------
 
 
 def _dtype_ok(arg: Arg, arr, from_list: bool) -> bool:
@@ -127,71 +139,8 @@ def dtype_problem(returns: Arg, got) -> str | None:
     return f"the output must have dtype {'/'.join(returns.dtypes)}, got dtype {arr.dtype}"
 
 
-def _check_arg(name: str, arg: Arg, value, dims: dict, batches: list, contract) -> list[str]:
-    """What is wrong with ``value`` as argument (or result) ``name``; binds ``dims``."""
-    if value is None:
-        return [] if arg.optional else [f"{name} is None"]
-    if arg.is_array:
-        from_list = isinstance(value, (list, tuple))
-        if from_list and not arg.lists:
-            return [f"{name} is a {type(value).__name__}; the contract wants an array"]
-        if not from_list and not isinstance(value, np.ndarray):
-            return [f"{name} is a {type(value).__name__}; the contract wants an array"]
-        arr = np.asarray(value)
-        out = [] if _dtype_ok(arg, arr, from_list) else [
-            f"{name} has dtype {arr.dtype}; the contract says {'/'.join(arg.dtypes)}"]
-        tokens = arg.tokens
-        fixed = [t for t in tokens if t != "..."]
-        n_batch = arr.ndim - len(fixed)
-        if "..." not in tokens and n_batch != 0 or n_batch < 0 or \
-                "..." in tokens and n_batch not in contract.batch:
-            return out + [f"{name} has shape {arr.shape}; the contract says {arg.shape} "
-                          f"(with ... standing for {contract.batch} axes)"]
-        if "..." in tokens:
-            batches.append((name, arr.shape[:n_batch]))
-        for token, size in zip(fixed, arr.shape[n_batch:]):
-            if token.isdigit():
-                if int(token) != size:
-                    out.append(f"{name} has shape {arr.shape}; the contract says {arg.shape}")
-            elif dims.setdefault(token, size) != size:
-                out.append(f"{name} has shape {arr.shape}: its {token} = {size}, but "
-                           f"{token} = {dims[token]} elsewhere (the contract says "
-                           f"{arg.shape})")
-        return out
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    if isinstance(arg.shape, str):                      # an int equal to a dimension
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-            return [f"{name} = {value!r} is not an int"]
-        if dims.setdefault(arg.shape, int(value)) != int(value):
-            return [f"{name} = {value} but {arg.shape} = {dims[arg.shape]} elsewhere"]
-        return []
-    if isinstance(arg.shape, tuple) or arg.shape not in (int, float, bool):
-        return _check_structure(name, arg, value, dims, batches, contract)
-    want = {int: numbers.Integral, float: numbers.Real, bool: bool}[arg.shape]
-    if not isinstance(value, want) or (arg.shape is not bool and isinstance(value, bool)):
-        return [f"{name} = {value!r} is not a {arg.shape.__name__}"]
-    if arg.low is not None and value < arg.low or arg.high is not None and value > arg.high:
-        return [f"{name} = {value!r} is outside [{arg.low}, {arg.high}]"]
-    return []
-
-
-def _range_problems(name: str, arg: Arg, value, dims: dict) -> list[str]:
-    """What entries of array ``value`` lie outside ``[arg.low, arg.high]``."""
-    arr = np.asarray(value)
-    if not arr.size or arr.dtype.kind not in "iuf" or arg.low is None and arg.high is None:
-        return []
-    try:
-        lo, hi = draw.bound(arg.low, dims), draw.bound(arg.high, dims)
-    except NameError:                   # a dimension no argument binds: not checked
-        return []
-    bad = (arr < lo if lo is not None else False) | (arr > hi if hi is not None else False)
-    if not np.any(bad):
-        return []
-    first = arr[bad].flat[0].item()
-    return [f"{name} holds {first!r}, outside [{lo}, {hi}] (the contract says "
-            f"{arg.low if arg.low is not None else '-inf'} <= {name} <= "
-            f"{arg.high if arg.high is not None else 'inf'})"]
+def _tokens(shape: str) -> list[str]:
+    return [t.strip() for t in shape.strip("[]").split(",") if t.strip()]
 
 
 def _kind_name(kind) -> str:
@@ -202,61 +151,246 @@ def _kind_name(kind) -> str:
     return kind.__name__
 
 
-def _check_kind(name: str, kind, value, dims: dict, batches: list, contract,
-                lists: bool = False) -> list[str]:
-    """What is wrong with ``value`` as a value of ``kind`` (a type, a tuple of kinds or an
-    :class:`Arg`)."""
-    if isinstance(kind, Arg):
-        return _check_arg(name, kind, value, dims, batches, contract)
-    if isinstance(kind, tuple):
-        if not isinstance(value, tuple) and not (lists and isinstance(value, list)):
-            return [f"{name} is a {type(value).__name__}; the contract says a tuple "
-                    f"{_kind_name(kind)}"]
-        if len(value) != len(kind):
-            return [f"{name} has {len(value)} items; the contract says {_kind_name(kind)}"]
-        out = []
-        for i, (k, v) in enumerate(zip(kind, value)):
-            out += _check_kind(f"{name}[{i}]", k, v, dims, batches, contract, lists)
-        return out
-    want = {int: numbers.Integral, float: numbers.Real}.get(kind, kind)
-    if not isinstance(value, want) or (kind in (int, float) and isinstance(value, bool)):
-        return [f"{name} is a {type(value).__name__}; the contract says {_kind_name(kind)}"]
-    return []
+def _range_text(low, high) -> str:
+    if low is not None and high is not None:
+        return f" from {low} to {high}"
+    return f" >= {low}" if low is not None else (f" <= {high}" if high is not None else "")
 
 
-def _check_structure(name: str, arg: Arg, value, dims: dict, batches: list,
-                     contract) -> list[str]:
-    """A str, a list, a dict, a tuple of kinds or another type, and what it holds."""
-    shape = arg.shape
-    if isinstance(shape, tuple):
-        return _check_kind(name, shape, value, dims, batches, contract, arg.lists)
-    if not isinstance(value, shape) and not (arg.lists and shape is tuple and
-                                             isinstance(value, list)):
-        return [f"{name} is a {type(value).__name__}; the contract says {shape.__name__}"]
-    out: list[str] = []
-    if isinstance(value, dict):
-        if arg.keys is not None:
-            for k in value:
-                out += _check_kind(f"a key of {name}", arg.keys, k, dims, batches, contract,
-                                   arg.lists)
-        if arg.items is not None:
-            for k, v in value.items():
-                out += _check_kind(f"{name}[{k!r}]", arg.items, v, dims, batches, contract,
-                                   arg.lists)
-        for k, sub in (arg.fields or {}).items():
-            if k not in value:
-                if not sub.optional:
-                    out.append(f"{name} has no entry {k!r}")
+class Reader:
+    """One call (or case) read against a contract: the named dimensions it binds, the
+    batch shapes of its ``...`` axes, and the problems found, in words. ``edge``: a
+    learner's call, whose arrays are converted (float64, finite; ids as int64; masks as
+    bool) and whose batch axes may be any number; otherwise a case, read as written
+    (lists only where the contract accepts them, dtypes as stated, the batch axes the
+    contract draws)."""
+
+    def __init__(self, contract: Contract, edge: bool):
+        self.contract, self.edge = contract, edge
+        self.dims: dict[str, tuple[int, str, str, tuple]] = {}   # -> (size, arg, shape, its shape)
+        self.batches: list[tuple[str, tuple]] = []
+        self.problems: list[str] = []
+        self.ranges: list[tuple[str, Arg, Any]] = []             # checked once all are bound
+
+    def fail(self, text: str):
+        self.problems.append(text)
+
+    def bind(self, token: str, size: int, name: str, shape: str, seen: tuple) -> None:
+        if token.isdigit():
+            if int(token) != size:
+                self.fail(f"{name} has shape {seen}; it must be {shape}")
+            return
+        first = self.dims.setdefault(token, (size, name, shape, seen))
+        if first[0] != size:
+            other = (f"{first[1]} has shape {first[3]}" if first[3] is not None
+                     else f"{first[1]} = {first[0]}")
+            self.fail(f"{name} has shape {seen} but {other}: {token} = {size} in {name}, "
+                      f"{first[0]} in {first[1]} ({name}: {shape}, {first[1]}: {first[2]})")
+
+    # -- one value -------------------------------------------------------------------
+
+    def value(self, name: str, arg: Arg, value, shape: str | None = None):
+        """``value`` read as ``arg`` (converted at the edge); problems are recorded."""
+        if value is None:
+            if not arg.optional:
+                self.fail(f"{name} is None")
+            return value
+        if arg.is_array:
+            return self.array(name, arg, value, shape or arg.shape)
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value.item()
+        if isinstance(arg.shape, str):                   # an int equal to a dimension
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+                self.fail(f"{name} must be an int >= 1, got {value!r}")
+            else:
+                self.bind(arg.shape, int(value), name, arg.shape, None)
+            return value
+        if isinstance(arg.shape, tuple) or arg.shape not in (int, float, bool):
+            return self.structure(name, arg, value)
+        return self.scalar(name, arg, value)
+
+    def scalar(self, name: str, arg: Arg, value):
+        kind = {int: "an int", float: "a number", bool: "a bool"}[arg.shape]
+        want = {int: numbers.Integral, float: numbers.Real, bool: (bool, np.bool_)}[arg.shape]
+        ok = isinstance(value, want) and (arg.shape is bool or not isinstance(value, bool))
+        if ok and arg.shape is float:
+            ok = bool(np.isfinite(value))
+            kind = "a finite number"
+        if ok and (arg.low is not None and value < arg.low or
+                   arg.high is not None and value > arg.high):
+            ok = False
+        if not ok:
+            self.fail(f"{name} must be {kind}{_range_text(arg.low, arg.high)}, got {value!r}")
+        return value
+
+    def array(self, name: str, arg: Arg, value, shape: str):
+        from_list = isinstance(value, (list, tuple))
+        if not self.edge:
+            if from_list and not arg.lists or not from_list and not isinstance(value,
+                                                                               np.ndarray):
+                self.fail(f"{name} is a {type(value).__name__}; the contract wants an array")
+                return value
+            arr = np.asarray(value)
+            if not _dtype_ok(arg, arr, from_list):
+                self.fail(f"{name} has dtype {arr.dtype}; the contract says "
+                          f"{'/'.join(arg.dtypes)}")
+        else:
+            arr = self.converted(name, arg, value)
+            if arr is None:
+                return value
+        tokens = _tokens(shape)
+        fixed = [t for t in tokens if t != "..."]
+        n_batch = arr.ndim - len(fixed)
+        if "..." in tokens and n_batch < 0:
+            self.fail(f"{name} must be at least {len(fixed)}-D, but has shape {arr.shape}")
+            return arr
+        if "..." not in tokens and n_batch:
+            self.fail(f"{name} must be {len(fixed)}-D, but has shape {arr.shape}")
+            return arr
+        if "..." in tokens and not self.edge and n_batch not in self.contract.batch:
+            self.fail(f"{name} has shape {arr.shape}; the contract says {shape} (with ... "
+                      f"standing for {self.contract.batch} axes)")
+            return arr
+        if "..." in tokens:
+            self.batches.append((name, arr.shape[:n_batch]))
+        for token, size in zip(fixed, arr.shape[n_batch:]):
+            if not (arg.broadcasts and size == 1):
+                self.bind(token, size, name, shape, arr.shape)
+        if arg.low is not None or arg.high is not None:
+            self.ranges.append((name, arg, arr))
+        return arr if self.edge else value
+
+    def converted(self, name: str, arg: Arg, value):
+        """A learner's array as the reference takes it, or None (a problem recorded)."""
+        if arg.dtypes == ("bool",):
+            arr = np.asarray(value)
+            if arr.dtype != bool:
+                if arr.dtype.kind not in "biuf" or not np.isin(arr, (0, 1)).all():
+                    self.fail(f"{name} must be boolean (True where allowed), or 0/1")
+                    return None
+                arr = arr.astype(bool)
+            return arr
+        if "int" in arg.dtypes:
+            arr = np.asarray(value)
+            if arr.size and arr.dtype.kind not in "iu":
+                whole = arr.dtype.kind == "f" and bool(
+                    (np.isfinite(arr) & (arr == np.floor(arr))).all())
+                if not whole:
+                    self.fail(f"{name} must hold whole numbers, got dtype {arr.dtype}")
+                    return None
+            if arr.size and arr.dtype.kind == "f" and np.abs(arr).max() >= 2**62:
+                big = arr.flat[int(np.abs(arr).argmax())]
+                self.fail(f"{name} holds {float(big):g}, far outside any range of ids")
+                return None
+            return arr.astype(np.int64)
+        try:
+            arr = np.asarray(value)
+            keep = arr.dtype.name in arg.dtypes and arr.dtype.kind == "f"
+            arr = arr if keep else np.asarray(value, dtype=np.dtype(arg.dtypes[0]))
+        except (TypeError, ValueError) as exc:
+            self.fail(f"{name} must be an array of numbers ({exc})")
+            return None
+        if np.logical_and.reduce(np.isfinite(arr), axis=None):      # the usual case
+            return arr
+        bad = np.isnan(arr) | (np.isposinf(arr) if arg.neg_inf else np.isinf(arr))
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            self.fail(f"{name} contains {arr[where]} at index {where}; inputs must be finite")
+            return None
+        return arr
+
+    def structure(self, name: str, arg: Arg, value):
+        """A str, a list, a dict, a tuple of kinds or another type, and what it holds."""
+        shape = arg.shape
+        if isinstance(shape, tuple):
+            return self.kind(name, shape, value, arg.lists)
+        if not isinstance(value, shape) and not (arg.lists and shape is tuple and
+                                                 isinstance(value, list)):
+            self.fail(f"{name} is a {type(value).__name__}; the contract says {shape.__name__}")
+            return value
+        if isinstance(value, dict):
+            out = dict(value)
+            if arg.keys is not None:
+                for k in value:
+                    self.kind(f"a key of {name}", arg.keys, k, arg.lists)
+            if arg.items is not None:
+                for k, v in value.items():
+                    out[k] = self.kind(f"{name}[{k!r}]", arg.items, v, arg.lists)
+            fields = arg.fields or {}
+            missing = [k for k, sub in fields.items() if k not in value and not sub.optional]
+            if missing:
+                self.fail(f"{name} is missing {', '.join(missing)}")
+            for k, sub in fields.items():
+                if k in value:
+                    out[k] = self.value(f"{name}[{k!r}]", sub, value[k])
+            return out if self.edge else value
+        if isinstance(value, (list, tuple)) and arg.items is not None:
+            out = [self.kind(f"{name}[{i}]", arg.items, v, arg.lists)
+                   for i, v in enumerate(value)]
+            return type(value)(out) if self.edge else value
+        return value
+
+    def kind(self, name: str, kind, value, lists: bool = False):
+        """``value`` as a value of ``kind`` (a type, a tuple of kinds or an :class:`Arg`)."""
+        if isinstance(kind, Arg):
+            return self.value(name, kind, value)
+        if isinstance(kind, tuple):
+            if not isinstance(value, tuple) and not (lists and isinstance(value, list)):
+                self.fail(f"{name} is a {type(value).__name__}; the contract says a tuple "
+                          f"{_kind_name(kind)}")
+            elif len(value) != len(kind):
+                self.fail(f"{name} has {len(value)} items; the contract says {_kind_name(kind)}")
+            else:
+                for i, (k, v) in enumerate(zip(kind, value)):
+                    self.kind(f"{name}[{i}]", k, v, lists)
+            return value
+        want = {int: numbers.Integral, float: numbers.Real}.get(kind, kind)
+        if not isinstance(value, want) or (kind in (int, float) and isinstance(value, bool)):
+            self.fail(f"{name} is a {type(value).__name__}; the contract says "
+                      f"{_kind_name(kind)}")
+        return value
+
+    # -- the whole call ----------------------------------------------------------------
+
+    def finish(self) -> None:
+        """What holds between the arguments: the batch axes broadcast, the ``where``
+        conditions, and the ranges of arrays (once every dimension is bound)."""
+        try:
+            np.broadcast_shapes(*(s for _, s in self.batches))
+        except ValueError:
+            self.fail("the batch axes ... do not broadcast: " + ", ".join(
+                f"{n} {s}" for n, s in self.batches))
+        sizes = {d: v[0] for d, v in self.dims.items()}
+        for cond in self.contract.where:
+            try:
+                ok = eval(cond, {}, dict(sizes))            # noqa: S307 (the author's text)
+            except NameError:
                 continue
-            out += _check_arg(f"{name}[{k!r}]", sub, value[k], dims, batches, contract)
-    elif isinstance(value, (list, tuple)) and arg.items is not None:
-        for i, v in enumerate(value):
-            out += _check_kind(f"{name}[{i}]", arg.items, v, dims, batches, contract,
-                               arg.lists)
-    return out[:5]
+            if not ok:
+                names = sorted(n for n in sizes if n in cond)
+                self.fail(f"{cond} does not hold (" + ", ".join(
+                    f"{n} = {sizes[n]}" for n in names) + ")")
+        if self.problems:
+            return
+        for name, arg, arr in self.ranges:
+            self.range(name, arg, np.asarray(arr), sizes)
+
+    def range(self, name: str, arg: Arg, arr: np.ndarray, sizes: dict) -> None:
+        if not arr.size or arr.dtype.kind not in "iuf":
+            return
+        try:
+            lo, hi = draw.bound(arg.low, sizes), draw.bound(arg.high, sizes)
+        except NameError:                   # a dimension no argument binds: not checked
+            return
+        bad = (arr < lo if lo is not None else False) | (arr > hi if hi is not None else False)
+        if np.any(bad):
+            first = arr[bad].flat[0].item()
+            rule = (f"{arg.low if arg.low is not None else '-inf'} <= {name} <= "
+                    f"{arg.high if arg.high is not None else 'inf'}")
+            self.fail(f"{name} holds {first!r}, outside [{lo}, {hi}] (the contract says {rule})")
 
 
-def contract_problems(ex: "Exercise", case: "Case") -> list[str]:
+def contract_problems(ex, case) -> list[str]:
     """What makes ``case`` (its arguments and its expected output) fall outside ``ex``'s
     contract; [] when it is inside (or when the exercise states no contract, or the case
     runs a scenario)."""
@@ -268,32 +402,19 @@ def contract_problems(ex: "Exercise", case: "Case") -> list[str]:
         bound = sig.bind(*case.args, **case.kwargs).arguments
     except TypeError as exc:
         return [f"the arguments do not fit {ex.name}'s signature: {exc}"]
-    out = [f"{p} is not in the contract" for p in sig.parameters if p not in contract.args]
-    dims: dict = {}
-    batches: list = []
+    reader = Reader(contract, edge=False)
+    reader.problems += [f"{p} is not in the contract" for p in sig.parameters
+                        if p not in contract.args]
     for name, arg in contract.args.items():
         if name not in bound:
             if not arg.optional:
-                out.append(f"{name} is left out but is not optional")
+                reader.fail(f"{name} is left out but is not optional")
             continue
-        out += _check_arg(name, arg, bound[name], dims, batches, contract)
-    try:
-        np.broadcast_shapes(*(s for _, s in batches))
-    except ValueError:
-        out.append(f"the batch axes ... do not broadcast: {batches}")
-    for cond in contract.where:
-        try:
-            ok = eval(cond, {}, dict(dims))            # noqa: S307 (the author's text)
-        except NameError:
-            continue
-        if not ok:
-            out.append(f"{cond} does not hold ({dims})")
-    for name, arg in contract.args.items():            # ranges: every dimension is bound
-        if arg.is_array and bound.get(name) is not None and not out:
-            out += _range_problems(name, arg, bound[name], dims)
-    if out or case.scenario:                # a scenario's result is its observations
-        return out
-    expected = copy.deepcopy(case.answer) if case.answer is not None else case.run(ex.reference)
+        reader.value(name, arg, bound[name])
+    reader.finish()
+    if reader.problems or case.scenario:     # a scenario's result is its observations
+        return reader.problems[:5]
+    expected = copy.deepcopy(case.answer) if case.answer is not None else case.run(ex.answer)
     returns = contract.returns
     if isinstance(returns, tuple):
         if not isinstance(expected, tuple) or len(expected) != len(returns):
@@ -301,12 +422,33 @@ def contract_problems(ex: "Exercise", case: "Case") -> list[str]:
         pairs = list(zip(returns, expected))
     else:
         pairs = [(returns, expected)]
+    result = Reader(Contract({}, None, batch=tuple(range(8))), edge=False)
+    result.dims = reader.dims
     for i, (arg, value) in enumerate(pairs):
         if arg.is_array and not isinstance(value, np.ndarray):
             value = np.asarray(value)
-        out += [f"the expected output: {p}" for p in
-                _check_arg(f"result {i}" if len(pairs) > 1 else "result", arg, value, dims,
-                           [], Contract({}, None, batch=tuple(range(8))))]
-    return out
+        result.value(f"result {i}" if len(pairs) > 1 else "result", arg, value)
+    return [f"the expected output: {p}" for p in result.problems[:5]]
 
 
+def checked_call(contract: Contract, signature: inspect.Signature, args: tuple,
+                 kwargs: dict) -> tuple[tuple, dict]:
+    """A learner's call ``(args, kwargs)`` as the reference takes it: every argument the
+    contract names read against it at the edge (arrays as float64 and finite, token ids
+    below their bound, masks as booleans, every named dimension one size, the ``where``
+    conditions), or a ValueError naming the first problem and the shapes involved."""
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(str(exc)) from None
+    reader = Reader(contract, edge=True)
+    for name, value in bound.arguments.items():
+        arg = contract.args.get(name)
+        if arg is not None:
+            bound.arguments[name] = reader.value(name, arg, value, contract.serves.get(name))
+            if reader.problems:
+                raise ValueError(reader.problems[0])
+    reader.finish()
+    if reader.problems:
+        raise ValueError(reader.problems[0])
+    return bound.args, bound.kwargs

@@ -113,7 +113,7 @@ class Case:
             return copy.deepcopy(self.answer)
         runs = _OUTCOMES.setdefault(self, {})
         if _EXPECTED not in runs:
-            out = self.run(get(self.function).reference)   # raises what it raises, warns
+            out = self.run(get(self.function).answer)   # raises what it raises, warns
             if _nbytes(out) > OUTCOME_BYTES:                # where warnings are errors
                 return out
             runs[_EXPECTED] = out
@@ -219,6 +219,8 @@ class Exercise:
         self.tolerances = dict(tolerances or {})
         self.signature = signature or reference   # whose parameters name the inputs
         self.mistakes: list[Mistake] = []
+        self.edge_check: Callable | None = None    # @EXERCISE.edge
+        self._answer: Callable | None = None
         self._build: Callable[[], list[dict]] | None = None
         self._cases: dict[int, tuple[Case, ...]] = {}
         self._written: tuple | None = None     # (visible, written hidden, draws hidden)
@@ -242,6 +244,32 @@ class Exercise:
         (drawn ones included, with their expected outputs); nothing is drawn here."""
         self.cases(load)
         self._stored = True
+
+    def edge(self, check: Callable) -> Callable:
+        """Decorator: ``check`` (the reference's arguments, as the contract converted
+        them) raises a ValueError for a learner's call the contract cannot refuse (the
+        zero vector, a slice of ``-inf`` only); see :attr:`answer`."""
+        self.edge_check = check
+        self._answer = None
+        return check
+
+    @property
+    def answer(self) -> Callable:
+        """The reference as learners call it and as the cases' expected outputs are
+        computed: a function of ``helpers.reference`` (the math alone, which checks
+        nothing) checked at the edge by the contract and :meth:`edge`
+        (:func:`helpers.course.edge.checked`); any other reference as it is (the models
+        and the training code check their own arguments)."""
+        if self._answer is None:
+            self._answer = self.reference
+            if self.contract is not None and \
+                    getattr(self.reference, "__module__", "") == "helpers.reference":
+                from helpers.course.edge import checked
+                from helpers.course.render import docstring
+
+                self._answer = checked(self.reference, self.contract, self.edge_check,
+                                       docstring(self))
+        return self._answer
 
     def mistake(self, key: str, message: str, sampler: Callable | None = None) -> Callable:
         """Decorator: register the decorated function as known mistake ``key``."""

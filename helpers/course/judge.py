@@ -45,7 +45,8 @@ from helpers.course.text import array_text, expected_got, number, value_text
 
 __all__ = ["cases", "groups", "compare", "diagnose", "error_text", "quiet", "changed_inputs",
            "in_place_text", "array_problem", "as_float_array", "close", "mask_problem",
-           "nested_problem", "RTOL", "ATOL"]
+           "nested_problem", "output_problem", "same_output", "differs", "user_frames",
+           "RTOL", "ATOL"]
 
 
 def groups(ex: Exercise, hidden: bool | None = None) -> list[str]:
@@ -72,7 +73,7 @@ def cases(ex: Exercise, hidden: bool = False, group: str | None = None,
     return copy.deepcopy(selected)     # nothing a caller does to them leaks into the next call
 
 
-def _user_frames(exc: BaseException) -> list:
+def user_frames(exc: BaseException) -> list:
     helpers_dir = __file__.rsplit("/", 2)[0] + "/"          # the course's own frames
     return [f for f in traceback.extract_tb(exc.__traceback__)
             if not f.filename.startswith(helpers_dir) and "/numpy/" not in f.filename]
@@ -80,7 +81,7 @@ def _user_frames(exc: BaseException) -> list:
 
 def _student_location(exc: BaseException) -> str:
     """' (in softmax, line 3 `e = np.exp(z)`)' for the innermost frame outside NumPy and us."""
-    frames = _user_frames(exc)
+    frames = user_frames(exc)
     if not frames:
         return ""
     f = frames[-1]
@@ -301,7 +302,7 @@ def _tuple_problem(ex: Exercise, expected, got) -> str | None:
     return None
 
 
-def _problem(ex: Exercise, case: Case, expected, got) -> str | None:
+def output_problem(ex: Exercise, case: Case, expected, got) -> str | None:
     """None when ``got`` is right for ``case``; else what is wrong (no case header)."""
     if case is not None and case.scenario == RAISES:
         return None if got == "ValueError" else f"{ex.name} must raise a ValueError here: {got}"
@@ -321,7 +322,7 @@ def _problem(ex: Exercise, case: Case, expected, got) -> str | None:
     return array_problem(ex, expected, got, "the result" if ex.output == "scalar" else "the output")
 
 
-def _same_output(ex: Exercise | None, a, b, tolerance: tuple[float, float] | None = None
+def same_output(ex: Exercise | None, a, b, tolerance: tuple[float, float] | None = None
                  ) -> bool:
     """Whether two outputs agree (NaN where NaN), used to recognise a mistake."""
     try:
@@ -332,7 +333,7 @@ def _same_output(ex: Exercise | None, a, b, tolerance: tuple[float, float] | Non
             if not isinstance(a, (tuple, list)) or not isinstance(b, (tuple, list)) or \
                     len(a) != len(b):
                 return False
-            return all(_same_output(None, x, y, ex.tolerance(part)) for part, x, y in
+            return all(same_output(None, x, y, ex.tolerance(part)) for part, x, y in
                        zip(ex.parts or [None] * len(a), a, b))
         with quiet():
             x = np.asarray(a, dtype=np.float64)
@@ -365,7 +366,7 @@ def diagnose(ex: Exercise, case: Case, got=None, error: BaseException | None = N
             if err is not None and _first_line(f"{type(err).__name__}: {err}") == \
                     _first_line(reported):
                 found.append(mistake)
-        elif err is None and _same_output(ex, copy.deepcopy(out) if ex.custom_compare else out,
+        elif err is None and same_output(ex, copy.deepcopy(out) if ex.custom_compare else out,
                                           got):     # kept: only our own code reads it
             found.append(mistake)
     return found
@@ -384,11 +385,11 @@ def _diagnosis_text(found: list[Mistake]) -> str:
         f"    - {m.message}." for m in found)
 
 
-def _differs(before, after) -> bool:
+def differs(before, after) -> bool:
     """Whether ``after`` (an input after a call) is no longer ``before`` (a fresh copy):
     values, shapes and dtypes of arrays, recursively in lists, tuples and dicts. A NumPy
     Generator is expected to advance: never a change. (The grader's child observes the
-    same way: ``autograder/isolation/executor.py``, ``_differs``.)"""
+    same way: ``autograder/isolation/executor.py``, ``differs``.)"""
     if isinstance(before, np.random.Generator):
         return False
     if isinstance(before, np.ndarray):
@@ -401,10 +402,10 @@ def _differs(before, after) -> bool:
             return True
     if isinstance(before, dict):
         return (not isinstance(after, dict) or list(before) != list(after)
-                or any(_differs(before[k], after[k]) for k in before))
+                or any(differs(before[k], after[k]) for k in before))
     if isinstance(before, (list, tuple)):
         return (type(before) is not type(after) or len(before) != len(after)
-                or any(_differs(x, y) for x, y in zip(before, after)))
+                or any(differs(x, y) for x, y in zip(before, after)))
     try:
         return bool(before != after) and not (before != before and after != after)  # NaN
     except Exception:
@@ -414,8 +415,8 @@ def _differs(before, after) -> bool:
 def changed_inputs(case: Case, args: tuple, kwargs: dict) -> list:
     """The inputs of ``case`` that a call changed, given the ``args`` and ``kwargs`` it
     was called with: positions (int) of ``args``, names (str) of ``kwargs``."""
-    out: list = [i for i, (a, b) in enumerate(zip(case.args, args)) if _differs(a, b)]
-    out += [str(k) for k in case.kwargs if _differs(case.kwargs[k], kwargs.get(k))]
+    out: list = [i for i, (a, b) in enumerate(zip(case.args, args)) if differs(a, b)]
+    out += [str(k) for k in case.kwargs if differs(case.kwargs[k], kwargs.get(k))]
     return out
 
 
@@ -503,7 +504,7 @@ def compare(ex: Exercise, case: Case, got, changed=()) -> str | None:
     """
     name = ex.name
     expected = None if case.is_sampling else case.expected()   # samples have no one answer
-    problem = _problem(ex, case, expected, got)
+    problem = output_problem(ex, case, expected, got)
     names = _input_names(ex, case, changed or ())
     in_place = f"\n  Likely mistake: {in_place_text(name, names)}." if changed else ""
     if problem is None:

@@ -12,8 +12,7 @@ from functools import lru_cache
 from typing import Callable
 
 __all__ = ["NOTEBOOKS", "PREPARE", "names", "notebook_of", "get", "of_notebook", "qualified",
-           "answer_functions", "module_file", "resolve", "decide", "edge_table",
-           "edge_table_text", "EDGE_TABLE"]
+           "answer_functions", "module_file", "resolve", "decide"]
 
 #: The package that holds one module per exercise.
 EXERCISES = "helpers.exercises"
@@ -127,41 +126,4 @@ def decide(spec: str, observed):
 # ---------------------------------------------------------------------------------------
 # The contract as data: what an exercise's arguments and result are, declared once.
 # It validates every written case (tests/helpers/test_contracts.py) and draws more from a seed.
-
-
-# the file edge_table() is stored in, which helpers.reference reads
-from helpers.reference import EDGE_TABLE  # noqa: E402,F401
-
-
-def edge_table() -> dict:
-    """Exercise -> argument -> what its edge check needs, for each array argument (and
-    dict of arrays) of every contract: ``{"shape": "[..., n]", "ids": whether it holds token
-    ids, "high": "V - 1" (the largest id) or None}``, or ``{"fields": {key: {"shape":
-    shape or None, "optional": bool}}}``."""
-    table = {}
-    for name in names():
-        contract = get(name).contract
-        if contract is None:
-            continue
-        args = {}
-        for arg_name, arg in contract.args.items():
-            if arg.fields is not None:
-                args[arg_name] = {"fields": {
-                    key: {"shape": f.shape if f.is_array else None, "optional": f.optional}
-                    for key, f in arg.fields.items()}}
-            elif arg.is_array:
-                ids = "int" in arg.dtypes
-                args[arg_name] = {"shape": arg.shape, "ids": ids,
-                                  "high": str(arg.high) if ids and arg.high is not None
-                                  else None}
-        table[name] = args
-    return table
-
-
-def edge_table_text() -> str:
-    """:func:`edge_table` as the stored file's text."""
-    import json
-
-    return json.dumps(edge_table(), indent=1) + "\n"
-
 

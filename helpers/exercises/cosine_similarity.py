@@ -121,3 +121,11 @@ def _cos_angle(a, b):
 def _cos_norm_product(a, b):
     return _cos_with(a, b, lambda a, b: np.linalg.norm(a * b))
 
+
+# What the contract cannot say: checked when a learner calls helpers.cosine_similarity
+
+@EXERCISE.edge
+def _neither_zero(a, b):
+    for name, v in (("a", a), ("b", b)):
+        if not v.any():
+            raise ValueError(f"cosine similarity is undefined: {name} is the zero vector")

@@ -13,7 +13,8 @@ CONTRACT = Contract(
     args={"logits": Arg("[N, V]", lists=True),
           "targets": Arg("[N]", dtype="int", low=0, high="V - 1", lists=True,
                          values=lambda rng, shape, dims: rng.integers(0, dims["V"], shape))},
-    returns=Arg(float), invariants=("0 <= targets < V", "finite for large logits"))
+    returns=Arg(float), where=("N >= 1",),
+    invariants=("0 <= targets < V", "finite for large logits"))
 
 EXERCISE = Exercise(
     'cross_entropy', reference.cross_entropy, contract=CONTRACT, uses=('softmax',), output='scalar',

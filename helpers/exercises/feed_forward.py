@@ -13,7 +13,7 @@ CONTRACT = Contract(
     args={"x": Arg("[..., N, d]", lists=True), "W1": Arg("[d, d_ff]", lists=True),
           "b1": Arg("[d_ff]", lists=True), "W2": Arg("[d_ff, d]", lists=True),
           "b2": Arg("[d]", lists=True)},
-    returns=Arg("[..., N, d]"))
+    returns=Arg("[..., N, d]"), serves={"x": "[..., d]"})
 
 EXERCISE = Exercise(
     'feed_forward', reference.feed_forward, contract=CONTRACT,

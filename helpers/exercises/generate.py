@@ -8,6 +8,7 @@ from helpers import reference
 
 from helpers.course import Arg, Case, Contract, Exercise, draw, case
 from helpers.course.text import model_fingerprint as _fingerprint
+from helpers.exercises.language_model_forward import PARAMS
 from helpers.exercises._variants import _gen, _onehot, _sampler_multiplied, _sampler_no_temperature, _sampler_uniform
 
 
@@ -29,11 +30,12 @@ def _diagnose(case, got, error):
 
 
 CONTRACT = Contract(
-    args={"token_ids": Arg("[N]", dtype="int", lists=True), "params": Arg(dict),
-          "n_heads": Arg(int, low=1), "n_new": Arg(int, low=0),
+    args={"token_ids": Arg("[N]", dtype="int", low=0, high="V - 1", lists=True),
+          "params": Arg(dict, fields=PARAMS), "n_heads": Arg(int, low=1),
+          "n_new": Arg(int, low=0),
           "temperature": Arg(float, optional=True, low=0.0),
           "rng": Arg(np.random.Generator, optional=True)},
-    returns=Arg("[M]", dtype="int"), draw=False,
+    returns=Arg("[M]", dtype="int"), draw=False, where=("N >= 1",),
     invariants=("M = N + n_new", "rng is given when temperature > 0"))
 
 EXERCISE = Exercise(

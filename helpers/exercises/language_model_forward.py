@@ -28,7 +28,7 @@ CONTRACT = Contract(
           "params": Arg(dict, fields=PARAMS,
                         values=lambda rng, shape, dims: _drawn_lm(rng, dims)),
           "n_heads": Arg("n_heads")},
-    returns=Arg("[N, V]"), where=("d % n_heads == 0", "N <= n_ctx"),
+    returns=Arg("[N, V]"), where=("d % n_heads == 0", "N <= n_ctx", "N >= 1"),
     sizes={"d": (2, 4, 6), "n_heads": (1, 2), "V": (3, 5, 7), "n_ctx": (4, 6, 8)},
     invariants=("params: E [V, d], P [n_ctx, d], blocks, optionally ln_f_gamma, ln_f_beta",
                 "0 <= token_ids < V"))
@@ -131,3 +131,13 @@ def _lmf_probs(token_ids, params, n_heads):
 def _lmf_last(token_ids, params, n_heads):
     return _lm(token_ids, params, n_heads)[-1]
 
+
+# What the contract cannot say: checked when a learner calls
+# helpers.language_model_forward
+
+@EXERCISE.edge
+def _final_norm_whole(token_ids, params, n_heads):
+    given = [k for k in ("ln_f_gamma", "ln_f_beta") if k in params]
+    if len(given) == 1:
+        missing = "ln_f_beta" if given == ["ln_f_gamma"] else "ln_f_gamma"
+        raise ValueError(f"params is missing {missing}")

@@ -9,7 +9,8 @@ from helpers.course import Arg, Contract, Exercise, draw, case
 from helpers.exercises._variants import _f
 
 
-CONTRACT = Contract(args={"H": Arg("[n_heads, N, d_h]", lists=True)}, returns=Arg("[N, d]"))
+CONTRACT = Contract(args={"H": Arg("[n_heads, N, d_h]", lists=True)}, returns=Arg("[N, d]"),
+                    serves={"H": "[..., n_heads, N, d_h]"})
 
 EXERCISE = Exercise(
     'merge_heads', reference.merge_heads, contract=CONTRACT,

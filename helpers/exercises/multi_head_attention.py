@@ -19,7 +19,7 @@ CONTRACT = Contract(
           "W_K": Arg("[d, d]", lists=True), "W_V": Arg("[d, d]", lists=True),
           "W_O": Arg("[d, d]", lists=True), "n_heads": Arg("n_heads"),
           "causal": Arg(bool, optional=True)},
-    returns=Arg("[N, d]"), where=("d % n_heads == 0",),
+    returns=Arg("[N, d]"), where=("d % n_heads == 0", "N >= 1"), serves={"X": "[..., N, d]"},
     sizes={"d": (2, 4, 6, 8), "n_heads": (1, 2, 3, 4)})
 
 EXERCISE = Exercise(

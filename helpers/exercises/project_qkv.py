@@ -12,7 +12,8 @@ from helpers.exercises._variants import _f
 CONTRACT = Contract(
     args={"X": Arg("[N, d]", lists=True), "W_Q": Arg("[d, d_k]", lists=True),
           "W_K": Arg("[d, d_k]", lists=True), "W_V": Arg("[d, d_v]", lists=True)},
-    returns=(Arg("[N, d_k]"), Arg("[N, d_k]"), Arg("[N, d_v]")))
+    returns=(Arg("[N, d_k]"), Arg("[N, d_k]"), Arg("[N, d_v]")),
+    serves={"X": "[..., N, d]"})
 
 EXERCISE = Exercise('project_qkv', reference.project_qkv, contract=CONTRACT, output='tuple', parts=('Q', 'K', 'V'),
     difficulty=1, importance=3, minutes=5,

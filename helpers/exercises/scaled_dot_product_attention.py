@@ -13,7 +13,8 @@ from helpers.exercises._variants import _attention, _f, _naive_softmax
 CONTRACT = Contract(
     args={"Q": Arg("[..., N_q, d_k]", lists=True), "K": Arg("[..., N_k, d_k]", lists=True),
           "V": Arg("[..., N_k, d_v]", lists=True),
-          "mask": Arg("[..., N_q, N_k]", dtype="bool", lists=True, optional=True)},
+          "mask": Arg("[..., N_q, N_k]", dtype="bool", lists=True, optional=True,
+                      broadcasts=True)},
     returns=(Arg("[..., N_q, d_v]"), Arg("[..., N_q, N_k]")), batch=(0,),
     invariants=("masked keys get weight 0", "each row of weights sums to 1"))
 
@@ -230,3 +231,13 @@ def _sdpa_unstable(Q, K, V, mask=None):
     w = _naive_softmax(s)
     return w @ V, w
 
+
+# What the contract cannot say: checked when a learner calls
+# helpers.scaled_dot_product_attention
+
+@EXERCISE.edge
+def _every_query_sees_a_key(Q, K, V, mask=None):
+    empty = None if mask is None else ~mask.any(axis=-1)         # [..., N_q]
+    if empty is not None and empty.any():
+        row = tuple(int(i) for i in np.argwhere(empty)[0])
+        raise ValueError(f"mask lets query {row} attend to no key at all")

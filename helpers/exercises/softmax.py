@@ -11,7 +11,7 @@ from helpers.exercises._variants import _f, _naive_softmax, _softmax_any
 
 
 CONTRACT = Contract(
-    args={"z": Arg("[..., n]", lists=True),
+    args={"z": Arg("[..., n]", lists=True, neg_inf=True),
           "axis": Arg(int, optional=True, low=-3, high=2,
                       values=lambda rng, shape, dims: int(rng.choice([-1, 0])))},
     returns=Arg("[..., n]"), batch=(0, 1, 2),
@@ -176,3 +176,14 @@ def _softmax_no_exp(z, axis=-1):
 def _softmax_log(z, axis=-1):
     return np.log(_softmax_any(z, axis=axis))
 
+
+# What the contract cannot say: checked when a learner calls helpers.softmax
+
+@EXERCISE.edge
+def _a_distribution_exists(z, axis=-1):
+    if not -z.ndim <= axis < z.ndim:
+        raise ValueError(f"axis {axis} is out of range for z of shape {z.shape}")
+    if z.shape[axis] == 0:
+        raise ValueError(f"softmax over an empty axis {axis} (z has shape {z.shape})")
+    if np.isneginf(z).all(axis=axis).any():
+        raise ValueError("softmax is undefined where every entry along the axis is -inf")

@@ -11,6 +11,7 @@ from helpers.exercises._variants import _f
 
 CONTRACT = Contract(args={"X": Arg("[N, d]", lists=True), "n_heads": Arg("n_heads")},
                     returns=Arg("[n_heads, N, d_h]"), where=("d % n_heads == 0",),
+                    serves={"X": "[..., N, d]"},
                     sizes={"d": (2, 4, 6, 8), "n_heads": (1, 2, 3, 4)})
 
 EXERCISE = Exercise(

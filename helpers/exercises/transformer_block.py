@@ -16,7 +16,7 @@ CONTRACT = Contract(
                         values=lambda rng, shape, dims: draw.block(rng, dims["d"],
                                                                      dims["d_ff"])),
           "n_heads": Arg("n_heads"), "causal": Arg(bool, optional=True)},
-    returns=Arg("[N, d]"), where=("d % n_heads == 0",),
+    returns=Arg("[N, d]"), where=("d % n_heads == 0",), serves={"x": "[..., N, d]"},
     sizes={"d": (2, 4, 6), "n_heads": (1, 2), "d_ff": (2, 4, 8)},
     invariants=("params holds ln1_gamma, ln1_beta, W_Q, W_K, W_V, W_O, ln2_gamma, "
                 "ln2_beta, W1, b1, W2, b2 of the shapes of d and d_ff",))

@@ -30,7 +30,7 @@ def _function(entry):
     exec("import helpers\nfrom helpers import *\nimport math\nfrom helpers.checks import check, quiet",
          ns)
     for dep in course.get(entry.function).uses:       # earlier functions: the course's
-        ns[dep] = course.get(dep).reference
+        ns[dep] = course.get(dep).answer
     exec(compile(entry.source, f"<{entry.id}>", "exec"), ns)
     return ns[entry.function]
 

@@ -15,6 +15,8 @@ import inspect
 import numpy as np
 import pytest
 
+import helpers
+
 from helpers import checks, course
 from helpers.course import judge
 from helpers.course import draw as _draw
@@ -65,7 +67,7 @@ def test_the_contract_catches_gqa_values_wider_than_the_keys():
     bad = course.Case("grouped_query_attention", "wide_v", "", (
         rng.normal(size=(6, 3, 4)), rng.normal(size=(1, 7, 4)), rng.normal(size=(1, 7, 5))))
     [problem] = course.contract_problems(ex, bad)
-    assert "V has shape (1, 7, 5): its d_h = 5, but d_h = 4" in problem
+    assert "V has shape (1, 7, 5) but Q has shape (6, 3, 4): d_h = 5 in V, 4 in Q" in problem
 
 
 def test_drawn_hidden_cases_follow_the_seed():
@@ -294,7 +296,7 @@ def test_the_contract_checks_what_strings_lists_and_dicts_hold():
     assert _problems("decode", [0], {0: "a"}) == [
         "a key of vocab is a int; the contract says str",
         "vocab[0] is a str; the contract says int"]
-    assert _problems("train_bpe", ["ab"], -1) == ["n_merges = -1 is outside [0, None]"]
+    assert _problems("train_bpe", ["ab"], -1) == ["n_merges must be an int >= 0, got -1"]
 
 
 def test_a_dict_of_parameters_binds_its_dimensions():
@@ -306,17 +308,20 @@ def test_a_dict_of_parameters_binds_its_dimensions():
     assert _problems("transformer_block_backward", x, params, n_heads, d_out) == []
     missing = {k: v for k, v in params.items() if k != "W_Q"}
     assert _problems("transformer_block_backward", x, missing, n_heads, d_out) == [
-        "params has no entry 'W_Q'"]
+        "params is missing W_Q"]
     wide = dict(params, W1=np.zeros((5, 8)))
     [problem] = _problems("transformer_block_backward", x, wide, n_heads, d_out)
-    assert problem.startswith("params['W1'] has shape (5, 8): its d = 5, but d = 4")
+    assert problem.startswith(f"params['W1'] has shape (5, 8) but x has shape {x.shape}: "
+                              f"d = 5 in params['W1'], 4 in x")
     # a model's blocks: a list of such dicts, inside loss_and_grads' params
     lm = next(c for c in course.get("loss_and_grads").all_cases() if c.name == "batch")
     p, ids, targets, heads = lm.args
     assert _problems("loss_and_grads", p, ids, targets, heads) == []
     bad = dict(p, blocks=[dict(p["blocks"][0], b2=np.zeros(3))])
     [problem] = _problems("loss_and_grads", bad, ids, targets, heads)
-    assert problem.startswith("params['blocks'][0]['b2'] has shape (3,): its d = 3, but d = 4")
+    assert problem.startswith("params['blocks'][0]['b2'] has shape (3,) but params['E'] has "
+                              "shape")
+    assert "d = 3 in params['blocks'][0]['b2'], 4 in params['E']" in problem
 
 
 def test_an_optional_argument_before_a_required_one_is_drawn_by_position():
@@ -337,8 +342,9 @@ def test_an_optional_argument_before_a_required_one_is_drawn_by_position():
 def test_a_bundle_keeps_the_contract_without_the_case_builders_modules(name):
     """A student bundle keeps each exercise module's EXERCISE, so its CONTRACT and the
     functions that draw values, but only the exercise package's files of
-    KEEP_EXERCISE_FILES: a drawing function imports what else it needs inside its body,
-    and the stripped module imports nothing the bundle lacks."""
+    KEEP_EXERCISE_FILES and the other exercise modules (stripped the same way): a drawing
+    function imports what else it needs inside its body, and the stripped module imports
+    nothing the bundle lacks."""
     import ast
 
     from autograder import REPO_ROOT
@@ -347,6 +353,7 @@ def test_a_bundle_keeps_the_contract_without_the_case_builders_modules(name):
     source = (REPO_ROOT / "helpers" / "exercises" / f"{name}.py").read_text(encoding="utf-8")
     stripped = ast.parse(strip_exercise_module(source))
     kept = {"helpers.exercises." + f[:-3] for f in KEEP_EXERCISE_FILES if f != "__init__.py"}
+    kept |= {f"helpers.exercises.{other}" for other in course.names()}   # stripped too
     for node in stripped.body:
         if isinstance(node, ast.ImportFrom) and node.module.startswith("helpers.exercises."):
             assert node.module in kept, f"{name}'s bundle copy imports {node.module}"
@@ -421,39 +428,52 @@ def test_each_exercise_cell_shows_its_rendered_contract(nb):
 
 
 # ---------------------------------------------------------------------------------------
-# The reference checks its input at its edge from the contract, and its docstring shows it
+# The reference is the math; what helpers exports is it checked at the edge by the contract
 # ---------------------------------------------------------------------------------------
 
 
-def _edge_functions() -> dict[str, str]:
-    """Reference function -> the exercise whose contract its one-line ``_inputs`` reads."""
+def test_the_reference_is_the_equations_and_imports_only_numpy():
+    """Issue 35: helpers/reference.py reads like the slides (no validation inside), at
+    most 420 lines, importing NumPy alone."""
     import ast
-    import re
 
+    from autograder import REPO_ROOT
+
+    path = REPO_ROOT / "helpers" / "reference.py"
+    text = path.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 420
+    tree = ast.parse(text)
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert imported <= {"numpy", "__future__"}, imported
+    assert not [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Raise)]
+
+
+@pytest.mark.parametrize("name", helpers.CONTRACT_FUNCTIONS)
+def test_what_helpers_exports_is_the_reference_checked_by_its_contract(name):
+    """Each exported function wraps its reference; its docstring shows the contract; and
+    a call with any one array argument of a drawn visible case replaced by a number (a
+    0-D array: the wrong rank for every array of the contract) is refused with a
+    ValueError naming that argument."""
     from helpers import reference
+    from helpers.course import render
 
-    source = inspect.getsource(reference)
-    out = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.FunctionDef) and node.name != "_inputs":
-            m = re.search(r'_inputs\(\s*"(\w+)"', ast.get_source_segment(source, node))
-            if m:
-                out[node.name] = m.group(1)
-    return out
+    exported = getattr(helpers, name)
+    assert exported.__wrapped__ is getattr(reference, name)
+    assert inspect.cleandoc(render.docstring(course.get(name))) in inspect.getdoc(exported)
+    ex = course.get(name)
+    params = list(inspect.signature(ex.signature).parameters)
+    drawn = [c for c in ex.all_cases() if c.group == "contract" and not c.hidden]
+    refused = []
+    for c in drawn[:1]:
+        args, kwargs = c.fresh_args()
+        exported(*args, **kwargs)                               # the case itself is fine
+        for i, value in enumerate(args):
+            if isinstance(value, np.ndarray) and value.ndim:
+                bad = args[:i] + (np.asarray(value.flat[0]),) + args[i + 1:]
+                with pytest.raises(ValueError, match=params[i]):
+                    exported(*bad, **kwargs)
+                refused.append(params[i])
+    arrays = [a for a in ex.contract.args.values() if a.is_array]
+    assert refused or not arrays or not drawn, name
 
-
-def test_the_reference_checks_its_input_with_its_own_contract():
-    edge = _edge_functions()
-    assert len(edge) >= 16, sorted(edge)
-    assert all(fn == name for fn, name in edge.items()), edge
-
-
-@pytest.mark.parametrize("name", sorted(_edge_functions()))
-def test_the_reference_docstring_shows_its_contract(name):
-    from helpers import reference
-    from helpers.course import render as _render
-
-    rendered = inspect.cleandoc(_render.docstring(course.get(name)))
-    assert rendered in inspect.getdoc(getattr(reference, name)), (
-        f"reference.{name}'s docstring is not its contract's rendering; paste:\n"
-        + _render.docstring(course.get(name)))

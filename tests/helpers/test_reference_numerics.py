@@ -232,22 +232,23 @@ def test_generate_with_huge_temperature_is_uniform(lm):
     assert counts.min() > 60 and counts.max() < 140                   # 100 +- 4 sigma
 
 
-# --- products whose exact value is beyond float64: a ValueError, never inf or a warning ------
+# --- products whose exact value is beyond float64: a ValueError quoting the reference's line
+# that overflowed, never inf or a warning ------------------------------------------------------
 E200 = np.array([[1e200, 1e200]])                                     # each product is 1e400
 OVERFLOWS = {
-    "dot": (lambda: helpers.dot(E200[0], E200[0]), "a . b"),
-    "pairwise_scores": (lambda: helpers.pairwise_scores(E200), "X X^T"),
-    "simple_self_attention": (lambda: helpers.simple_self_attention(E200), "X X^T"),
+    "dot": (lambda: helpers.dot(E200[0], E200[0]), "a @ b"),
+    "pairwise_scores": (lambda: helpers.pairwise_scores(E200), "X @ X.T"),
+    "simple_self_attention": (lambda: helpers.simple_self_attention(E200), "X @ X.T"),
     "project_qkv": (lambda: helpers.project_qkv(E200, np.eye(2), 1e200 * np.eye(2), np.eye(2)),
-                    "X W_K"),
+                    "X @ W_K"),
     "scaled_dot_product_attention": (
-        lambda: helpers.scaled_dot_product_attention(E200, E200, [[1.0]]), "Q K^T"),
+        lambda: helpers.scaled_dot_product_attention(E200, E200, [[1.0]]), "Q @ np.swapaxes(K"),
     "cross_attention": (lambda: helpers.cross_attention(E200, [[1.0, 1.0]], 1e200 * np.eye(2),
-                                                        np.eye(2), np.eye(2)), "projections"),
+                                                        np.eye(2), np.eye(2)), "X_dec @ W_Q"),
     "feed_forward": (lambda: helpers.feed_forward(E200, 1e200 * np.ones((2, 3)), np.zeros(3),
-                                                  np.ones((3, 2)), np.zeros(2)), "x W1 + b1"),
-    "embed": (lambda: helpers.embed([0], [[BIG, 0.0]], [[BIG, 0.0]]), "E[ids] + P"),
-    "lm_head": (lambda: helpers.lm_head(E200, E200), "h E^T"),
+                                                  np.ones((3, 2)), np.zeros(2)), "x @ W1 + b1"),
+    "embed": (lambda: helpers.embed([0], [[BIG, 0.0]], [[BIG, 0.0]]), "E[token_ids] + P"),
+    "lm_head": (lambda: helpers.lm_head(E200, E200), "h @ E.T"),
 }
 
 
@@ -262,7 +263,7 @@ def test_a_product_beyond_float64_is_a_clear_error(name):
 def test_residuals_beyond_float64_are_a_clear_error(lm):
     block = {**lm["blocks"][0], "W_O": 1e308 * np.eye(8)}
     x = BIG * np.eye(8)[:3]
-    with pytest.raises(ValueError, match="residual t3 = t2 \\+ x overflows float64"):
+    with pytest.raises(ValueError, match="`t3 = t2 \\+ x` \\(in transformer_block\\) overflows float64"):
         helpers.transformer_block(x, block, 2)
 
 

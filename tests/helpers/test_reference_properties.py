@@ -261,7 +261,7 @@ def test_generate_crops_the_context_to_n_ctx():
     rng = rng_of(5)
     params = random_lm_params(rng, V=11, n_ctx=4, d=8, d_ff=12, n_blocks=1)
     prompt = rng.integers(0, 11, size=9)                         # 9 > n_ctx = 4
-    with pytest.raises(ValueError, match="longer than the context"):
+    with pytest.raises(ValueError, match="N <= n_ctx does not hold"):
         helpers.language_model_forward(prompt, params, 2)
     got = helpers.generate(prompt, params, 2, 5)
     assert got.tolist() == greedy_by_hand(prompt.tolist(), params, 2, 5)
