@@ -139,13 +139,18 @@ def cmd_collect(args: argparse.Namespace) -> int:
     except ZipRefused as exc:
         print(f"collect: error: the download was not unpacked: {exc}", file=sys.stderr)
         return CANNOT_RUN
-    placed = [o for o in outcomes if o.status != "unmatched"]
+    placed = [o for o in outcomes if o.status in ("placed", "already there")]
     unmatched = [o for o in outcomes if o.status == "unmatched"]
+    skipped = [o for o in outcomes if o.status == "skipped"]
     students = {o.where.split("/")[0] for o in placed}
     print(f"collect: {len(placed)} notebook(s) of {len(students)} student(s) in {args.out}")
     if unmatched:
         print(f"{len(unmatched)} file(s) not matched (copied to {args.out}/_unmatched/):")
         for o in unmatched:       # names from the download: escaped for the terminal
+            print(f"  {terminal(o.origin)}: {terminal(o.reason)}")
+    if skipped:
+        print(f"{len(skipped)} file(s) not copied:")
+        for o in skipped:
             print(f"  {terminal(o.origin)}: {terminal(o.reason)}")
     print(f"details: {Path(args.out) / REPORT}")
     return 0

@@ -79,6 +79,9 @@ from autograder.results import late
 UNMATCHED = "_unmatched"
 LINK = "a symbolic link: not followed, not copied"
 REFUSED = "refused: "
+NOT_UNPACKED = "not unpacked: "
+UNPACKED = "a zip file: its notebooks were taken out and matched"
+NESTED = "a zip inside a student's zip: not unpacked (one level is opened)"
 REPORT = "_collect_report.csv"
 REPORTS = "_collect_reports"
 KEEP = ("latest", "first")
@@ -257,14 +260,29 @@ SAME_TIME = ("every file of the download carries the same time ({when}): entry t
              "work: Canvas's LATE mark, Gradescope's created_at)")
 
 
+@dataclasses.dataclass(frozen=True)
+class Download:
+    """A download read: every file of it identified (zips opened), the warnings about the
+    download as a whole, and the members that could not be read (each one refused alone:
+    ``Outcome``\\ s with status ``skipped``)."""
+
+    candidates: list[Candidate]
+    warnings: list[str]
+    refused: list[Outcome]
+
+
 def read_download(download: Path, work: Path, roster: dict[str, dict],
-                  assignment_names: set[str]) -> tuple[list[Candidate], list[str]]:
+                  assignment_names: set[str]) -> Download:
     """Every file of the download (a zip or a folder), identified, with zips opened; and
     the warnings about the download as a whole."""
     times: dict[Path, float] = {}
+    refused = []
     if download.is_file():
         root = work / "download"
-        times.update(archives.safe_extract(download, root))
+        extracted = archives.safe_extract(download, root)
+        times.update(extracted.times)
+        refused = [Outcome(name, "skipped", "", f"{REFUSED}{why}")
+                   for name, why in sorted(extracted.refused.items())]
     else:
         root = download
     submitted, created = gradescope.submitters(root)
@@ -278,49 +296,79 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
     same_time = len(own) >= 2 and len(set(own)) == 1
     if same_time:
         warnings.append(SAME_TIME.format(when=late.iso(own[0])))
-    downloaded = max(entry.values(), default=None)
+    context = _Context(work, submitted, created, roster, assignment_names, clones, same_time,
+                       max(entry.values(), default=None))
     candidates = []
     for path in files:
         rel = PurePosixPath(path.relative_to(root).as_posix())
-        ids, hint, filename, lms, refusal = _identify(rel, submitted, roster,
-                                                      assignment_names, clones)
-        if lms == "course":
-            continue                            # the course's own files in a student's clone
-        if path.is_symlink():                   # a clone may hold links: never follow them
-            candidates.append(Candidate(str(rel), path, path.name, [], None, "", 0.0, how=LINK))
-            continue
-        if refusal:
-            candidates.append(Candidate(str(rel), path, filename, [], hint, lms, entry[path],
-                                        how=f"{REFUSED}{refusal}"))
-            continue
-        is_late = lms == "canvas-late"
-        lms = "canvas" if is_late else lms
-        mtime = entry[path]
-        uploaded = None if (lms in DOWNLOAD_TIMES or same_time) else mtime
-        for i in range(len(rel.parts)):         # Gradescope's own upload time wins
-            submission = PurePosixPath(*rel.parts[:i + 1]).as_posix()
-            if lms == "gradescope" and submission in created:
-                mtime = uploaded = created[submission]
-                break
-        when = {"uploaded": uploaded,
-                "downloaded": downloaded if lms in DOWNLOAD_TIMES else None}
-        if (filename.lower().endswith(".zip") and ids and lms != "git"   # a clone: notebooks
-                and zipfile.is_zipfile(path)):                             # only
-            inner_root = work / "inner" / str(len(candidates)) / path.name
-            try:
-                inner_times = archives.safe_extract(path, inner_root, "student")
-            except archives.ZipRefused as exc:             # kept as it is, with the reason
-                candidates.append(Candidate(str(rel), path, filename, [], hint, lms, mtime,
-                                            how=f"not unpacked: {exc}", **when))
-                continue
-            for inner in sorted(inner_times):
-                inner_rel = inner.relative_to(inner_root).as_posix()
-                candidates.append(Candidate(f"{rel}!{inner_rel}", inner, inner.name, list(ids),
-                                            None, lms, mtime, late=is_late, **when))
-            # the zip itself is kept too (never lose a file)
-        candidates.append(Candidate(str(rel), path, filename, ids, hint, lms, mtime,
-                                    late=is_late, **when))
-    return candidates, warnings
+        try:
+            candidates += _read_file(path, rel, entry[path], context, len(candidates))
+        except Exception as exc:           # whatever the file is: this upload alone
+            candidates.append(Candidate(str(rel), path, path.name, [], None, "", entry[path],
+                                        how=f"{REFUSED}could not be read ({archives.reason(exc, work)})"))
+    return Download(candidates, warnings, refused)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    """What every file of one download is read with."""
+
+    work: Path
+    submitted: dict[str, list[dict]]     # Gradescope: submission -> submitters
+    created: dict[str, float]            # Gradescope: submission -> upload time
+    roster: dict[str, dict]
+    assignment_names: set[str]
+    clones: set[PurePosixPath]
+    same_time: bool                      # every entry has the same time
+    downloaded: float | None             # the download's time
+
+
+def _read_file(path: Path, rel: PurePosixPath, mtime: float, ctx: _Context,
+               n: int) -> list[Candidate]:
+    """The candidates one file of the download gives (a student's zip: its files, then
+    itself)."""
+    ids, hint, filename, lms, refusal = _identify(rel, ctx.submitted, ctx.roster,
+                                                  ctx.assignment_names, ctx.clones)
+    if lms == "course":
+        return []                               # the course's own files in a student's clone
+    if path.is_symlink():                       # a clone may hold links: never follow them
+        return [Candidate(str(rel), path, path.name, [], None, "", 0.0, how=LINK)]
+    if refusal:
+        return [Candidate(str(rel), path, filename, [], hint, lms, mtime,
+                          how=f"{REFUSED}{refusal}")]
+    is_late = lms == "canvas-late"
+    lms = "canvas" if is_late else lms
+    uploaded = None if (lms in DOWNLOAD_TIMES or ctx.same_time) else mtime
+    for i in range(len(rel.parts)):             # Gradescope's own upload time wins
+        submission = PurePosixPath(*rel.parts[:i + 1]).as_posix()
+        if lms == "gradescope" and submission in ctx.created:
+            mtime = uploaded = ctx.created[submission]
+            break
+    when = {"uploaded": uploaded,
+            "downloaded": ctx.downloaded if lms in DOWNLOAD_TIMES else None}
+    itself = Candidate(str(rel), path, filename, ids, hint, lms, mtime, late=is_late, **when)
+    if not (filename.lower().endswith(".zip") and ids and lms != "git"):   # a clone:
+        return [itself]                                                     # notebooks only
+    inner_root = ctx.work / "inner" / str(n) / path.name
+    try:
+        if not zipfile.is_zipfile(path):
+            raise archives.ZipRefused("not a zip file that can be read (damaged, cut "
+                                      "short, or something else named .zip)")
+        inner_times = archives.safe_extract(path, inner_root, "student").times
+    except Exception as exc:            # anything wrong with one student's zip refuses it
+        shutil.rmtree(inner_root, ignore_errors=True)        # alone, kept as it is
+        why = str(exc) if isinstance(exc, archives.ZipRefused) else archives.reason(
+            exc, inner_root)
+        itself.how = f"{NOT_UNPACKED}{why}"
+        return [itself]
+    out = []
+    for inner in sorted(inner_times):
+        inner_rel = inner.relative_to(inner_root).as_posix()
+        out.append(Candidate(f"{rel}!{inner_rel}", inner, inner.name, list(ids), None, lms,
+                             mtime, late=is_late,
+                             how=NESTED if inner.name.lower().endswith(".zip") else "", **when))
+    itself.how = UNPACKED                       # the zip itself is kept too (never lose a file)
+    return out + [itself]
 
 
 # --------------------------------------------------------------------------- placing
@@ -348,8 +396,9 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
     times = late.read_submissions(out)        # earlier downloads' upload times
     prefer = _newer if keep == "latest" else (lambda a, b: _newer(b, a))
     with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
-        candidates, warnings = read_download(download, Path(tmp), roster,
-                                             {a for a, _ in course})
+        read = read_download(download, Path(tmp), roster, {a for a, _ in course})
+        candidates, warnings = read.candidates, read.warnings
+        outcomes += read.refused
         for warning in warnings:
             print(f"collect: warning: {safe_text.terminal(download.name)}: {warning}",
                   file=sys.stderr)
@@ -366,15 +415,11 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
             if CHECKPOINTS in parts:
                 unmatched.append((cand, CHECKPOINT))
                 continue
-            if cand.how.startswith("not unpacked"):
+            if cand.how.startswith(NOT_UNPACKED) or cand.how in (UNPACKED, NESTED):
                 unmatched.append((cand, cand.how))
                 continue
             if cand.how.startswith(REFUSED):
                 unmatched.append((cand, cand.how[len(REFUSED):]))
-                continue
-            if (cand.filename.lower().endswith(".zip") and cand.student_ids
-                    and cand.lms != "git" and zipfile.is_zipfile(cand.path)):
-                unmatched.append((cand, "a zip file: its notebooks were taken out and matched"))
                 continue
             if not cand.student_ids:
                 unmatched.append((cand, "no student in the file's name or folder (expected Canvas,"
@@ -399,7 +444,12 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
         for (sid, assignment, notebook), cand in sorted(chosen.items()):
             rel = Path(sid) / assignment / notebook
             dest = out / rel
-            data = cand.path.read_bytes()
+            try:
+                data = cand.path.read_bytes()
+            except OSError as exc:              # e.g. a file of a folder nobody may read
+                outcomes.append(Outcome(cand.origin, "skipped", "", f"could not be read "
+                                        f"({archives.reason(exc)})"))
+                continue
             row = {"student_id": sid, "assignment": assignment, "notebook": notebook,
                    "submitted_at": late.iso(cand.uploaded) if cand.uploaded is not None else "",
                    "downloaded_at": (late.iso(cand.downloaded) if cand.downloaded is not None
@@ -439,7 +489,12 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
             seen.add(key)
             # a file from inside a student's zip goes under "<zip name>.contents/"
             rel = Path(UNMATCHED) / Path(*PurePosixPath(cand.origin.replace("!", ".contents/")).parts)
-            rel = _keep(cand.path, out, rel)
+            try:
+                rel = _keep(cand.path, out, rel)
+            except OSError as exc:
+                outcomes.append(Outcome(cand.origin, "skipped", "", f"{reason}; could not be "
+                                        f"copied ({archives.reason(exc)})"))
+                continue
             outcomes.append(Outcome(cand.origin, "unmatched", rel.as_posix(), reason))
     _write_report(outcomes, out / REPORT, warnings)
     _write_report(outcomes, _download_report(out, download), warnings)
