@@ -320,6 +320,16 @@ def cmd_export(args: argparse.Namespace) -> int:
         return CANNOT_RUN
     for path in paths:
         print(f"wrote {path}")
+    from autograder.results.records import read_manual, read_records, stale_scores
+    from autograder.safe_text import terminal
+
+    stale = stale_scores(read_records(Path(args.out)), read_manual(Path(args.out)))
+    if stale:             # they count 0 in what was written: say so, every time
+        print(f"export: warning: {len(stale)} written answer(s) changed since they were "
+              f"graded by hand; they count 0 until graded again (manual-template, or "
+              f"gradebook push):", file=sys.stderr)
+        for line in stale:
+            print(f"  {terminal(line)}", file=sys.stderr)
     return 0
 
 

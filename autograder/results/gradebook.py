@@ -7,7 +7,9 @@
 * ``gradebook.db``: nbgrader's gradebook, filled through nbgrader's own API
   (:class:`nbgrader.api.Gradebook`) with every graded notebook of ``OUT``: each test cell
   carries this grader's score as nbgrader's *autograde* score, each written answer is
-  marked as needing manual grading (or holds the score already given);
+  marked as needing manual grading (or holds the score already given; a score given to
+  an earlier answer is not: the cell needs grading again, its comment shows the stale
+  score);
 * ``autograded/<student>/<assignment>/<notebook>.ipynb``: what formgrader shows for a
   submission. It is the course's solution notebook with each answer cell replaced by the
   student's answer as the grader read it (``results.jsonl``), no outputs, and under each
@@ -58,8 +60,9 @@ from pathlib import Path
 
 from autograder import SOLUTIONS_DIR, safe_text
 from autograder.notebook import cells as nbcells
-from autograder.results.records import (MANUAL, csv_number, manual_key, read_json_object, read_manual,
-                                read_records)
+from autograder.results.records import (MANUAL, answer_digest, csv_number, hand_score, manual_key,
+                                        read_json_object, read_manual, read_records, stale_text,
+                                        written_answer)
 
 #: The course folder inside a grading output.
 FOLDER = "nbgrader"
@@ -265,6 +268,7 @@ def _changes(out: Path, records: list[dict]) -> tuple[dict[str, dict], dict[str,
     from nbgrader.api import SubmittedAssignment
 
     snapshot = _read_snapshot(out)
+    manual = read_manual(out)
     given: dict[str, dict] = {}
     now: dict[str, list] = {}
     notes: list[str] = []
@@ -300,6 +304,7 @@ def _changes(out: Path, records: list[dict]) -> tuple[dict[str, dict], dict[str,
                 comment = getattr(comments.get((sid, assignment, stem, gid)),
                                   "manual_comment", None) or ""
                 comment = safe_text.shorten(comment, MAX_COMMENT_CHARS)
+                stale = hand_score(manual, record, gid)[1]
                 score = grade.manual_score
                 value = [None if score is None else float(score), comment]
                 before = snapshot.get(key, [None, ""])
@@ -319,7 +324,11 @@ def _changes(out: Path, records: list[dict]) -> tuple[dict[str, dict], dict[str,
                     raise GradebookError(f"{where}: the score {csv_number(float(score))} given "
                                          f"in formgrader is outside 0 .. "
                                          f"{csv_number(maximum)}; correct it there")
-                given[key] = {"points": float(score), "comment": comment}
+                if stale is not None and comment == safe_text.shorten(
+                        stale_text(stale), MAX_COMMENT_CHARS):
+                    comment = ""                 # the note push wrote, not the grader's
+                given[key] = {"points": float(score), "comment": comment,
+                              "answer": answer_digest(written_answer(record, gid))}
                 now[key] = value
     finally:
         gb.close()
@@ -516,12 +525,13 @@ def _push(out: Path, solutions: Path = SOLUTIONS_DIR, deadlines: dict | None = N
                     grade.needs_manual_grade = False
                     continue
                 key = manual_key(sid, assignment, notebook, row["grade_id"])
-                given = manual.get(key)
+                given, stale = hand_score(manual, record, row["grade_id"])
                 grade.auto_score, grade.extra_credit = None, None
                 grade.manual_score = None if given is None else float(given["points"])
                 grade.needs_manual_grade = given is None
                 to_grade += given is None
-                comment = safe_text.shorten((given or {}).get("comment"), MAX_COMMENT_CHARS)
+                comment = safe_text.shorten(stale_text(stale) if stale is not None else
+                                            (given or {}).get("comment"), MAX_COMMENT_CHARS)
                 if row["grade_id"] in comments:
                     comments[row["grade_id"]].manual_comment = comment or None
                 snapshot[key] = [grade.manual_score, comment]

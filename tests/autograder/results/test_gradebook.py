@@ -8,6 +8,7 @@ page. Classes are graded with the engine's stand-in of tests/fake_class.py (fast
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -130,8 +131,9 @@ def test_pull_brings_score_and_comment_into_summary_exports_and_feedback(tmp_pat
     assert main(["gradebook", "pull", str(out)]) == 0
     assert "1 score(s) taken from formgrader" in capsys.readouterr().out
     stored = json.loads((out / "manual_scores.json").read_text())
+    answer = hashlib.sha256("Because <i>so</i>.".encode()).hexdigest()[:32]   # the one it scored
     assert stored == {json.dumps(["111", "01_a", "01_a.ipynb", "why"]):
-                      {"points": 0.5, "comment": hostile}}
+                      {"points": 0.5, "comment": hostile, "answer": answer}}
     summary = _summary(out)
     assert float(summary[("111", "01_a")]["points"]) == AUTO_01A + 0.5
     assert summary[("111", "01_a")]["status"] == "ok"
