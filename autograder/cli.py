@@ -135,7 +135,10 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from autograder.intake.archives import ZipRefused
 
     try:
-        outcomes = collect(Path(args.download), Path(args.out), keep=args.keep)
+        from autograder.intake.reports import read_ids
+
+        known = read_ids(Path(args.roster)) if args.roster else None
+        outcomes = collect(Path(args.download), Path(args.out), keep=args.keep, known=known)
     except ZipRefused as exc:
         print(f"collect: error: the download was not unpacked: {exc}", file=sys.stderr)
         return CANNOT_RUN
@@ -417,6 +420,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="the submissions folder to fill")
     p.add_argument("--keep", choices=("latest", "first"), default="latest",
                    help="which of two uploads of a notebook is graded (default: %(default)s)")
+    p.add_argument("--roster", metavar="CSV",
+                   help="the class: a CSV with a student_id column (as export's --roster); "
+                        "a file of a student not in it is not placed (_unmatched, with the "
+                        "reason), and a Canvas name is read with the ids it holds")
     p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser("grade", help="grade every submission",

@@ -57,11 +57,16 @@ unknown upload time is never overwritten. ``SUBMISSIONS/_roster.csv`` records th
 e-mails and ids the download gave (a value already there is kept);
 ``SUBMISSIONS/_submissions.csv`` the upload time, the download's time and the LMS's late
 flag of every placed notebook (:mod:`autograder.results.late`).
+
+One upload, never the class: any error reading one file of the download (a student's zip
+that is damaged, encrypted, or cannot be extracted, a member the file system refuses)
+refuses that file alone, with the reason (:mod:`autograder.intake.archives`). A Canvas
+name that reads more than one way is not placed; with ``--roster`` every student id is
+checked against the roster (:func:`autograder.lms.canvas_name`).
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import re
 import shutil
@@ -73,23 +78,21 @@ from pathlib import Path, PurePosixPath
 from autograder import SOLUTIONS_DIR
 from autograder.notebook import source as notebook_source
 from autograder import lms, safe_text
-from autograder.intake import archives, gradescope
+from autograder.intake import archives, gradescope, reports
+from autograder.intake.reports import REPORT, ROSTER  # noqa: F401 (the command's names)
 from autograder.results import late
 
 UNMATCHED = "_unmatched"
 LINK = "a symbolic link: not followed, not copied"
 REFUSED = "refused: "
+NOT_KNOWN = "student id {ids} is not in the roster (--roster)"
 NOT_UNPACKED = "not unpacked: "
 UNPACKED = "a zip file: its notebooks were taken out and matched"
 NESTED = "a zip inside a student's zip: not unpacked (one level is opened)"
-REPORT = "_collect_report.csv"
-REPORTS = "_collect_reports"
 KEEP = ("latest", "first")
-ROSTER = "_roster.csv"
 CHECKPOINTS = ".ipynb_checkpoints"
 CHECKPOINT = ("a Jupyter checkpoint (under .ipynb_checkpoints/): Jupyter's autosave, "
               "not the notebook handed in")
-ROSTER_COLUMNS = ["student_id", "name", "email", "sid", "lms"]
 
 RESUBMISSION = re.compile(r"(?:-(\d+)| ?\((\d+)\))$")
 #: Characters kept in a student id (the id becomes a folder name).
@@ -175,15 +178,16 @@ def match_notebook(filename: str, course: list[tuple[str, str]],
 
 # --------------------------------------------------------------------------- reading the download
 
-def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dict[str, dict],
-              assignment_names: set[str], clones: set[PurePosixPath] = frozenset(),
-              ) -> tuple[list[str], str | None, str, str, str]:
+def _identify(rel: PurePosixPath, ctx: _Context) -> tuple[list[str], str | None, str, str, str]:
     """``(student ids, assignment folder hint, file name, lms, refusal)`` for a path in
     the download (``lms`` is ``canvas-late`` for a file Canvas flagged late, ``course``
     for the course's own files in a student's clone; ``refusal``, when not empty, says
     why the file is not placed). The outermost folder that names a student owns
     everything under it: nothing inside a Moodle or Gradescope folder, or inside a
-    student's clone, is read as naming another student."""
+    student's clone, is read as naming another student. A Canvas name that reads two
+    ways, or names no student of the roster given, is refused
+    (:func:`autograder.lms.canvas_name`)."""
+    gradescope, roster, assignment_names = ctx.submitted, ctx.roster, ctx.assignment_names
     parts = rel.parts
     for i, part in enumerate(parts):
         submission = PurePosixPath(*parts[:i + 1]).as_posix()
@@ -203,9 +207,11 @@ def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dic
                                     "sid": "", "lms": "moodle"})
             filename = parts[-1] if i < len(parts) - 1 else m["file"]
             return [sid], None, filename, "moodle", ""
-        if i < len(parts) - 1 and PurePosixPath(*parts[:i + 1]) in clones:
+        if i < len(parts) - 1 and PurePosixPath(*parts[:i + 1]) in ctx.clones:
             return _in_clone(parts[i], parts[i + 1:], assignment_names)
-    c = lms.canvas_name(parts[-1])
+    c, why = lms.canvas_name(parts[-1], ctx.known)
+    if why:
+        return [], None, parts[-1], "canvas", why
     if c:
         sid = safe_id(c["student"])
         roster.setdefault(sid, {"student_id": sid, "name": c["name"], "email": "", "sid": "",
@@ -272,9 +278,10 @@ class Download:
 
 
 def read_download(download: Path, work: Path, roster: dict[str, dict],
-                  assignment_names: set[str]) -> Download:
+                  assignment_names: set[str], known: frozenset[str] | None = None) -> Download:
     """Every file of the download (a zip or a folder), identified, with zips opened; and
-    the warnings about the download as a whole."""
+    the warnings about the download as a whole. ``roster`` collects what the download
+    says of each student; ``known``: the ids of the roster given, if one was."""
     times: dict[Path, float] = {}
     refused = []
     if download.is_file():
@@ -297,7 +304,7 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
     if same_time:
         warnings.append(SAME_TIME.format(when=late.iso(own[0])))
     context = _Context(work, submitted, created, roster, assignment_names, clones, same_time,
-                       max(entry.values(), default=None))
+                       max(entry.values(), default=None), known)
     candidates = []
     for path in files:
         rel = PurePosixPath(path.relative_to(root).as_posix())
@@ -321,14 +328,14 @@ class _Context:
     clones: set[PurePosixPath]
     same_time: bool                      # every entry has the same time
     downloaded: float | None             # the download's time
+    known: frozenset[str] | None         # the ids of the roster given (--roster)
 
 
 def _read_file(path: Path, rel: PurePosixPath, mtime: float, ctx: _Context,
                n: int) -> list[Candidate]:
     """The candidates one file of the download gives (a student's zip: its files, then
     itself)."""
-    ids, hint, filename, lms, refusal = _identify(rel, ctx.submitted, ctx.roster,
-                                                  ctx.assignment_names, ctx.clones)
+    ids, hint, filename, lms, refusal = _identify(rel, ctx)
     if lms == "course":
         return []                               # the course's own files in a student's clone
     if path.is_symlink():                       # a clone may hold links: never follow them
@@ -374,8 +381,10 @@ def _read_file(path: Path, rel: PurePosixPath, mtime: float, ctx: _Context,
 # --------------------------------------------------------------------------- placing
 
 def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
-            keep: str = "latest") -> list[Outcome]:
+            keep: str = "latest", *, known: frozenset[str] | None = None) -> list[Outcome]:
     """Place the notebooks of ``download`` into ``out``; return what became of every file.
+    With ``known`` (the student ids of a roster), a file of a student not among them is
+    not placed (``_unmatched``, with the reason).
 
     ``keep``: which of two uploads of one notebook is graded, ``latest`` (default) or
     ``first``; this holds within one download and across downloads collected into the
@@ -396,7 +405,7 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
     times = late.read_submissions(out)        # earlier downloads' upload times
     prefer = _newer if keep == "latest" else (lambda a, b: _newer(b, a))
     with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
-        read = read_download(download, Path(tmp), roster, {a for a, _ in course})
+        read = read_download(download, Path(tmp), roster, {a for a, _ in course}, known)
         candidates, warnings = read.candidates, read.warnings
         outcomes += read.refused
         for warning in warnings:
@@ -430,6 +439,12 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
             if target is None:
                 unmatched.append((cand, how))
                 continue
+            strangers = [s for s in cand.student_ids if known is not None and s not in known]
+            if strangers:
+                unmatched.append((cand, NOT_KNOWN.format(ids=", ".join(strangers))))
+                cand.student_ids = [s for s in cand.student_ids if s not in strangers]
+                if not cand.student_ids:
+                    continue
             cand.target, cand.how = target, how
             for sid in cand.student_ids:
                 key = (sid, *target)
@@ -496,20 +511,11 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
                                         f"copied ({archives.reason(exc)})"))
                 continue
             outcomes.append(Outcome(cand.origin, "unmatched", rel.as_posix(), reason))
-    _write_report(outcomes, out / REPORT, warnings)
-    _write_report(outcomes, _download_report(out, download), warnings)
-    _write_roster(roster, out / ROSTER)
+    reports.write_report(outcomes, out / REPORT, warnings)
+    reports.write_report(outcomes, reports.download_report(out, safe_id(download.name)), warnings)
+    reports.write_roster(roster, out / ROSTER)
     late.write_submissions(out, times)
     return outcomes
-
-
-def _download_report(out: Path, download: Path) -> Path:
-    """``_collect_reports/<NN>_<download name>.csv``: one report per download collected,
-    numbered in order (``_collect_report.csv`` is always the latest one)."""
-    folder = out / REPORTS
-    folder.mkdir(exist_ok=True)
-    n = len(list(folder.glob("*.csv"))) + 1
-    return folder / f"{n:02d}_{safe_id(download.name) or 'download'}.csv"
 
 
 def _keep(source: Path, out: Path, rel: Path) -> Path:
@@ -552,29 +558,3 @@ def _order(row: dict, known: dict) -> tuple[str, bool | None]:
         return f"the file of the download of {known['downloaded_at']}", (
             late.parse_time(row["downloaded_at"]) > late.parse_time(known["downloaded_at"]))
     return "", None
-
-
-def _write_report(outcomes: list[Outcome], path: Path, warnings: list[str] = ()) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = safe_text.writer(f)
-        writer.writerow(["source", "status", "where", "reason"])
-        for warning in warnings:                # about the download as a whole
-            writer.writerow(["", "warning", "", warning])
-        for o in sorted(outcomes, key=lambda o: (o.status != "unmatched", o.origin)):
-            writer.writerow([o.origin, o.status, o.where, o.reason])
-
-
-def _write_roster(roster: dict[str, dict], path: Path) -> None:
-    existing = {}
-    if path.exists():
-        with open(path, newline="", encoding="utf-8") as f:
-            existing = {row["student_id"]: row for row in csv.DictReader(f)}
-    for sid, row in roster.items():   # what the roster already has stays (a name the
-        kept = existing.setdefault(sid, {})   # instructor wrote is better than Canvas's)
-        for column in ROSTER_COLUMNS:
-            if not kept.get(column):
-                kept[column] = row.get(column, "")
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = safe_text.DictWriter(f, ROSTER_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(existing[k] for k in sorted(existing))
