@@ -28,6 +28,11 @@ CANVAS_ID = re.compile(r"[1-9][0-9]*")
 TWO_WAYS = ("a Canvas name that reads more than one way: {readings} (the name part may "
             "hold _<digits>_; Canvas reads the first): not placed; see whose it is in "
             "Canvas and place it by hand")
+#: Why it is not: read as Canvas reads it, it gives a user another name than the rest of
+#: the download does.
+CONFLICT = ("a Canvas name that reads more than one way, and read as Canvas reads it "
+            "user {id} is called {name!r} here but {others} in the download's other "
+            "files: not placed; see whose it is in Canvas and place it by hand")
 #: Why it is not: no way of reading it names a student of the roster.
 NOT_IN_ROSTER = "user id {ids} is not in the roster"
 
@@ -88,6 +93,25 @@ def canvas_name(name: str, roster: frozenset[str] | None = None) -> tuple[dict |
     if not known:
         return None, NOT_IN_ROSTER.format(ids=" or ".join(r["student"] for r in readings))
     return known[0], ""
+
+
+def canvas_conflicts(names, roster: frozenset[str] | None = None) -> dict[str, str]:
+    """Of the file names of one Canvas download, those read one of several ways whose
+    user id the names read only one way give another name part (Canvas writes one name
+    for a user throughout a download: ``eve_4242_5555_...`` is not user 4242's when
+    ``smithbob_4242_...`` is): name -> why."""
+    read = {n: (canvas_name(n, roster)[0], len(canvas_readings(n))) for n in set(names)}
+    certain: dict[str, set[str]] = {}
+    for reading, count in read.values():
+        if reading is not None and count == 1:
+            certain.setdefault(reading["student"], set()).add(reading["name"])
+    out = {}
+    for n, (reading, count) in read.items():
+        others = certain.get(reading["student"], set()) if reading and count > 1 else set()
+        if others and reading["name"] not in others:
+            out[n] = CONFLICT.format(id=reading["student"], name=reading["name"],
+                                     others=", ".join(sorted(others)))
+    return out
 
 
 def canvas_part(name: str) -> str:

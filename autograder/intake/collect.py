@@ -210,6 +210,7 @@ def _identify(rel: PurePosixPath, ctx: _Context) -> tuple[list[str], str | None,
         if i < len(parts) - 1 and PurePosixPath(*parts[:i + 1]) in ctx.clones:
             return _in_clone(parts[i], parts[i + 1:], assignment_names)
     c, why = lms.canvas_name(parts[-1], ctx.known)
+    why = ctx.conflicts.get(parts[-1], why)
     if why:
         return [], None, parts[-1], "canvas", why
     if c:
@@ -304,7 +305,8 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
     if same_time:
         warnings.append(SAME_TIME.format(when=late.iso(own[0])))
     context = _Context(work, submitted, created, roster, assignment_names, clones, same_time,
-                       max(entry.values(), default=None), known)
+                       max(entry.values(), default=None), known,
+                       lms.canvas_conflicts([p.name for p in files], known))
     candidates = []
     for path in files:
         rel = PurePosixPath(path.relative_to(root).as_posix())
@@ -329,6 +331,7 @@ class _Context:
     same_time: bool                      # every entry has the same time
     downloaded: float | None             # the download's time
     known: frozenset[str] | None         # the ids of the roster given (--roster)
+    conflicts: dict[str, str]            # Canvas names refused: lms.canvas_conflicts
 
 
 def _read_file(path: Path, rel: PurePosixPath, mtime: float, ctx: _Context,

@@ -104,6 +104,30 @@ def test_the_roster_reads_a_name_ending_in_digits(tmp_path):
     assert not (out2 / "5555").exists() and not (out2 / "4242").exists()
 
 
+def test_a_name_ending_in_digits_that_names_another_student_of_the_download(tmp_path):
+    """Without a roster: Eve's sortable name ``Eve, _4242`` makes Canvas's prefix
+    ``eve_4242_5555``, read by Canvas as user 4242. Bob (4242) has files in the same
+    download, which Canvas names ``smithbob_4242_...``: one user, one name in a
+    download, so Eve's file is not taken as Bob's, and Bob's notebook stays his."""
+    students = [canvas.Student(4242, "Smith, Bob", [(f"{NB}.ipynb", nb("bob"))]),
+                canvas.Student(5555, "Eve, _4242", [(f"{NB}.ipynb", nb("eve"))]),
+                canvas.Student(4711, "Doe, Jane", [(f"{LATER}.ipynb", nb("jane-10")),
+                                                   (f"{NB}.ipynb", nb("jane"))])]
+    download = canvas.download(tmp_path / "canvas.zip", students, DOWNLOADED)
+    eve = f"eve_4242_5555_900002_{NB}.ipynb"
+    assert eve in zipfile.ZipFile(download).namelist()
+    out = tmp_path / "subs"
+    collect(download, out, tmp_path / "tmp")
+    assert tag_of(out / "4242" / NB / f"{NB}.ipynb") == "bob"
+    assert tag_of(out / "4711" / LATER / f"{LATER}.ipynb") == "jane-10"
+    assert not (out / "5555").exists()
+    row = report(out)[eve]
+    assert row["status"] == "unmatched" and "user 4242 is called 'eve' here but smithbob" \
+        in row["reason"]
+    roster = {r["student_id"]: r["name"] for r in rows(out / "_roster.csv")}
+    assert roster["4242"] == "smithbob"
+
+
 def test_the_roster_is_checked_on_every_route(tmp_path):
     """Canvas, Moodle, Gradescope (a group submission with one member not in the
     roster), folders and students' clones: a student the roster does not hold is not
@@ -200,7 +224,9 @@ def test_with_the_student_in_the_roster_no_name_is_read_as_anothers(last, first,
                                                                    attachment, display,
                                                                    others):
     """With a roster holding the student (and any others), a name is read as its own
-    student's, or refused with the reason: never as another id."""
+    student's, or refused with the reason: never as another id. (Without one, the next
+    test above: a name part ending in digits is caught only when the id it would claim
+    names another student elsewhere in the download.)"""
     student = canvas.Student(uid, f"{last}, {first}", [(display, b"")])
     [(name, _)] = canvas.member_names([student], first_attachment_id=attachment)
     roster = frozenset({str(uid), *map(str, others)})
