@@ -11,7 +11,7 @@
   an earlier answer is not: the cell needs grading again, its comment shows the stale
   score);
 * ``autograded/<student>/<assignment>/<notebook>.ipynb``: what formgrader shows for a
-  submission. It is the course's solution notebook with each answer cell replaced by the
+  submission (:mod:`autograder.results.formgrader_view`). It is the course's solution notebook with each answer cell replaced by the
   student's answer as the grader read it (``results.jsonl``), no outputs, and under each
   test cell one plain-text line with this grader's verdict. Nothing is executed to make
   it; the HTML a student typed into a written answer is made inert (``<``, ``>`` and
@@ -46,7 +46,6 @@ the gradebook.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import math
@@ -60,6 +59,7 @@ from pathlib import Path
 
 from autograder import SOLUTIONS_DIR, safe_text
 from autograder.notebook import cells as nbcells
+from autograder.results import formgrader_view
 from autograder.results.records import (MANUAL, answer_digest, csv_number, hand_score, manual_key,
                                         read_json_object, read_manual, read_records, stale_text,
                                         written_answer)
@@ -204,58 +204,6 @@ def _open(out: Path):
         return Gradebook(db_url(out), COURSE_ID)
     finally:
         os.environ["PATH"] = path
-
-
-# --------------------------------------------------------------------------- what is shown
-
-
-def inert_markdown(text: str) -> str:
-    """A student's Markdown with no HTML left in it: ``&``, ``<`` and ``>`` become
-    entities (shown as the characters), so Markdown formatting and math still render
-    but no tag, script or event handler reaches the grading page."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _verdict(row: dict) -> str:
-    line = (f"autograder: {csv_number(row['points'])} / {csv_number(row['max_points'])} "
-            f"point(s), {row['status']}")
-    if row.get("message") and row["status"] != "ok":
-        line += f": {row['message']}"
-    return safe_text.terminal(line) + "\n"
-
-
-def shown_notebook(solution: dict, record: dict) -> dict:
-    """The notebook formgrader shows for ``record``: the solution notebook's cells, each
-    answer cell holding the student's answer, no outputs, and this grader's verdict under
-    each test cell. Only cell sources and nbgrader metadata are kept."""
-    rows = {row["grade_id"]: row for row in record["cells"]}
-    answers = record.get("answers") or {}
-    cells = []
-    for n, cell in enumerate(solution.get("cells", [])):
-        kind = nbcells.kind(cell)
-        gid = nbcells.grade_id(cell)
-        ctype = cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown") \
-            else "markdown"
-        source = nbcells.source_of(cell)
-        new: dict = {"cell_type": ctype, "id": f"cell-{n}", "metadata": {}, "source": source}
-        nbg = nbcells.nbgrader(cell)
-        if nbg:
-            new["metadata"]["nbgrader"] = copy.deepcopy(nbg)
-        if kind in (nbcells.ANSWER, nbcells.MANUAL) and gid is not None:
-            text = str(answers.get(gid, ""))
-            if ctype == "markdown":
-                text = inert_markdown(text) if text.strip() else "*(no answer)*"
-            new["source"] = text if text.strip() else "# (no answer)"
-        if ctype == "code":
-            new["outputs"], new["execution_count"] = [], None
-            if kind == nbcells.TEST and gid in rows:
-                new["outputs"] = [{"output_type": "stream", "name": "stdout",
-                                   "text": _verdict(rows[gid])}]
-        cells.append(new)
-    return {"cells": cells, "nbformat": 4, "nbformat_minor": 5,
-            "metadata": {"language_info": {"name": "python"},
-                         "kernelspec": {"name": "python3", "display_name": "Python 3",
-                                        "language": "python"}}}
 
 
 # --------------------------------------------------------------------------- pull
@@ -554,7 +502,8 @@ def _push(out: Path, solutions: Path = SOLUTIONS_DIR, deadlines: dict | None = N
             continue
         path = staging / record["student_id"] / record["assignment"] / record["notebook"]
         path.parent.mkdir(parents=True, exist_ok=True)
-        nb = shown_notebook(structure[(record["assignment"], record["notebook"])], record)
+        nb = formgrader_view.shown_notebook(
+            structure[(record["assignment"], record["notebook"])], record)
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
         count += 1
     staging.mkdir(parents=True, exist_ok=True)

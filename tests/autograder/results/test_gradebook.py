@@ -26,7 +26,7 @@ from nbgrader.api import Gradebook
 
 from autograder.results import export
 from autograder.run import pool as grade
-from autograder.results import gradebook
+from autograder.results import formgrader_view, gradebook
 from autograder.cli import main
 from autograder.results.records import MANUAL_TEMPLATE_COLUMNS
 from notebook_helpers import stop_process_group
@@ -258,10 +258,10 @@ def test_the_served_notebook_turns_a_written_answers_html_inert():
         {"cell_type": "markdown", "metadata": {"nbgrader": {
             "grade": True, "solution": True, "grade_id": "why", "points": 2}}, "source": "x"}]}
     record = {"cells": [], "answers": {"why": '<img src=x onerror="alert(1)"> a & b $x<y$'}}
-    [cell] = gradebook.shown_notebook(solution, record)["cells"]
+    [cell] = formgrader_view.shown_notebook(solution, record)["cells"]
     assert cell["source"] == '&lt;img src=x onerror="alert(1)"&gt; a &amp; b $x&lt;y$'
     record["answers"] = {"why": "  "}
-    assert gradebook.shown_notebook(solution, record)["cells"][0]["source"] == "*(no answer)*"
+    assert formgrader_view.shown_notebook(solution, record)["cells"][0]["source"] == "*(no answer)*"
 
 
 # --------------------------------------------------------------------------- the server
