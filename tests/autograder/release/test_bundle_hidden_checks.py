@@ -114,3 +114,50 @@ def test_the_bundles_hidden_check_raises_and_the_visible_one_runs(tmp_path):
     lines = done.stdout.splitlines()
     assert lines[0].startswith("dot: ") and "checks passed" in lines[0], lines
     assert [line.startswith("RAISED") and MESSAGE in line for line in lines[1:]] == [True, True]
+
+
+@pytest.mark.slow
+def test_the_grader_still_judges_the_hidden_cases(tmp_path):
+    """``python -m autograder grade`` (whose notebook run leaves the hidden tests out and
+    whose isolated runs judge them) gives the model answers every point of the cells with
+    hidden blocks, and none to a function that is right on the visible cases only."""
+    import csv
+
+    from autograder import REPO_ROOT
+
+    solution = json.loads((SOLUTIONS_DIR / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
+    subs = tmp_path / "subs"
+    for student, nb in (("right", solution), ("visible_only", _visible_only_dot(solution))):
+        path = subs / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(nb))
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out",
+                           str(out), "--jobs", "1"], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=900, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+        cells = {(r["student_id"], r["grade_id"]): r for r in csv.DictReader(f)}
+    with_hidden = {g for g, c in _test_cells(solution).items() if BEGIN_HIDDEN in _source(c)}
+    for gid in with_hidden:
+        right = cells[("right", gid)]
+        assert (right["status"], right["points"]) == ("ok", right["max_points"]), right
+    wrong = cells[("visible_only", "test_dot")]
+    assert wrong["status"] == "failed" and float(wrong["points"]) == 0, wrong
+
+
+def _visible_only_dot(solution: dict) -> dict:
+    """The model answers, with a ``dot`` that answers the visible cases from a table of
+    their outputs and returns 0 elsewhere."""
+    from helpers import judge
+
+    table = {repr([list(map(float, a)) for a in c.args]): float(c.expected())
+             for c in judge.cases("dot")}
+    nb = json.loads(json.dumps(solution))
+    for cell in nb["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "dot":
+            cell["source"] = (f"TABLE = {table!r}\n"
+                              "def dot(a, b):\n"
+                              "    return TABLE.get(repr([list(map(float, a)), "
+                              "list(map(float, b))]), 0.0)\n")
+    return nb
