@@ -79,7 +79,7 @@ from autograder import SOLUTIONS_DIR
 from autograder.notebook import source as notebook_source
 from autograder import lms, safe_text
 from autograder.intake import archives, gradescope, reports
-from autograder.intake.reports import REPORT, ROSTER  # noqa: F401 (the command's names)
+from autograder.intake.reports import REPORT, REPORTS, ROSTER  # noqa: F401 (its files)
 from autograder.results import late
 
 UNMATCHED = "_unmatched"
