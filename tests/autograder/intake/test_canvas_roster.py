@@ -21,7 +21,7 @@ import zipfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from autograder import lms as lms_names
 from lms import canvas, gradescope, moodle
@@ -198,6 +198,10 @@ def _true(student: canvas.Student, attachment: int, display: str) -> tuple[str, 
 
 
 @given(last=WORDS, first=WORDS, uid=IDS, attachment=IDS, display=FILES, late=st.booleans())
+@example(last="Eve_4242", first="_9", uid=5555, attachment=900001, display=f"{NB}.ipynb",
+         late=False)                                      # the finding's name: refused
+@example(last="Doe", first="Jane", uid=4711, attachment=900001, display=f"{LATER}.ipynb",
+         late=False)                                      # a number first: Canvas's reading
 def test_no_canvas_name_is_read_as_another_students_without_a_roster(last, first, uid,
                                                                      attachment, display,
                                                                      late):
@@ -220,6 +224,10 @@ def test_no_canvas_name_is_read_as_another_students_without_a_roster(last, first
 
 @given(last=WORDS, first=WORDS, uid=IDS, attachment=IDS, display=FILES,
        others=st.lists(IDS, max_size=4))
+@example(last="Smith", first="Bob_4242", uid=5555, attachment=900001, display=f"{NB}.ipynb",
+         others=[4242])                                   # both ids in the roster: refused
+@example(last="Smith", first="Bob_4242", uid=5555, attachment=900001, display=f"{NB}.ipynb",
+         others=[])                                       # the roster reads it right
 def test_with_the_student_in_the_roster_no_name_is_read_as_anothers(last, first, uid,
                                                                    attachment, display,
                                                                    others):
