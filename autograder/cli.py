@@ -132,17 +132,25 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from autograder.intake.archives import ZipRefused
 
     try:
-        outcomes = collect(Path(args.download), Path(args.out), keep=args.keep)
+        from autograder.intake.reports import read_ids
+
+        known = read_ids(Path(args.roster)) if args.roster else None
+        outcomes = collect(Path(args.download), Path(args.out), keep=args.keep, known=known)
     except ZipRefused as exc:
         print(f"collect: error: the download was not unpacked: {exc}", file=sys.stderr)
         return CANNOT_RUN
-    placed = [o for o in outcomes if o.status != "unmatched"]
+    placed = [o for o in outcomes if o.status in ("placed", "already there")]
     unmatched = [o for o in outcomes if o.status == "unmatched"]
+    skipped = [o for o in outcomes if o.status == "skipped"]
     students = {o.where.split("/")[0] for o in placed}
     print(f"collect: {len(placed)} notebook(s) of {len(students)} student(s) in {args.out}")
     if unmatched:
         print(f"{len(unmatched)} file(s) not matched (copied to {args.out}/_unmatched/):")
         for o in unmatched:       # names from the download: escaped for the terminal
+            print(f"  {terminal(o.origin)}: {terminal(o.reason)}")
+    if skipped:
+        print(f"{len(skipped)} file(s) not copied:")
+        for o in skipped:
             print(f"  {terminal(o.origin)}: {terminal(o.reason)}")
     print(f"details: {Path(args.out) / REPORT}")
     return 0
@@ -312,6 +320,16 @@ def cmd_export(args: argparse.Namespace) -> int:
         return CANNOT_RUN
     for path in paths:
         print(f"wrote {path}")
+    from autograder.results.records import read_manual, read_records, stale_scores
+    from autograder.safe_text import terminal
+
+    stale = stale_scores(read_records(Path(args.out)), read_manual(Path(args.out)))
+    if stale:             # they count 0 in what was written: say so, every time
+        print(f"export: warning: {len(stale)} written answer(s) changed since they were "
+              f"graded by hand; they count 0 until graded again (manual-template, or "
+              f"gradebook push):", file=sys.stderr)
+        for line in stale:
+            print(f"  {terminal(line)}", file=sys.stderr)
     return 0
 
 
@@ -399,6 +417,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="the submissions folder to fill")
     p.add_argument("--keep", choices=("latest", "first"), default="latest",
                    help="which of two uploads of a notebook is graded (default: %(default)s)")
+    p.add_argument("--roster", metavar="CSV",
+                   help="the class: a CSV with a student_id column (as export's --roster); "
+                        "a file of a student not in it is not placed (_unmatched, with the "
+                        "reason), and a Canvas name is read with the ids it holds")
     p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser("grade", help="grade every submission",

@@ -9,7 +9,9 @@ learner's function on the visible and hidden cases in a sandbox and judges the o
 in its own process): a notebook and the grader judge every exercise the same way.
 
     check(name, fn)                 the visible cases; one line on stdout when all pass
-    check(name, fn, hidden=True)    the hidden cases (inside ### BEGIN HIDDEN TESTS)
+    check(name, fn, hidden=True)    the hidden cases (inside ### BEGIN HIDDEN TESTS); a
+                                    student's copy of helpers has none, and raises
+                                    (:data:`HIDDEN_ELSEWHERE`) instead of passing
     check(name, fn, group="mask")   only the cases of one group
     assert_close(got, expected, what="the scores")   a one-off comparison in a notebook
 
@@ -62,6 +64,13 @@ __all__ = ["check", "assert_close", "quiet", "CheckFailed", "RTOL", "ATOL", "BUN
 
 RTOL = course.RTOL
 ATOL = course.ATOL
+
+
+#: What ``check(..., hidden=True)`` raises where the exercise has no hidden case (a
+#: student's copy of ``helpers``: the bundle, a JupyterHub running it): a hidden check that
+#: ran nothing would print "0/0 checks passed" and plain nbgrader would give its points.
+HIDDEN_ELSEWHERE = ("{name}: no hidden case here: hidden cases are graded by "
+                    "`python -m autograder grade`")
 
 
 #: Longest line of a failed check as a notebook shows it. nbgrader's Validate button cuts
@@ -391,9 +400,13 @@ def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None
     """Run the visible (or hidden) cases of exercise ``name`` on ``fn``.
 
     Prints one line when every case passes; raises :class:`CheckFailed` otherwise, with
-    the first failing case explained (and the names of the other failing ones).
+    the first failing case explained (and the names of the other failing ones). With
+    ``hidden`` where the exercise has no hidden case (a student's copy of ``helpers``)
+    it raises :data:`HIDDEN_ELSEWHERE`: those cases are the grader's.
     """
     ex = course.get(name)
+    if hidden and not judge.cases(ex, hidden=True):
+        raise CheckFailed(HIDDEN_ELSEWHERE.format(name=name))
     selected = judge.cases(ex, hidden=hidden, group=group)
     if not callable(fn):
         raise CheckFailed(f"check({name!r}, ...) needs your function, got {type(fn).__name__}")

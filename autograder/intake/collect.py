@@ -57,11 +57,16 @@ unknown upload time is never overwritten. ``SUBMISSIONS/_roster.csv`` records th
 e-mails and ids the download gave (a value already there is kept);
 ``SUBMISSIONS/_submissions.csv`` the upload time, the download's time and the LMS's late
 flag of every placed notebook (:mod:`autograder.results.late`).
+
+One upload, never the class: any error reading one file of the download (a student's zip
+that is damaged, encrypted, or cannot be extracted, a member the file system refuses)
+refuses that file alone, with the reason (:mod:`autograder.intake.archives`). A Canvas
+name that reads more than one way is not placed; with ``--roster`` every student id is
+checked against the roster (:func:`autograder.lms.canvas_name`).
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import re
 import shutil
@@ -73,20 +78,21 @@ from pathlib import Path, PurePosixPath
 from autograder import SOLUTIONS_DIR
 from autograder.notebook import source as notebook_source
 from autograder import lms, safe_text
-from autograder.intake import archives, gradescope
+from autograder.intake import archives, gradescope, reports
+from autograder.intake.reports import REPORT, REPORTS, ROSTER  # noqa: F401 (its files)
 from autograder.results import late
 
 UNMATCHED = "_unmatched"
 LINK = "a symbolic link: not followed, not copied"
 REFUSED = "refused: "
-REPORT = "_collect_report.csv"
-REPORTS = "_collect_reports"
+NOT_KNOWN = "student id {ids} is not in the roster (--roster)"
+NOT_UNPACKED = "not unpacked: "
+UNPACKED = "a zip file: its notebooks were taken out and matched"
+NESTED = "a zip inside a student's zip: not unpacked (one level is opened)"
 KEEP = ("latest", "first")
-ROSTER = "_roster.csv"
 CHECKPOINTS = ".ipynb_checkpoints"
 CHECKPOINT = ("a Jupyter checkpoint (under .ipynb_checkpoints/): Jupyter's autosave, "
               "not the notebook handed in")
-ROSTER_COLUMNS = ["student_id", "name", "email", "sid", "lms"]
 
 RESUBMISSION = re.compile(r"(?:-(\d+)| ?\((\d+)\))$")
 #: Characters kept in a student id (the id becomes a folder name).
@@ -172,15 +178,16 @@ def match_notebook(filename: str, course: list[tuple[str, str]],
 
 # --------------------------------------------------------------------------- reading the download
 
-def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dict[str, dict],
-              assignment_names: set[str], clones: set[PurePosixPath] = frozenset(),
-              ) -> tuple[list[str], str | None, str, str, str]:
+def _identify(rel: PurePosixPath, ctx: _Context) -> tuple[list[str], str | None, str, str, str]:
     """``(student ids, assignment folder hint, file name, lms, refusal)`` for a path in
     the download (``lms`` is ``canvas-late`` for a file Canvas flagged late, ``course``
     for the course's own files in a student's clone; ``refusal``, when not empty, says
     why the file is not placed). The outermost folder that names a student owns
     everything under it: nothing inside a Moodle or Gradescope folder, or inside a
-    student's clone, is read as naming another student."""
+    student's clone, is read as naming another student. A Canvas name that reads two
+    ways, or names no student of the roster given, is refused
+    (:func:`autograder.lms.canvas_name`)."""
+    gradescope, roster, assignment_names = ctx.submitted, ctx.roster, ctx.assignment_names
     parts = rel.parts
     for i, part in enumerate(parts):
         submission = PurePosixPath(*parts[:i + 1]).as_posix()
@@ -200,9 +207,12 @@ def _identify(rel: PurePosixPath, gradescope: dict[str, list[dict]], roster: dic
                                     "sid": "", "lms": "moodle"})
             filename = parts[-1] if i < len(parts) - 1 else m["file"]
             return [sid], None, filename, "moodle", ""
-        if i < len(parts) - 1 and PurePosixPath(*parts[:i + 1]) in clones:
+        if i < len(parts) - 1 and PurePosixPath(*parts[:i + 1]) in ctx.clones:
             return _in_clone(parts[i], parts[i + 1:], assignment_names)
-    c = lms.canvas_name(parts[-1])
+    c, why = lms.canvas_name(parts[-1], ctx.known)
+    why = ctx.conflicts.get(parts[-1], why)
+    if why:
+        return [], None, parts[-1], "canvas", why
     if c:
         sid = safe_id(c["student"])
         roster.setdefault(sid, {"student_id": sid, "name": c["name"], "email": "", "sid": "",
@@ -257,14 +267,30 @@ SAME_TIME = ("every file of the download carries the same time ({when}): entry t
              "work: Canvas's LATE mark, Gradescope's created_at)")
 
 
+@dataclasses.dataclass(frozen=True)
+class Download:
+    """A download read: every file of it identified (zips opened), the warnings about the
+    download as a whole, and the members that could not be read (each one refused alone:
+    ``Outcome``\\ s with status ``skipped``)."""
+
+    candidates: list[Candidate]
+    warnings: list[str]
+    refused: list[Outcome]
+
+
 def read_download(download: Path, work: Path, roster: dict[str, dict],
-                  assignment_names: set[str]) -> tuple[list[Candidate], list[str]]:
+                  assignment_names: set[str], known: frozenset[str] | None = None) -> Download:
     """Every file of the download (a zip or a folder), identified, with zips opened; and
-    the warnings about the download as a whole."""
+    the warnings about the download as a whole. ``roster`` collects what the download
+    says of each student; ``known``: the ids of the roster given, if one was."""
     times: dict[Path, float] = {}
+    refused = []
     if download.is_file():
         root = work / "download"
-        times.update(archives.safe_extract(download, root))
+        extracted = archives.safe_extract(download, root)
+        times.update(extracted.times)
+        refused = [Outcome(name, "skipped", "", f"{REFUSED}{why}")
+                   for name, why in sorted(extracted.refused.items())]
     else:
         root = download
     submitted, created = gradescope.submitters(root)
@@ -278,56 +304,90 @@ def read_download(download: Path, work: Path, roster: dict[str, dict],
     same_time = len(own) >= 2 and len(set(own)) == 1
     if same_time:
         warnings.append(SAME_TIME.format(when=late.iso(own[0])))
-    downloaded = max(entry.values(), default=None)
+    context = _Context(work, submitted, created, roster, assignment_names, clones, same_time,
+                       max(entry.values(), default=None), known,
+                       lms.canvas_conflicts([p.name for p in files], known))
     candidates = []
     for path in files:
         rel = PurePosixPath(path.relative_to(root).as_posix())
-        ids, hint, filename, lms, refusal = _identify(rel, submitted, roster,
-                                                      assignment_names, clones)
-        if lms == "course":
-            continue                            # the course's own files in a student's clone
-        if path.is_symlink():                   # a clone may hold links: never follow them
-            candidates.append(Candidate(str(rel), path, path.name, [], None, "", 0.0, how=LINK))
-            continue
-        if refusal:
-            candidates.append(Candidate(str(rel), path, filename, [], hint, lms, entry[path],
-                                        how=f"{REFUSED}{refusal}"))
-            continue
-        is_late = lms == "canvas-late"
-        lms = "canvas" if is_late else lms
-        mtime = entry[path]
-        uploaded = None if (lms in DOWNLOAD_TIMES or same_time) else mtime
-        for i in range(len(rel.parts)):         # Gradescope's own upload time wins
-            submission = PurePosixPath(*rel.parts[:i + 1]).as_posix()
-            if lms == "gradescope" and submission in created:
-                mtime = uploaded = created[submission]
-                break
-        when = {"uploaded": uploaded,
-                "downloaded": downloaded if lms in DOWNLOAD_TIMES else None}
-        if (filename.lower().endswith(".zip") and ids and lms != "git"   # a clone: notebooks
-                and zipfile.is_zipfile(path)):                             # only
-            inner_root = work / "inner" / str(len(candidates)) / path.name
-            try:
-                inner_times = archives.safe_extract(path, inner_root, "student")
-            except archives.ZipRefused as exc:             # kept as it is, with the reason
-                candidates.append(Candidate(str(rel), path, filename, [], hint, lms, mtime,
-                                            how=f"not unpacked: {exc}", **when))
-                continue
-            for inner in sorted(inner_times):
-                inner_rel = inner.relative_to(inner_root).as_posix()
-                candidates.append(Candidate(f"{rel}!{inner_rel}", inner, inner.name, list(ids),
-                                            None, lms, mtime, late=is_late, **when))
-            # the zip itself is kept too (never lose a file)
-        candidates.append(Candidate(str(rel), path, filename, ids, hint, lms, mtime,
-                                    late=is_late, **when))
-    return candidates, warnings
+        try:
+            candidates += _read_file(path, rel, entry[path], context, len(candidates))
+        except Exception as exc:           # whatever the file is: this upload alone
+            candidates.append(Candidate(str(rel), path, path.name, [], None, "", entry[path],
+                                        how=f"{REFUSED}could not be read ({archives.reason(exc, work)})"))
+    return Download(candidates, warnings, refused)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    """What every file of one download is read with."""
+
+    work: Path
+    submitted: dict[str, list[dict]]     # Gradescope: submission -> submitters
+    created: dict[str, float]            # Gradescope: submission -> upload time
+    roster: dict[str, dict]
+    assignment_names: set[str]
+    clones: set[PurePosixPath]
+    same_time: bool                      # every entry has the same time
+    downloaded: float | None             # the download's time
+    known: frozenset[str] | None         # the ids of the roster given (--roster)
+    conflicts: dict[str, str]            # Canvas names refused: lms.canvas_conflicts
+
+
+def _read_file(path: Path, rel: PurePosixPath, mtime: float, ctx: _Context,
+               n: int) -> list[Candidate]:
+    """The candidates one file of the download gives (a student's zip: its files, then
+    itself)."""
+    ids, hint, filename, lms, refusal = _identify(rel, ctx)
+    if lms == "course":
+        return []                               # the course's own files in a student's clone
+    if path.is_symlink():                       # a clone may hold links: never follow them
+        return [Candidate(str(rel), path, path.name, [], None, "", 0.0, how=LINK)]
+    if refusal:
+        return [Candidate(str(rel), path, filename, [], hint, lms, mtime,
+                          how=f"{REFUSED}{refusal}")]
+    is_late = lms == "canvas-late"
+    lms = "canvas" if is_late else lms
+    uploaded = None if (lms in DOWNLOAD_TIMES or ctx.same_time) else mtime
+    for i in range(len(rel.parts)):             # Gradescope's own upload time wins
+        submission = PurePosixPath(*rel.parts[:i + 1]).as_posix()
+        if lms == "gradescope" and submission in ctx.created:
+            mtime = uploaded = ctx.created[submission]
+            break
+    when = {"uploaded": uploaded,
+            "downloaded": ctx.downloaded if lms in DOWNLOAD_TIMES else None}
+    itself = Candidate(str(rel), path, filename, ids, hint, lms, mtime, late=is_late, **when)
+    if not (filename.lower().endswith(".zip") and ids and lms != "git"):   # a clone:
+        return [itself]                                                     # notebooks only
+    inner_root = ctx.work / "inner" / str(n) / path.name
+    try:
+        if not zipfile.is_zipfile(path):
+            raise archives.ZipRefused("not a zip file that can be read (damaged, cut "
+                                      "short, or something else named .zip)")
+        inner_times = archives.safe_extract(path, inner_root, "student").times
+    except Exception as exc:            # anything wrong with one student's zip refuses it
+        shutil.rmtree(inner_root, ignore_errors=True)        # alone, kept as it is
+        why = str(exc) if isinstance(exc, archives.ZipRefused) else archives.reason(
+            exc, inner_root)
+        itself.how = f"{NOT_UNPACKED}{why}"
+        return [itself]
+    out = []
+    for inner in sorted(inner_times):
+        inner_rel = inner.relative_to(inner_root).as_posix()
+        out.append(Candidate(f"{rel}!{inner_rel}", inner, inner.name, list(ids), None, lms,
+                             mtime, late=is_late,
+                             how=NESTED if inner.name.lower().endswith(".zip") else "", **when))
+    itself.how = UNPACKED                       # the zip itself is kept too (never lose a file)
+    return out + [itself]
 
 
 # --------------------------------------------------------------------------- placing
 
 def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
-            keep: str = "latest") -> list[Outcome]:
+            keep: str = "latest", *, known: frozenset[str] | None = None) -> list[Outcome]:
     """Place the notebooks of ``download`` into ``out``; return what became of every file.
+    With ``known`` (the student ids of a roster), a file of a student not among them is
+    not placed (``_unmatched``, with the reason).
 
     ``keep``: which of two uploads of one notebook is graded, ``latest`` (default) or
     ``first``; this holds within one download and across downloads collected into the
@@ -348,8 +408,9 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
     times = late.read_submissions(out)        # earlier downloads' upload times
     prefer = _newer if keep == "latest" else (lambda a, b: _newer(b, a))
     with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
-        candidates, warnings = read_download(download, Path(tmp), roster,
-                                             {a for a, _ in course})
+        read = read_download(download, Path(tmp), roster, {a for a, _ in course}, known)
+        candidates, warnings = read.candidates, read.warnings
+        outcomes += read.refused
         for warning in warnings:
             print(f"collect: warning: {safe_text.terminal(download.name)}: {warning}",
                   file=sys.stderr)
@@ -366,15 +427,11 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
             if CHECKPOINTS in parts:
                 unmatched.append((cand, CHECKPOINT))
                 continue
-            if cand.how.startswith("not unpacked"):
+            if cand.how.startswith(NOT_UNPACKED) or cand.how in (UNPACKED, NESTED):
                 unmatched.append((cand, cand.how))
                 continue
             if cand.how.startswith(REFUSED):
                 unmatched.append((cand, cand.how[len(REFUSED):]))
-                continue
-            if (cand.filename.lower().endswith(".zip") and cand.student_ids
-                    and cand.lms != "git" and zipfile.is_zipfile(cand.path)):
-                unmatched.append((cand, "a zip file: its notebooks were taken out and matched"))
                 continue
             if not cand.student_ids:
                 unmatched.append((cand, "no student in the file's name or folder (expected Canvas,"
@@ -385,6 +442,12 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
             if target is None:
                 unmatched.append((cand, how))
                 continue
+            strangers = [s for s in cand.student_ids if known is not None and s not in known]
+            if strangers:
+                unmatched.append((cand, NOT_KNOWN.format(ids=", ".join(strangers))))
+                cand.student_ids = [s for s in cand.student_ids if s not in strangers]
+                if not cand.student_ids:
+                    continue
             cand.target, cand.how = target, how
             for sid in cand.student_ids:
                 key = (sid, *target)
@@ -399,7 +462,12 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
         for (sid, assignment, notebook), cand in sorted(chosen.items()):
             rel = Path(sid) / assignment / notebook
             dest = out / rel
-            data = cand.path.read_bytes()
+            try:
+                data = cand.path.read_bytes()
+            except OSError as exc:              # e.g. a file of a folder nobody may read
+                outcomes.append(Outcome(cand.origin, "skipped", "", f"could not be read "
+                                        f"({archives.reason(exc)})"))
+                continue
             row = {"student_id": sid, "assignment": assignment, "notebook": notebook,
                    "submitted_at": late.iso(cand.uploaded) if cand.uploaded is not None else "",
                    "downloaded_at": (late.iso(cand.downloaded) if cand.downloaded is not None
@@ -439,22 +507,18 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
             seen.add(key)
             # a file from inside a student's zip goes under "<zip name>.contents/"
             rel = Path(UNMATCHED) / Path(*PurePosixPath(cand.origin.replace("!", ".contents/")).parts)
-            rel = _keep(cand.path, out, rel)
+            try:
+                rel = _keep(cand.path, out, rel)
+            except OSError as exc:
+                outcomes.append(Outcome(cand.origin, "skipped", "", f"{reason}; could not be "
+                                        f"copied ({archives.reason(exc)})"))
+                continue
             outcomes.append(Outcome(cand.origin, "unmatched", rel.as_posix(), reason))
-    _write_report(outcomes, out / REPORT, warnings)
-    _write_report(outcomes, _download_report(out, download), warnings)
-    _write_roster(roster, out / ROSTER)
+    reports.write_report(outcomes, out / REPORT, warnings)
+    reports.write_report(outcomes, reports.download_report(out, safe_id(download.name)), warnings)
+    reports.write_roster(roster, out / ROSTER)
     late.write_submissions(out, times)
     return outcomes
-
-
-def _download_report(out: Path, download: Path) -> Path:
-    """``_collect_reports/<NN>_<download name>.csv``: one report per download collected,
-    numbered in order (``_collect_report.csv`` is always the latest one)."""
-    folder = out / REPORTS
-    folder.mkdir(exist_ok=True)
-    n = len(list(folder.glob("*.csv"))) + 1
-    return folder / f"{n:02d}_{safe_id(download.name) or 'download'}.csv"
 
 
 def _keep(source: Path, out: Path, rel: Path) -> Path:
@@ -497,29 +561,3 @@ def _order(row: dict, known: dict) -> tuple[str, bool | None]:
         return f"the file of the download of {known['downloaded_at']}", (
             late.parse_time(row["downloaded_at"]) > late.parse_time(known["downloaded_at"]))
     return "", None
-
-
-def _write_report(outcomes: list[Outcome], path: Path, warnings: list[str] = ()) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = safe_text.writer(f)
-        writer.writerow(["source", "status", "where", "reason"])
-        for warning in warnings:                # about the download as a whole
-            writer.writerow(["", "warning", "", warning])
-        for o in sorted(outcomes, key=lambda o: (o.status != "unmatched", o.origin)):
-            writer.writerow([o.origin, o.status, o.where, o.reason])
-
-
-def _write_roster(roster: dict[str, dict], path: Path) -> None:
-    existing = {}
-    if path.exists():
-        with open(path, newline="", encoding="utf-8") as f:
-            existing = {row["student_id"]: row for row in csv.DictReader(f)}
-    for sid, row in roster.items():   # what the roster already has stays (a name the
-        kept = existing.setdefault(sid, {})   # instructor wrote is better than Canvas's)
-        for column in ROSTER_COLUMNS:
-            if not kept.get(column):
-                kept[column] = row.get(column, "")
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = safe_text.DictWriter(f, ROSTER_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(existing[k] for k in sorted(existing))

@@ -7,9 +7,11 @@
 * ``gradebook.db``: nbgrader's gradebook, filled through nbgrader's own API
   (:class:`nbgrader.api.Gradebook`) with every graded notebook of ``OUT``: each test cell
   carries this grader's score as nbgrader's *autograde* score, each written answer is
-  marked as needing manual grading (or holds the score already given);
+  marked as needing manual grading (or holds the score already given; a score given to
+  an earlier answer is not: the cell needs grading again, its comment shows the stale
+  score);
 * ``autograded/<student>/<assignment>/<notebook>.ipynb``: what formgrader shows for a
-  submission. It is the course's solution notebook with each answer cell replaced by the
+  submission (:mod:`autograder.results.formgrader_view`). It is the course's solution notebook with each answer cell replaced by the
   student's answer as the grader read it (``results.jsonl``), no outputs, and under each
   test cell one plain-text line with this grader's verdict. Nothing is executed to make
   it; the HTML a student typed into a written answer is made inert (``<``, ``>`` and
@@ -44,7 +46,6 @@ the gradebook.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import math
@@ -58,8 +59,10 @@ from pathlib import Path
 
 from autograder import SOLUTIONS_DIR, safe_text
 from autograder.notebook import cells as nbcells
-from autograder.results.records import (MANUAL, csv_number, manual_key, read_json_object, read_manual,
-                                read_records)
+from autograder.results import formgrader_view
+from autograder.results.records import (MANUAL, answer_digest, csv_number, hand_score, manual_key,
+                                        read_json_object, read_manual, read_records, stale_text,
+                                        written_answer)
 
 #: The course folder inside a grading output.
 FOLDER = "nbgrader"
@@ -203,58 +206,6 @@ def _open(out: Path):
         os.environ["PATH"] = path
 
 
-# --------------------------------------------------------------------------- what is shown
-
-
-def inert_markdown(text: str) -> str:
-    """A student's Markdown with no HTML left in it: ``&``, ``<`` and ``>`` become
-    entities (shown as the characters), so Markdown formatting and math still render
-    but no tag, script or event handler reaches the grading page."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _verdict(row: dict) -> str:
-    line = (f"autograder: {csv_number(row['points'])} / {csv_number(row['max_points'])} "
-            f"point(s), {row['status']}")
-    if row.get("message") and row["status"] != "ok":
-        line += f": {row['message']}"
-    return safe_text.terminal(line) + "\n"
-
-
-def shown_notebook(solution: dict, record: dict) -> dict:
-    """The notebook formgrader shows for ``record``: the solution notebook's cells, each
-    answer cell holding the student's answer, no outputs, and this grader's verdict under
-    each test cell. Only cell sources and nbgrader metadata are kept."""
-    rows = {row["grade_id"]: row for row in record["cells"]}
-    answers = record.get("answers") or {}
-    cells = []
-    for n, cell in enumerate(solution.get("cells", [])):
-        kind = nbcells.kind(cell)
-        gid = nbcells.grade_id(cell)
-        ctype = cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown") \
-            else "markdown"
-        source = nbcells.source_of(cell)
-        new: dict = {"cell_type": ctype, "id": f"cell-{n}", "metadata": {}, "source": source}
-        nbg = nbcells.nbgrader(cell)
-        if nbg:
-            new["metadata"]["nbgrader"] = copy.deepcopy(nbg)
-        if kind in (nbcells.ANSWER, nbcells.MANUAL) and gid is not None:
-            text = str(answers.get(gid, ""))
-            if ctype == "markdown":
-                text = inert_markdown(text) if text.strip() else "*(no answer)*"
-            new["source"] = text if text.strip() else "# (no answer)"
-        if ctype == "code":
-            new["outputs"], new["execution_count"] = [], None
-            if kind == nbcells.TEST and gid in rows:
-                new["outputs"] = [{"output_type": "stream", "name": "stdout",
-                                   "text": _verdict(rows[gid])}]
-        cells.append(new)
-    return {"cells": cells, "nbformat": 4, "nbformat_minor": 5,
-            "metadata": {"language_info": {"name": "python"},
-                         "kernelspec": {"name": "python3", "display_name": "Python 3",
-                                        "language": "python"}}}
-
-
 # --------------------------------------------------------------------------- pull
 
 
@@ -265,6 +216,7 @@ def _changes(out: Path, records: list[dict]) -> tuple[dict[str, dict], dict[str,
     from nbgrader.api import SubmittedAssignment
 
     snapshot = _read_snapshot(out)
+    manual = read_manual(out)
     given: dict[str, dict] = {}
     now: dict[str, list] = {}
     notes: list[str] = []
@@ -300,6 +252,7 @@ def _changes(out: Path, records: list[dict]) -> tuple[dict[str, dict], dict[str,
                 comment = getattr(comments.get((sid, assignment, stem, gid)),
                                   "manual_comment", None) or ""
                 comment = safe_text.shorten(comment, MAX_COMMENT_CHARS)
+                stale = hand_score(manual, record, gid)[1]
                 score = grade.manual_score
                 value = [None if score is None else float(score), comment]
                 before = snapshot.get(key, [None, ""])
@@ -319,7 +272,11 @@ def _changes(out: Path, records: list[dict]) -> tuple[dict[str, dict], dict[str,
                     raise GradebookError(f"{where}: the score {csv_number(float(score))} given "
                                          f"in formgrader is outside 0 .. "
                                          f"{csv_number(maximum)}; correct it there")
-                given[key] = {"points": float(score), "comment": comment}
+                if stale is not None and comment == safe_text.shorten(
+                        stale_text(stale), MAX_COMMENT_CHARS):
+                    comment = ""                 # the note push wrote, not the grader's
+                given[key] = {"points": float(score), "comment": comment,
+                              "answer": answer_digest(written_answer(record, gid))}
                 now[key] = value
     finally:
         gb.close()
@@ -516,12 +473,13 @@ def _push(out: Path, solutions: Path = SOLUTIONS_DIR, deadlines: dict | None = N
                     grade.needs_manual_grade = False
                     continue
                 key = manual_key(sid, assignment, notebook, row["grade_id"])
-                given = manual.get(key)
+                given, stale = hand_score(manual, record, row["grade_id"])
                 grade.auto_score, grade.extra_credit = None, None
                 grade.manual_score = None if given is None else float(given["points"])
                 grade.needs_manual_grade = given is None
                 to_grade += given is None
-                comment = safe_text.shorten((given or {}).get("comment"), MAX_COMMENT_CHARS)
+                comment = safe_text.shorten(stale_text(stale) if stale is not None else
+                                            (given or {}).get("comment"), MAX_COMMENT_CHARS)
                 if row["grade_id"] in comments:
                     comments[row["grade_id"]].manual_comment = comment or None
                 snapshot[key] = [grade.manual_score, comment]
@@ -544,7 +502,8 @@ def _push(out: Path, solutions: Path = SOLUTIONS_DIR, deadlines: dict | None = N
             continue
         path = staging / record["student_id"] / record["assignment"] / record["notebook"]
         path.parent.mkdir(parents=True, exist_ok=True)
-        nb = shown_notebook(structure[(record["assignment"], record["notebook"])], record)
+        nb = formgrader_view.shown_notebook(
+            structure[(record["assignment"], record["notebook"])], record)
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
         count += 1
     staging.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
 ``python -m autograder manual-template OUT --dest scores.csv`` writes one row per written
 answer of every graded notebook in ``OUT``: ``student_id, assignment, notebook, grade_id,
-max_points, points, comment, prefilled, answer`` (``points`` empty, or the score already
+max_points, points, comment, prefilled, stale, answer`` (``points`` empty, or the score already
 given; ``answer`` the student's text, neutralised for spreadsheets like every cell). An
 untouched answer (empty, or the stub's ``YOUR ANSWER HERE`` alone) is pre-filled with
 ``points`` 0 and ``prefilled`` ``yes`` (comment: why), so that only real answers are left
@@ -11,8 +11,15 @@ to read. The instructor fills ``points`` (and ``comment``) in a spreadsheet;
 error naming the row, and nothing applied, when one is wrong), then stores the scores in
 ``OUT/manual_scores.json`` and rewrites ``grades.csv``, ``summary.csv`` and the feedback
 pages. Rows with ``points`` left empty change nothing; the template taken back unchanged
-gives exactly its pre-filled zeros. ``prefilled`` and ``answer`` are not read back. The scores survive any later
-``grade`` into the same ``OUT``, and ``export`` and ``report`` count them.
+gives exactly its pre-filled zeros. ``prefilled``, ``stale`` and ``answer`` are not read
+back. The scores survive any later ``grade`` into the same ``OUT``, and ``export`` and
+``report`` count them.
+
+A score belongs to the answer it was given to (its digest is stored with it): when a
+student's answer changes (a new upload, ``grade --student``), its cell needs grading
+again, the template leaves ``points`` empty and shows the old score in ``stale``, and
+``export`` warns until it is graded again. A score stored before scores had a digest
+counts for the answer graded now.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ from pathlib import Path
 
 from autograder import safe_text
 from autograder.results.records import (MANUAL, MANUAL_COLUMNS, MANUAL_TEMPLATE_COLUMNS,
-                                        csv_number, manual_key, read_manual, read_records)
+                                        answer_digest, csv_number, hand_score, manual_key,
+                                        read_manual, read_records, stale_text, written_answer)
 
 #: The text of a written answer's stub in the released notebooks (nbgrader's).
 STUB = "YOUR ANSWER HERE"
@@ -45,14 +53,15 @@ def template(out: Path, dest: Path) -> int:
         for cell in record["cells"]:
             if cell.get("kind") != "manual":
                 continue
-            given = manual.get(manual_key(record["student_id"], record["assignment"],
-                                          record["notebook"], cell["grade_id"]), {})
-            answer = str((record.get("answers") or {}).get(cell["grade_id"], ""))
+            given, stale = hand_score(manual, record, cell["grade_id"])
+            given = given or {}
+            answer = written_answer(record, cell["grade_id"])
             row = {"student_id": record["student_id"], "assignment": record["assignment"],
                    "notebook": record["notebook"], "grade_id": cell["grade_id"],
                    "max_points": csv_number(cell["max_points"]),
                    "points": "" if not given else csv_number(given["points"]),
-                   "comment": given.get("comment", ""), "prefilled": "", "answer": answer}
+                   "comment": given.get("comment", ""), "prefilled": "",
+                   "stale": "" if stale is None else stale_text(stale), "answer": answer}
             if not given and untouched(answer):
                 row.update(points=0, prefilled="yes",
                            comment="no answer written" if not answer.strip()
@@ -85,6 +94,9 @@ def import_scores(out: Path, path: Path) -> int:
     cells = {manual_key(r["student_id"], r["assignment"], r["notebook"], c["grade_id"]):
              float(c["max_points"]) for r in records for c in r["cells"]
              if c.get("kind") == "manual"}
+    answers = {manual_key(r["student_id"], r["assignment"], r["notebook"], c["grade_id"]):
+               answer_digest(written_answer(r, c["grade_id"])) for r in records
+               for c in r["cells"] if c.get("kind") == "manual"}
     with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         missing = [c for c in MANUAL_COLUMNS if c not in (reader.fieldnames or [])]
@@ -113,7 +125,8 @@ def import_scores(out: Path, path: Path) -> int:
             if key in given:
                 raise BadScores(f"{where}: this answer was already scored on another row")
             given[key] = {"points": value, "comment": safe_text.shorten(
-                _unquote(row.get("comment") or ""), safe_text.COMMENT_CHARS)}
+                _unquote(row.get("comment") or ""), safe_text.COMMENT_CHARS),
+                "answer": answers[key]}             # the answer it scores, as graded
     manual = read_manual(out)
     manual.update(given)
     tmp = out / (MANUAL + ".tmp")

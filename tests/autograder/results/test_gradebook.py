@@ -8,6 +8,7 @@ page. Classes are graded with the engine's stand-in of tests/fake_class.py (fast
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -25,7 +26,7 @@ from nbgrader.api import Gradebook
 
 from autograder.results import export
 from autograder.run import pool as grade
-from autograder.results import gradebook
+from autograder.results import formgrader_view, gradebook
 from autograder.cli import main
 from autograder.results.records import MANUAL_TEMPLATE_COLUMNS
 from notebook_helpers import stop_process_group
@@ -130,8 +131,9 @@ def test_pull_brings_score_and_comment_into_summary_exports_and_feedback(tmp_pat
     assert main(["gradebook", "pull", str(out)]) == 0
     assert "1 score(s) taken from formgrader" in capsys.readouterr().out
     stored = json.loads((out / "manual_scores.json").read_text())
+    answer = hashlib.sha256("Because <i>so</i>.".encode()).hexdigest()[:32]   # the one it scored
     assert stored == {json.dumps(["111", "01_a", "01_a.ipynb", "why"]):
-                      {"points": 0.5, "comment": hostile}}
+                      {"points": 0.5, "comment": hostile, "answer": answer}}
     summary = _summary(out)
     assert float(summary[("111", "01_a")]["points"]) == AUTO_01A + 0.5
     assert summary[("111", "01_a")]["status"] == "ok"
@@ -256,10 +258,10 @@ def test_the_served_notebook_turns_a_written_answers_html_inert():
         {"cell_type": "markdown", "metadata": {"nbgrader": {
             "grade": True, "solution": True, "grade_id": "why", "points": 2}}, "source": "x"}]}
     record = {"cells": [], "answers": {"why": '<img src=x onerror="alert(1)"> a & b $x<y$'}}
-    [cell] = gradebook.shown_notebook(solution, record)["cells"]
+    [cell] = formgrader_view.shown_notebook(solution, record)["cells"]
     assert cell["source"] == '&lt;img src=x onerror="alert(1)"&gt; a &amp; b $x&lt;y$'
     record["answers"] = {"why": "  "}
-    assert gradebook.shown_notebook(solution, record)["cells"][0]["source"] == "*(no answer)*"
+    assert formgrader_view.shown_notebook(solution, record)["cells"][0]["source"] == "*(no answer)*"
 
 
 # --------------------------------------------------------------------------- the server
