@@ -149,10 +149,11 @@ def test_the_grader_still_judges_the_hidden_cases(tmp_path):
 def _visible_only_dot(solution: dict) -> dict:
     """The model answers, with a ``dot`` that answers the visible cases from a table of
     their outputs and returns 0 elsewhere."""
-    from helpers import judge
+    from helpers import course
+    from helpers.course import judge
 
     table = {repr([list(map(float, a)) for a in c.args]): float(c.expected())
-             for c in judge.cases("dot")}
+             for c in judge.cases(course.get("dot"))}
     nb = json.loads(json.dumps(solution))
     for cell in nb["cells"]:
         if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "dot":
