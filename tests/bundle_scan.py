@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autograder.engine import course_calls as bundle_calls
+from autograder.engine import course_calls
 from helpers import course
 from helpers.course import judge
 
@@ -65,7 +65,7 @@ def answers_in(bundle: Path, names: list[str], work: Path, timeout: int = 1500) 
             index[(name, i)] = case
             args, kwargs = case.fresh_args()
             cases.append((name, i, args, kwargs, case.scenario, case.expected()))
-    table = bundle / "helpers" / bundle_calls.TABLE_DIR
+    table = bundle / "helpers" / course_calls.TABLE_DIR
     if table.exists():
         # The recorded worked examples replay the course's outputs on the notebooks' own
         # inputs, some of which are visible cases (public by design: their expected
@@ -73,7 +73,7 @@ def answers_in(bundle: Path, names: list[str], work: Path, timeout: int = 1500) 
         # case's output is recorded). Probe what the code computes: a copy without them.
         copy = work / "probe-bundle"
         shutil.copytree(bundle / "helpers", copy / "helpers",
-                        ignore=shutil.ignore_patterns(bundle_calls.TABLE_DIR, "__pycache__"))
+                        ignore=shutil.ignore_patterns(course_calls.TABLE_DIR, "__pycache__"))
         bundle = copy
     inp, outp = work / "probe-in.pkl", work / "probe-out.pkl"
     inp.write_bytes(pickle.dumps(cases))

@@ -29,6 +29,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from autograder.notebook.source import BEGIN_HIDDEN, END_HIDDEN
 from autograder import NOTEBOOKS_DIR, REPO_ROOT, SOLUTIONS_DIR
 from autograder.notebook import cells as nbcells
 
@@ -38,7 +39,8 @@ SEEDS_DIR = REPO_ROOT.parent / "shared" / "seeds"
 #: under 10 s in all; this only bounds the cost of a runaway cell).
 CELL_TIMEOUT = 60
 
-HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+#: The hidden-test markers, as the grader defines them (autograder/notebook/source.py).
+HIDDEN_BEGIN, HIDDEN_END = BEGIN_HIDDEN, END_HIDDEN
 PROBE_MARK = "__stub_probe__"
 
 

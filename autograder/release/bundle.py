@@ -29,7 +29,7 @@ from pathlib import Path
 
 from autograder import NOTEBOOKS_DIR, REPO_ROOT, safe_text
 from autograder import engine
-from autograder.engine import course_calls as bundle_calls, student_helpers
+from autograder.engine import course_calls, student_helpers
 
 #: Re-exported: the builder's facts (tests and docs name them here).
 COMPOSITES = student_helpers.COMPOSITES
@@ -92,7 +92,7 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
     import nbformat
     from nbclient import NotebookClient
 
-    table = bundle_calls.Table()
+    table = course_calls.Table()
     notebooks = (course / "notebooks") if course else NOTEBOOKS_DIR
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(
         str(p) for p in (course, REPO_ROOT, os.environ.get("PYTHONPATH", "")) if p))
@@ -124,8 +124,8 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
                 if not out.exists():
                     raise BundleError(f"recording the worked examples of {a} failed: "
                                       + _first_error(nb))
-                part = bundle_calls.Table(engine.from_plain_data(
-                    out.read_bytes(), max_bytes=bundle_calls.MAX_TABLE_BYTES))
+                part = course_calls.Table(engine.from_plain_data(
+                    out.read_bytes(), max_bytes=course_calls.MAX_TABLE_BYTES))
                 for spec, by_key in part.index.items():
                     for key, bucket in by_key.items():
                         for floats, output, patches in bucket:
@@ -308,10 +308,10 @@ def build(out: Path, assignments: list[str], reveal: list[str] = (),
         if worked_examples and stubs:
             table = record_worked_examples(assignments, stubs, course=snapshot,
                                            solutions=solutions)
-            folder = pkg / bundle_calls.TABLE_DIR
+            folder = pkg / course_calls.TABLE_DIR
             folder.mkdir()
             for spec, part in sorted(table.by_function().items()):
-                (folder / bundle_calls.table_file(spec)).write_bytes(
+                (folder / course_calls.table_file(spec)).write_bytes(
                     engine.plain_data(part.plain()))
     finally:
         shutil.rmtree(snapshot, ignore_errors=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autograder.engine import course_calls as bc
+from autograder.engine import course_calls
 from autograder.engine import plain_data
 
 
@@ -41,7 +41,7 @@ def _plain(v, depth=0) -> bool:
 
 class Recorder:
     def __init__(self):
-        self.table = bc.Table()
+        self.table = course_calls.Table()
         self.originals: dict = {}
         self.signatures: dict = {}
         self.depth = 0
@@ -56,17 +56,17 @@ class Recorder:
         bound.apply_defaults()
         a = dict(bound.arguments)
         try:
-            key, floats = bc.fingerprint(a)
-        except bc.Unfingerprintable as exc:
+            key, floats = course_calls.fingerprint(a)
+        except course_calls.Unfingerprintable as exc:
             self.skipped[spec] = str(exc)
             return fn(*args, **kwargs)
-        snap = bc.snapshot(a)
+        snap = course_calls.snapshot(a)
         self.depth += 1
         try:
             out = fn(*args, **kwargs)
         finally:
             self.depth -= 1
-        patches = bc.changes(a, snap)
+        patches = course_calls.changes(a, snap)
         if _plain(out) and _plain([p[3] for p in patches]):
             self.table.add(spec, key, floats, copy.deepcopy(out), copy.deepcopy(patches))
         else:

@@ -409,3 +409,53 @@ def test_no_test_module_imports_another():
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not [n for n in names if n.split(".")[0].startswith("test_")], path
+
+
+#: The floors of ``helpers/``, from the ground up: the exercise framework, the reference
+#: (the math alone; the slides' examples; the environment's checks), the models and the course's other computing modules, the exercise
+#: modules, and what notebooks show (checks, plots, explorers). A module imports only its
+#: own floor and the floors below; the package's face (``helpers/__init__.py``) may
+#: re-export any of them.
+HELPER_FLOORS = (
+    ("framework", ("helpers.course",)),
+    ("reference", ("helpers.reference", "helpers.examples", "helpers.environment_check")),
+    ("models", ("helpers.llama", "helpers.bert", "helpers.tokenizer", "helpers.training",
+                "helpers.pretrained", "helpers.demos_model")),
+    ("exercises", ("helpers.exercises",)),
+    ("notebooks", ("helpers.checks", "helpers.plots", "helpers.widgets")),
+)
+
+
+def _floor(module: str) -> int | None:
+    for k, (_, prefixes) in enumerate(HELPER_FLOORS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return k
+    return None
+
+
+def test_every_module_of_the_helpers_has_a_floor():
+    loose = [m for m in _modules("helpers") if m != "helpers" and _floor(m) is None]
+    assert not loose, f"modules of helpers/ on no floor (add them to HELPER_FLOORS): {loose}"
+
+
+def test_the_helpers_import_only_their_floor_and_those_below():
+    """Issue 35: the framework, the reference, the models and the exercises are separate
+    rooms, each importing only the ones below it. Two ways up are allowed: the framework's
+    registry loads the exercise modules by a computed name (the registry's loop), and a
+    module may import the package ``helpers`` itself, whose face re-exports the checked
+    reference functions."""
+    computed: dict = {}
+    graph = _graph("helpers", computed=computed)
+    upward = []
+    for module, targets in graph.items():
+        here = _floor(module)
+        if here is None:
+            continue
+        for target in targets - computed.get(module, set()) - {"helpers"}:
+            there = _floor(target)
+            if there is not None and there > here:
+                upward.append(f"{module} -> {target}")
+    assert not upward, upward
+    # the rule sees a way up
+    assert _floor("helpers.course.judge") < _floor("helpers.exercises.softmax") < \
+        _floor("helpers.checks")

@@ -25,7 +25,7 @@ from hypothesis import example, given, strategies as st
 
 from autograder import lms as lms_names
 from lms import canvas, gradescope, moodle
-from test_lms_downloads import NB, clone, report, rows, run, tag_of
+from lms.commands import NB, clone, report, rows, run, tag_of
 
 DOWNLOADED = datetime(2026, 10, 4, 9, 0, tzinfo=timezone.utc)
 LATER = "10_modern_llm"             # a course notebook whose name starts with a number >= 10

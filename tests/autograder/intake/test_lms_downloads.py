@@ -13,19 +13,17 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import subprocess
-import sys
 import zipfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from autograder import REPO_ROOT, SOLUTIONS_DIR
+from autograder import SOLUTIONS_DIR
 from lms import canvas, gradescope, moodle
+from lms.commands import NB, clone, report, rows, run, tag_of
 
-NB = "01_dot_products"
 DEADLINE = datetime(2026, 10, 1, 23, 59, tzinfo=timezone.utc)
 DOWNLOADED = DEADLINE + timedelta(days=3, hours=9)     # the instructor downloads later
 
@@ -35,32 +33,8 @@ def nb(tag: str) -> bytes:
                        "tag": tag}).encode()
 
 
-def tag_of(path: Path) -> str:
-    return json.loads(path.read_text())["tag"]
-
-
-def rows(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
-
-
-def run(*args, tmp: Path, check: bool = True) -> subprocess.CompletedProcess:
-    """``python -m autograder ARGS`` from the repository, as the instructor types it."""
-    tmp.mkdir(exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "autograder", *map(str, args)],
-                          cwd=REPO_ROOT, env={**os.environ, "TMPDIR": str(tmp)},
-                          capture_output=True, text=True, timeout=600)
-    if check:
-        assert done.returncode == 0, (done.stdout, done.stderr)
-    return done
-
-
 def collect(download: Path, out: Path, tmp: Path) -> subprocess.CompletedProcess:
     return run("collect", download, "--out", out, tmp=tmp)
-
-
-def report(out: Path) -> dict[str, dict]:
-    return {r["source"]: r for r in rows(out / "_collect_report.csv")}
 
 
 # --------------------------------------------------------------------------- Canvas, late
@@ -254,18 +228,6 @@ def test_canvas_names_as_content_zipper_writes_them(tmp_path):
 
 
 # --------------------------------------------------------------------------- the Git route
-
-def clone(repos: Path, student: str, notebooks: dict[str, bytes]) -> Path:
-    """A student's clone of the bundle: ``.git``, the course's files, ``notebooks/``."""
-    root = repos / student
-    (root / ".git" / "objects").mkdir(parents=True)
-    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (root / "README.md").write_text("homework\n")
-    for rel, data in notebooks.items():
-        (root / "notebooks" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / "notebooks" / rel).write_bytes(data)
-    return root
-
 
 def test_nothing_inside_a_clone_names_another_student(tmp_path):
     """Issue 23: the student id is the clone's folder name. Alice plants, inside her own

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from lms import canvas, gradescope, moodle
-from test_lms_downloads import NB, report, rows, run, tag_of
+from lms.commands import NB, report, rows, run, tag_of
 
 DOWNLOADED = datetime(2026, 10, 4, 9, 0, tzinfo=timezone.utc)
 HONEST = {4711: "jane", 4712: "bob"}          # user id -> the tag of their notebook
