@@ -220,15 +220,23 @@ def _constant_ratio(exp: np.ndarray, arr: np.ndarray):
     return None
 
 
-def mask_problem(expected, got) -> str | None:
-    arr, problem = as_float_array(got, "the mask")
-    if problem:
-        return problem
+def _exact(expected, got, what: str) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """``(expected, got)`` as arrays, and what is wrong with ``got`` before its entries
+    are compared exactly (not numbers, another shape); the problem is "" when they are
+    equal and None when only the entries differ."""
+    arr, problem = as_float_array(got, what)
     exp = np.asarray(expected)
+    if problem:
+        return exp, arr, problem
     if arr.shape != exp.shape:
-        return f"the mask has the wrong shape: expected {exp.shape}, got {arr.shape}"
-    if np.array_equal(arr, exp.astype(np.float64)):
-        return None
+        return exp, arr, f"{what} has the wrong shape: expected {exp.shape}, got {arr.shape}"
+    return exp, arr, "" if np.array_equal(arr, exp.astype(np.float64)) else None
+
+
+def mask_problem(expected, got) -> str | None:
+    exp, arr, problem = _exact(expected, got, "the mask")
+    if problem is not None:
+        return problem or None
     idx = tuple(int(i) for i in np.argwhere(arr != exp)[0])
     return (f"the mask has wrong entries; first at [i, j] = {list(idx)}: expected "
             f"{bool(exp[idx])}, got {array_text(np.asarray(got)[idx])}"
@@ -277,14 +285,9 @@ def nested_problem(ex: Exercise | None, expected, got, what: str = "the output",
 
 
 def _ids_problem(expected, got) -> str | None:
-    arr, problem = as_float_array(got, "the output")
-    if problem:
-        return problem
-    exp = np.asarray(expected)
-    if arr.shape != exp.shape:
-        return f"the output has the wrong shape: expected {exp.shape}, got {arr.shape}"
-    if np.array_equal(arr, exp.astype(np.float64)):
-        return None
+    exp, _, problem = _exact(expected, got, "the output")
+    if problem is not None:
+        return problem or None
     return f"wrong values: expected {exp.tolist()}, got {np.asarray(got).tolist()}"
 
 
