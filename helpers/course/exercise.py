@@ -94,6 +94,9 @@ class Case:
     hidden: bool = False
     scenario: str | None = None
     answer: Any = None
+    #: the exercise the case belongs to (set by :meth:`Exercise.all_cases`; a case made
+    #: elsewhere finds it by ``function`` in the registry)
+    exercise: Any = field(default=None, repr=False, compare=False)
 
     def fresh_args(self) -> tuple[tuple, dict]:
         """Deep copies of ``args`` and ``kwargs`` (a Generator restarts from its seed state)."""
@@ -113,7 +116,7 @@ class Case:
             return copy.deepcopy(self.answer)
         runs = _OUTCOMES.setdefault(self, {})
         if _EXPECTED not in runs:
-            out = self.run(get(self.function).answer)   # raises what it raises, warns
+            out = self.run((self.exercise or get(self.function)).answer)   # raises what it raises, warns
             if _nbytes(out) > OUTCOME_BYTES:                # where warnings are errors
                 return out
             runs[_EXPECTED] = out
@@ -229,6 +232,12 @@ class Exercise:
     def __repr__(self) -> str:
         return f"<Exercise {self.name}>"
 
+    def __deepcopy__(self, memo) -> "Exercise":
+        return self                  # one object per exercise (a copied case keeps it)
+
+    def __reduce__(self):
+        return get, (self.name,)     # pickled as its name, found again in the registry
+
     # -- declaring ----------------------------------------------------------------------
 
     def cases(self, build: Callable[[], list[dict]]) -> Callable:
@@ -300,16 +309,17 @@ class Exercise:
             if self._build is None:
                 raise ValueError(f"exercise {self.name!r} declares no cases")
             if self._written is None:
-                written = [Case(self.name, **c) for c in self._build()]
+                written = [Case(self.name, **c, exercise=self) for c in self._build()]
                 # a student's copy stores the drawn visible ones, and draws nothing
                 drawn = self.contract is not None and not self._stored
                 visible = [c for c in written if not c.hidden]
                 if drawn:
-                    visible += [Case(self.name, **c) for c in draw.draw_cases(self, VISIBLE_SEED)]
+                    visible += [Case(self.name, **c, exercise=self)
+                                for c in draw.draw_cases(self, VISIBLE_SEED)]
                 self._written = (tuple(visible), tuple(c for c in written if c.hidden), drawn)
             visible, hidden, drawn = self._written
             if drawn:
-                hidden += tuple(Case(self.name, **c)
+                hidden += tuple(Case(self.name, **c, exercise=self)
                                 for c in draw.draw_cases(self, seed, hidden=True))
             others = [k for k in self._cases if k != HIDDEN_SEED]
             if seed != HIDDEN_SEED:
