@@ -10,6 +10,7 @@ outside it (:func:`contract_problems`).
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import numbers
 from dataclasses import dataclass, field
@@ -139,8 +140,20 @@ def dtype_problem(returns: Arg, got) -> str | None:
     return f"the output must have dtype {'/'.join(returns.dtypes)}, got dtype {arr.dtype}"
 
 
-def _tokens(shape: str) -> list[str]:
-    return [t.strip() for t in shape.strip("[]").split(",") if t.strip()]
+@functools.lru_cache(maxsize=None)
+def _tokens(shape: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in shape.strip("[]").split(",") if t.strip())
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(expression: str):
+    """A condition or a bound of the author's contract, compiled once."""
+    return compile(expression, "<contract>", "eval")
+
+
+@functools.lru_cache(maxsize=None)
+def _float_dtypes(dtypes: tuple[str, ...]) -> tuple[np.dtype, ...]:
+    return tuple(np.dtype(d) for d in dtypes if d.startswith("float"))
 
 
 def _kind_name(kind) -> str:
@@ -285,8 +298,9 @@ class Reader:
             return arr.astype(np.int64)
         try:
             arr = np.asarray(value)
-            keep = arr.dtype.name in arg.dtypes and arr.dtype.kind == "f"
-            arr = arr if keep else np.asarray(value, dtype=np.dtype(arg.dtypes[0]))
+            floats = _float_dtypes(arg.dtypes)
+            if arr.dtype not in floats:                     # float64 (or an allowed float)
+                arr = np.asarray(value, dtype=floats[0] if floats else np.float64)
         except (TypeError, ValueError) as exc:
             self.fail(f"{name} must be an array of numbers ({exc})")
             return None
@@ -356,14 +370,15 @@ class Reader:
         """What holds between the arguments: the batch axes broadcast, the ``where``
         conditions, and the ranges of arrays (once every dimension is bound)."""
         try:
-            np.broadcast_shapes(*(s for _, s in self.batches))
+            if len(self.batches) > 1:
+                np.broadcast_shapes(*(s for _, s in self.batches))
         except ValueError:
             self.fail("the batch axes ... do not broadcast: " + ", ".join(
                 f"{n} {s}" for n, s in self.batches))
         sizes = {d: v[0] for d, v in self.dims.items()}
         for cond in self.contract.where:
             try:
-                ok = eval(cond, {}, dict(sizes))            # noqa: S307 (the author's text)
+                ok = eval(_compiled(cond), {}, dict(sizes))   # noqa: S307 (the author's text)
             except NameError:
                 continue
             if not ok:
@@ -431,24 +446,43 @@ def contract_problems(ex, case) -> list[str]:
     return [f"the expected output: {p}" for p in result.problems[:5]]
 
 
+def parameter_names(signature: inspect.Signature) -> tuple[str, ...] | None:
+    """The names a call binds by position or keyword, or None (``*args``, ``**kwargs``,
+    keyword-only: bound by :meth:`inspect.Signature.bind` instead)."""
+    kinds = {p.kind for p in signature.parameters.values()}
+    return tuple(signature.parameters) if kinds <= {
+        inspect.Parameter.POSITIONAL_OR_KEYWORD} else None
+
+
 def checked_call(contract: Contract, signature: inspect.Signature, args: tuple,
-                 kwargs: dict) -> tuple[tuple, dict]:
+                 kwargs: dict, names: tuple[str, ...] | None = ()) -> tuple[tuple, dict]:
     """A learner's call ``(args, kwargs)`` as the reference takes it: every argument the
     contract names read against it at the edge (arrays as float64 and finite, token ids
     below their bound, masks as booleans, every named dimension one size, the ``where``
-    conditions), or a ValueError naming the first problem and the shapes involved."""
-    try:
+    conditions), or a ValueError naming the first problem and the shapes involved.
+    ``names``: :func:`parameter_names` of ``signature``, when the caller keeps them."""
+    names = parameter_names(signature) if names == () else names
+    if names is None or len(args) > len(names) or any(
+            k not in names or k in names[:len(args)] for k in kwargs):
+        try:
+            signature.bind(*args, **kwargs)          # the TypeError Python would raise
+        except TypeError as exc:
+            raise TypeError(str(exc)) from None
+        names = None
+    if names is None:                                # a signature of another kind
         bound = signature.bind(*args, **kwargs)
-    except TypeError as exc:
-        raise TypeError(str(exc)) from None
+        values, order = bound.arguments, list(bound.arguments)
+    else:
+        values = dict(zip(names, args)) | kwargs
+        order = list(names[:len(args)])
     reader = Reader(contract, edge=True)
-    for name, value in bound.arguments.items():
+    for name, value in values.items():
         arg = contract.args.get(name)
         if arg is not None:
-            bound.arguments[name] = reader.value(name, arg, value, contract.serves.get(name))
+            values[name] = reader.value(name, arg, value, contract.serves.get(name))
             if reader.problems:
                 raise ValueError(reader.problems[0])
     reader.finish()
     if reader.problems:
         raise ValueError(reader.problems[0])
-    return bound.args, bound.kwargs
+    return tuple(values[n] for n in order), {k: values[k] for k in values if k not in order}

@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from helpers.course.contract import Arg, Contract, Reader, checked_call
+from helpers.course.contract import Arg, Contract, Reader, checked_call, parameter_names
 
 __all__ = ["checked", "array", "token_ids", "in_float64_range", "nonnegative", "require",
            "overflow_text"]
@@ -58,12 +58,13 @@ def checked(fn: Callable, contract: Contract, edge: Callable | None = None,
     and ``edge`` (a function of the same arguments that raises ValueError) first; its
     docstring ``fn``'s followed by ``doc`` (the contract in words)."""
     signature = inspect.signature(fn)
+    names = parameter_names(signature)
     module_file = inspect.getsourcefile(fn) or ""
     name = fn.__name__
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        args, kwargs = checked_call(contract, signature, args, kwargs)
+        args, kwargs = checked_call(contract, signature, args, kwargs, names)
         if edge is not None:
             edge(*args, **kwargs)
         try:
