@@ -11,7 +11,7 @@ NumPy's overflow, divide and invalid flags raising: a product beyond float64 bec
 
 The functions below (:func:`array`, :func:`token_ids`, :func:`in_float64_range`,
 :func:`nonnegative`, :func:`require`) are the same reading for modules that check their
-own arguments inline (``helpers/training.py``).
+own arguments inline (``helpers/training/``).
 """
 
 from __future__ import annotations

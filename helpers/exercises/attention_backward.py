@@ -25,7 +25,7 @@ CONTRACT = Contract(
 
 EXERCISE = Exercise(
     "attention_backward", training.attention_backward, contract=CONTRACT, compare=_compare,
-    refuse=("helpers.training:_attention_back",),
+    refuse=("helpers.training.kernels:attention_back",),
     difficulty=3, importance=3, minutes=20,
     hints=(
         r"""Forward: $S = QK^T/\sqrt{d_k}$ (masked pairs set to $-\infty$), $P =

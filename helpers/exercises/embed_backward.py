@@ -24,7 +24,7 @@ CONTRACT = Contract(
 
 EXERCISE = Exercise(
     "embed_backward", training.embed_backward, contract=CONTRACT, compare=_compare,
-    refuse=("helpers.training:_embed_back",),
+    refuse=("helpers.training.kernels:embed_back",),
     difficulty=2, importance=3, minutes=10,
     hints=(
         r"""Row $i$ of $X$ is $E_{\mathrm{ids}[i]} + P_i$. So $dP_i = dX_i$ for the first $N$

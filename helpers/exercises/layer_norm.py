@@ -22,8 +22,8 @@ EXERCISE = Exercise(
     'layer_norm', reference.layer_norm, contract=CONTRACT,
     # its float32 fast path, and RMS norm (of centred rows, it is layer norm): issue 23
     refuse=("helpers.bert.model:_layer_norm", "helpers.llama.model:rms_norm",
-            "helpers.llama.model:_rms_norm_float32", "helpers.training:_ln_forward",
-            "helpers.training:_ln_output"),
+            "helpers.llama.model:_rms_norm_float32", "helpers.training.kernels:ln_forward",
+            "helpers.training.kernels:ln_output"),
     nan_hint='is eps inside the square root, (x - mean) / sqrt(var + eps)?',
     difficulty=2, importance=3, minutes=10,
     hints=(

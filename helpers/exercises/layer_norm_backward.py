@@ -24,7 +24,7 @@ CONTRACT = Contract(
 
 EXERCISE = Exercise(
     "layer_norm_backward", training.layer_norm_backward, contract=CONTRACT, compare=_compare,
-    refuse=("helpers.training:_ln_back",),
+    refuse=("helpers.training.kernels:ln_back",),
     difficulty=3, importance=3, minutes=20,
     hints=(
         r"""$\hat x = (x - \mu)/\sigma$ with $\sigma = \sqrt{\mathrm{var} + \varepsilon}$,

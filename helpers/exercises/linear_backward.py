@@ -22,7 +22,7 @@ CONTRACT = Contract(
 
 EXERCISE = Exercise(
     "linear_backward", training.linear_backward, contract=CONTRACT, compare=_compare,
-    refuse=("helpers.training:_linear_back",),
+    refuse=("helpers.training.kernels:linear_back",),
     difficulty=2, importance=3, minutes=10,
     hints=(
         r"""Each gradient has the shape of what it is the gradient of: `dx` like `x`, `dW`

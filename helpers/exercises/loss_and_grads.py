@@ -47,7 +47,7 @@ EXERCISE = Exercise(
     "loss_and_grads", training.loss_and_grads, contract=CONTRACT, compare=_compare,
     uses=("cross_entropy_backward", "embed_backward", "layer_norm_backward",
           "transformer_block_backward"),
-    refuse=("helpers.training:_loss_and_grads",),
+    refuse=("helpers.training.kernels:model_loss_and_grads",),
     difficulty=3, importance=3, minutes=25,
     hints=(
         r"""Forward, keeping each block's input: $X = E[\mathrm{ids}] + P$, the blocks, the

@@ -14,7 +14,7 @@ CONTRACT = Contract(args={"H": Arg("[n_heads, N, d_h]", lists=True)}, returns=Ar
 
 EXERCISE = Exercise(
     'merge_heads', reference.merge_heads, contract=CONTRACT,
-    refuse=("helpers.llama.model:_merge_heads", "helpers.training:_merge"),   # its float32 fast path (issue 23)
+    refuse=("helpers.llama.model:_merge_heads", "helpers.training.kernels:merge"),   # its float32 fast path (issue 23)
     difficulty=1, importance=3, minutes=5,
     hints=(
         r"""The inverse of `split_heads`: row $i$ of the result is head 0's row $i$, then head

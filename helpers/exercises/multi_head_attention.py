@@ -23,7 +23,7 @@ CONTRACT = Contract(
     sizes={"d": (2, 4, 6, 8), "n_heads": (1, 2, 3, 4)})
 
 EXERCISE = Exercise(
-    'multi_head_attention', reference.multi_head_attention, contract=CONTRACT, refuse=("helpers.training:_mha_forward",), uses=('project_qkv', 'split_heads', 'merge_heads', 'scaled_dot_product_attention', 'causal_mask', 'softmax'),
+    'multi_head_attention', reference.multi_head_attention, contract=CONTRACT, refuse=("helpers.training.kernels:mha_forward",), uses=('project_qkv', 'split_heads', 'merge_heads', 'scaled_dot_product_attention', 'causal_mask', 'softmax'),
     difficulty=2, importance=3, minutes=20,
     hints=(
         r"""Four steps, as in the equation: project once with the full matrices

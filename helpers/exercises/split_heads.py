@@ -16,7 +16,7 @@ CONTRACT = Contract(args={"X": Arg("[N, d]", lists=True), "n_heads": Arg("n_head
 
 EXERCISE = Exercise(
     'split_heads', reference.split_heads, contract=CONTRACT,
-    refuse=("helpers.llama.model:_split_heads", "helpers.training:_split"),   # its float32 fast path (issue 23)
+    refuse=("helpers.llama.model:_split_heads", "helpers.training.kernels:split"),   # its float32 fast path (issue 23)
     difficulty=2, importance=3, minutes=10,
     hints=(
         r"""Head $c$ owns the column block `X[:, c*d_h:(c+1)*d_h]`, of width $d_h = d / h$.

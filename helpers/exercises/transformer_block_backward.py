@@ -31,7 +31,7 @@ CONTRACT = Contract(
 EXERCISE = Exercise(
     "transformer_block_backward", training.transformer_block_backward, contract=CONTRACT, compare=_compare,
     uses=("linear_backward", "layer_norm_backward", "attention_backward", "transformer_block"),
-    refuse=("helpers.training:_block_back", "helpers.training:_mha_back",
+    refuse=("helpers.training.kernels:block_back", "helpers.training.kernels:mha_back",
             "helpers.training:multi_head_attention_backward",
             "helpers.training:feed_forward_backward"),
     difficulty=3, importance=3, minutes=30,
