@@ -48,3 +48,14 @@ CORRECT = {
             np.einsum('...qk,...qd->...kd', dS, Q) * c, dV)
 """,
 }
+
+#: Central differences of the forward pass instead of its derivative (issue 36, finding 7).
+WRONG["numerical_gradient"] = ("""from helpers import scaled_dot_product_attention, training
+
+def attention_backward(Q, K, V, mask, d_out):
+    Q, K, V, dy = (np.asarray(a, dtype=float) for a in (Q, K, V, d_out))
+    loss = lambda q, k, v: np.sum(dy * scaled_dot_product_attention(q, k, v, mask)[0])
+    return (training.numerical_gradient(lambda q: loss(q, K, V), Q),
+            training.numerical_gradient(lambda k: loss(Q, k, V), K),
+            training.numerical_gradient(lambda v: loss(Q, K, v), V))
+""", "numerical, not analytic, gradient")

@@ -39,3 +39,12 @@ def gelu_backward(z, d_out):
 _IMPORTS = "from helpers.bert import erf\n"
 WRONG = {k: (_IMPORTS + src, words) for k, (src, words) in WRONG.items()}
 CORRECT = {k: _IMPORTS + src for k, src in CORRECT.items()}
+
+#: Central differences of the forward pass instead of its derivative (issue 36, finding 7).
+WRONG["numerical_gradient"] = ("""from helpers import training
+from helpers.bert import gelu
+
+def gelu_backward(z, d_out):
+    d_out = np.asarray(d_out, dtype=float)
+    return training.numerical_gradient(lambda x: np.sum(d_out * gelu(x)), z)
+""", "numerical, not analytic, gradient")

@@ -62,3 +62,15 @@ CORRECT = {
     return dx, np.sum(dy * xc * inv, axis=axes), np.sum(dy, axis=axes)
 """,
 }
+
+#: Central differences of the forward pass instead of its derivative (issue 36, finding 7).
+WRONG["numerical_gradient"] = ("""from helpers import layer_norm, training
+
+def layer_norm_backward(x, gamma, d_out, eps=1e-5):
+    x, gamma, dy = (np.asarray(a, dtype=float) for a in (x, gamma, d_out))
+    beta = np.zeros_like(gamma)
+    loss = lambda x_, g_: np.sum(dy * layer_norm(x_, g_, beta, eps))
+    return (training.numerical_gradient(lambda x_: loss(x_, gamma), x),
+            training.numerical_gradient(lambda g_: loss(x, g_), gamma),
+            dy.reshape(-1, x.shape[-1]).sum(axis=0))
+""", "numerical, not analytic, gradient")
