@@ -1,6 +1,6 @@
 """Notebook 12 without derivatives (issue 36, finding 7): a backward pass answered by
 central differences of the forward functions, which the grading worker computes for an
-earlier notebook's exercises. Each earned its exercise's points before; a visible case
+earlier notebook's exercises (or ``x @ W``). Each earned its exercise's points before; a visible case
 whose d_out has one entry or row 1e10 times the others now fails them for any step
 (``tests/helpers/test_analytic_gradients.py``), and the mistake is named."""
 
@@ -14,6 +14,14 @@ def _central(target: str, code: str) -> Attack:
 
 
 ATTACKS = [
+    _central("linear_backward", """
+def linear_backward(x, W, d_out):
+    x, W, dy = (np.asarray(a, dtype=float) for a in (x, W, d_out))
+    loss = lambda x_, W_: np.sum(dy * (x_ @ W_))
+    return (numerical_gradient(lambda x_: loss(x_, W), x, 1e-3),
+            numerical_gradient(lambda W_: loss(x, W_), W, 1e-3),
+            dy.reshape(-1, dy.shape[-1]).sum(axis=0))
+"""),
     _central("gelu_backward", """
 from helpers.bert import gelu
 

@@ -33,3 +33,14 @@ CORRECT = {
     return dy @ np.asarray(W).T, np.tensordot(x, dy, axes=(axes, axes)), dy.sum(axis=tuple(axes))
 """,
 }
+
+#: Central differences of the forward pass instead of its derivative (issue 36, finding 7).
+WRONG["numerical_gradient"] = ("""from helpers import training
+
+def linear_backward(x, W, d_out):
+    x, W, dy = (np.asarray(a, dtype=float) for a in (x, W, d_out))
+    loss = lambda x_, W_: np.sum(dy * (x_ @ W_))
+    return (training.numerical_gradient(lambda x_: loss(x_, W), x),
+            training.numerical_gradient(lambda W_: loss(x, W_), W),
+            dy.reshape(-1, dy.shape[-1]).sum(axis=0))
+""", "numerical, not analytic, gradient")

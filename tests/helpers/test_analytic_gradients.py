@@ -5,7 +5,8 @@ correct ones) pass every case, visible and hidden, of several students' draws.
 
 The answers built here are what a learner who skips the derivative writes: the course's
 ``numerical_gradient`` (central differences) of ``sum(d_out * forward(...))``, for every
-input, the forward pass being the course's own (the grader's worker answers it), and,
+input, the forward pass being the course's own (the grader's worker answers it; ``x @ W``
+for the linear layer), and,
 for the pointwise GELU, the same entry by entry. The steps are generated: 29 from 1e-8
 to 1e-1 spaced evenly in log scale, and every power of two in that range (a step that is
 a power of two moves ``x`` exactly).
@@ -62,7 +63,17 @@ def _attention_backward(h):
     return answer
 
 
+def _linear_backward(h):
+    def answer(x, W, d_out):
+        x, W, dy = (np.asarray(a, dtype=float) for a in (x, W, d_out))
+        loss = lambda x_, W_: np.sum(dy * (x_ @ W_))                          # noqa: E731
+        return (_central(lambda x_: loss(x_, W), x, h), _central(lambda W_: loss(x, W_), W, h),
+                dy.reshape(-1, dy.shape[-1]).sum(axis=0))
+    return answer
+
+
 NUMERICAL = {
+    "linear_backward": [_linear_backward],
     "gelu_backward": [_gelu_backward, lambda h: _gelu_backward(h, pointwise=True)],
     "layer_norm_backward": [_layer_norm_backward],
     "attention_backward": [_attention_backward],
