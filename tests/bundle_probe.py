@@ -95,32 +95,55 @@ def _objects(module, seen: set[int]):
     return out
 
 
+#: Instances of one class built from one case's inputs, at most.
+MAX_BUILDS = 12
+
+
 def _classes(module):
-    """``(label, class)`` of the classes ``module`` defines."""
+    """``(label, class)`` of the classes ``module`` defines (exceptions left out)."""
     return [(f"{module.__name__}:{name}", obj) for name, obj in sorted(vars(module).items())
-            if inspect.isclass(obj) and getattr(obj, "__module__", None) == module.__name__]
+            if inspect.isclass(obj) and getattr(obj, "__module__", None) == module.__name__
+            and not issubclass(obj, BaseException)]
+
+
+def _orders(n: int):
+    """The ways to take some of ``n`` inputs to build an instance: one or two in any
+    order, more in the case's order or reversed (a constructor rarely takes three inputs
+    shuffled; all orders of five would be 325 builds per class and case)."""
+    for k in range(1, n + 1):
+        if k <= 2:
+            yield from itertools.permutations(range(n), k)
+            continue
+        for chosen in itertools.combinations(range(n), k):
+            yield chosen
+            yield chosen[::-1]
 
 
 def _built(cls, inputs):
-    """``(how, instance, the other inputs)`` for every way to build ``cls`` from some of
-    a case's inputs (one or more, in any order), each within the time limit."""
+    """``(how, instance, the other inputs)`` for the ways to build ``cls`` from some of a
+    case's inputs (:func:`_orders`, at most :data:`MAX_BUILDS`), each within the time
+    limit."""
     out = []
-    for k in range(1, len(inputs) + 1):
-        for order in itertools.permutations(range(len(inputs)), k):
-            args = copy.deepcopy([inputs[i] for i in order])
-            try:
-                inspect.signature(cls).bind(*args)
-            except (TypeError, ValueError):
-                continue
-            try:
-                signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
-                instance = cls(*args)
-            except BaseException:
-                continue
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            rest = tuple(inputs[i] for i in range(len(inputs)) if i not in order)
-            out.append((f"inputs {list(order)}", instance, rest))
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return out
+    for order in _orders(len(inputs)):
+        if len(out) >= MAX_BUILDS:
+            break
+        try:
+            signature.bind(*[inputs[i] for i in order])
+        except TypeError:
+            continue
+        try:
+            signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
+            instance = cls(*copy.deepcopy([inputs[i] for i in order]))
+        except BaseException:
+            continue
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        rest = tuple(inputs[i] for i in range(len(inputs)) if i not in order)
+        out.append((f"inputs {list(order)}", instance, rest))
     return out
 
 
@@ -131,7 +154,8 @@ def _built_calls(classes, args, kwargs):
     for label, cls in classes:
         for how, instance, rest in _built(cls, _inputs(args, kwargs)):
             for attr, member in sorted(vars(cls).items()):
-                if inspect.isfunction(member):
+                if inspect.isfunction(member) and (attr == "__call__" or not (
+                        attr.startswith("__") and attr.endswith("__"))):
                     bound = member.__get__(instance, cls)
                     out += [(f"{label}({how}).{attr}", bound, a, k)
                             for a, k in _bindings(bound, rest, {})]
