@@ -322,11 +322,25 @@ def _answer_labels(name: str) -> dict[str, str]:
 
     ex = exercises.get(name)
     out: dict[str, str] = {}
-    for spec in [exercises.qualified(ex.reference), *ex.refuse]:
+    for spec in [exercises.qualified(ex.reference), *map(defined_at, ex.refuse)]:
         module, _, attr = spec.partition(":")
         prefix = "helpers" if module == "helpers.reference" else module
         out[spec] = f"{prefix}.{attr}"
     return out
+
+
+def defined_at(spec: str) -> str:
+    """``spec`` as the module that defines it names it: a function or class re-exported by
+    a package (``helpers.bert:encode``) is written where its ``def`` is
+    (``helpers.bert.model:encode``); a value (a compiled pattern) has no such name and
+    stays as ``refuse`` writes it."""
+    from helpers import exercises
+
+    obj = exercises.resolve(spec)
+    if callable(obj) and isinstance(getattr(obj, "__qualname__", None), str) and \
+            isinstance(getattr(obj, "__module__", None), str):
+        return exercises.qualified(obj)
+    return spec
 
 
 def hidden_references(name: str) -> dict[str, str]:

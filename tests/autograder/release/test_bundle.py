@@ -27,6 +27,7 @@ from autograder import REPO_ROOT, SOLUTIONS_DIR
 from autograder.release import bundle as bundle_mod
 from bundle_scan import HOMEWORK, answers_in, left_out as _left_out, probed_in
 from catalogue import student_notebook
+from autograder.engine import student_helpers
 from helpers import exercises
 
 ALL = list(exercises.NOTEBOOKS)
@@ -80,8 +81,9 @@ def _functions(tree: ast.AST) -> list[ast.FunctionDef]:
 
 
 def _refused_functions(spec: str) -> list[ast.FunctionDef]:
-    """The function definitions ``spec`` names in the repository's ``helpers``: a
-    function, every method of a class, or one method (``Class.method``)."""
+    """The function definitions ``spec`` (as its defining module names it) names in the
+    repository's ``helpers``: a function, every method of a class, or one method
+    (``Class.method``)."""
     module, _, attr = spec.partition(":")
     path = exercises.module_file(REPO_ROOT / "helpers", module)
     if not path.exists():                      # a private module the bundle drops
@@ -103,7 +105,7 @@ def _answer_keys() -> dict[str, str]:
     keys: dict[str, str] = {}
     for name in exercises.names():
         ex = exercises.get(name)
-        for spec in [exercises.qualified(ex.reference), *ex.refuse]:
+        for spec in [exercises.qualified(ex.reference), *map(student_helpers.defined_at, ex.refuse)]:
             if spec in bundle_mod.COMPOSITES:
                 continue
             for fn in _refused_functions(spec):
