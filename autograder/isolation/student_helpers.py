@@ -395,23 +395,7 @@ def trusted_answers(name: str) -> tuple[str, ...]:
         if dep != name and dep not in seen:
             seen.add(dep)
             todo += exercises.get(dep).uses
-    return tuple(sorted(spec for spec in set(stubbed_functions(sorted(seen)))
-                        - set(stubbed_functions([name])) if _answerable(spec)))
-
-
-def _answerable(spec: str) -> bool:
-    """Whether the worker may answer ``spec`` for a child: a module-level function (a
-    refused class, method or value is a stub no child can have answered: its instance or
-    its state would have to cross the wire)."""
-    import inspect
-
-    from helpers import exercises
-
-    module, _, attr = spec.partition(":")
-    if "." in attr:
-        return False
-    obj = exercises.resolve(spec)
-    return callable(obj) and not inspect.isclass(obj)
+    return tuple(sorted(set(stubbed_functions(sorted(seen))) - set(stubbed_functions([name]))))
 
 
 @lru_cache(maxsize=None)
