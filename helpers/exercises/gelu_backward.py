@@ -19,6 +19,8 @@ EXERCISE = Exercise(
     # absolute where Phi(z) + z phi(z) cancels): central differences, whatever their step,
     # are not closer than about 1e-11 (tests/helpers/test_analytic_gradients.py).
     rtol=1e-12, atol=1e-14,
+    near_miss="the derivative itself, Phi(z) + z phi(z), is exact to about 1e-15; a central "
+              "difference (f(z + h) - f(z - h)) / 2h is not closer than about 1e-11, whatever h",
     difficulty=2, importance=1, minutes=10,
     hints=(
         r"""$\mathrm{GELU}(z) = z\,\Phi(z)$ is a product: its derivative is
