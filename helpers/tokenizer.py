@@ -72,12 +72,6 @@ def _byte_table() -> dict[int, str]:
     return table
 
 
-@lru_cache(maxsize=None)
-def _symbol_bytes() -> dict[str, int]:
-    """The inverse table ``{character: byte}``."""
-    return {c: b for b, c in _byte_table().items()}
-
-
 def byte_symbols(text: str) -> str:
     """``text`` as byte-level characters: its UTF-8 bytes, each one character of
     :func:`_byte_table` (``" café"`` -> ``"ĠcafÃ©"``: ``é`` is two bytes)."""
@@ -92,7 +86,7 @@ def decode(ids, vocab: dict[str, int]) -> str:
     ids: a list of ints; vocab: ``{token: id}``. Control tokens come out as written."""
     token_of = {i: tok for tok, i in vocab.items()}              # id -> token
     symbols = "".join(token_of[int(i)] for i in ids)              # byte-level characters
-    back = _symbol_bytes()
+    back = {c: b for b, c in _byte_table().items()}               # character -> byte
     return bytes(back[c] for c in symbols).decode("utf-8", errors="replace")
 
 
@@ -236,11 +230,11 @@ def hamlet_excerpt() -> str:
 
 
 def words_of(text: str) -> list[str]:
-    """The pre-tokenised words of ``text`` in byte-level characters (training input:
-    the GPT-2 split, SmolLM2's digits one by one; control tokens are not looked for)."""
-    table = _byte_table()
-    return ["".join(table[b] for b in w.encode("utf-8"))
-            for chunk in _DIGIT.split(text) if chunk for w in GPT2_PATTERN.findall(chunk)]
+    """The pre-tokenised words of ``text`` in byte-level characters (training input):
+    :func:`byte_symbols` of each piece of :func:`pretokenize`. Written with the two
+    exercises' functions only, so that a student's copy, where they are left out, runs it
+    with the learner's own."""
+    return [byte_symbols(piece) for piece in pretokenize(text)]
 
 
 def encode(text: str, merges, vocab: dict[str, int]) -> list[int]:
@@ -305,12 +299,14 @@ def prepare_cache() -> None:
 
 
 class _FastBPE:
-    """:func:`encode` with the ranks built once and a cache of encoded words."""
+    """:func:`encode` with the ranks built once and a cache of encoded words: the fast
+    path of exercises ``encode_word`` and ``encode``, which refuse it (a student's copy
+    has a stub in its place). Pre-tokenisation and the byte alphabet are the exercises'
+    own functions (:func:`pretokenize`, :func:`byte_symbols`)."""
 
     def __init__(self, vocab: dict[str, int], merges):
         self.vocab = vocab
         self.rank = {tuple(p): r for r, p in enumerate(merges)}   # (a, b) -> rank
-        self.table = [_byte_table()[b] for b in range(256)]      # byte -> character
         self.cache: dict[str, list[int]] = {c: [vocab[c]] for c in CONTROL_TOKENS
                                              if c in vocab}
 
@@ -318,7 +314,7 @@ class _FastBPE:
         """The ids of one pre-tokenised piece (cached)."""
         ids = self.cache.get(piece)
         if ids is None:
-            tokens = [self.table[b] for b in piece.encode("utf-8")]
+            tokens = list(byte_symbols(piece))
             rank = self.rank
             while len(tokens) > 1:                                 # lowest rank first
                 best, at = None, -1
@@ -345,16 +341,9 @@ class _FastBPE:
         return ids
 
     def ids_of(self, text: str) -> list[int]:
-        out: list[int] = []
-        for part in _CONTROL.split(text):
-            if part in CONTROL_TOKENS:
-                out.extend(self.word(part))
-                continue
-            for chunk in _DIGIT.split(part):
-                if chunk:
-                    for piece in GPT2_PATTERN.findall(chunk):
-                        out.extend(self.word(piece))
-        return out
+        """The ids of ``text``: each piece of :func:`pretokenize`, through :meth:`word`
+        (a control token is in the cache from the start: its id)."""
+        return [i for piece in pretokenize(text) for i in self.word(piece)]
 
 
 @lru_cache(maxsize=None)
@@ -369,16 +358,6 @@ def encode_smollm2(text: str) -> list[int]:
 
 
 def decode_smollm2(ids) -> str:
-    """The text of SmolLM2 token ids (control tokens written out, as in the text)."""
-    tokens = _smollm2_tokens()
-    back = _symbol_bytes()
-    return bytes(back[c] for i in ids for c in tokens[int(i)]).decode("utf-8", errors="replace")
-
-
-@lru_cache(maxsize=None)
-def _smollm2_tokens() -> list[str]:
-    vocab = smollm2_vocab_and_merges()[0]
-    tokens = [""] * len(vocab)
-    for tok, i in vocab.items():
-        tokens[i] = tok
-    return tokens
+    """The text of SmolLM2 token ids (control tokens written out, as in the text):
+    :func:`decode` with SmolLM2's vocabulary."""
+    return decode(ids, smollm2_vocab_and_merges()[0])

@@ -348,6 +348,31 @@ def table() -> Recorded:
     return _table
 
 
+class Hidden:
+    """A left-out module-level value of the course (a compiled pattern, a table, a callable
+    object): every use of it (an attribute, a call, an item, iteration) raises its
+    message, ``RuntimeError`` when it is hidden while the learner's own is graded, else
+    ``NotImplementedError`` (finish the exercise it belongs to)."""
+
+    __slots__ = ("_spec", "_message", "_error")
+
+    def __init__(self, spec: str, message: str, graded: bool = False):
+        object.__setattr__(self, "_spec", spec)
+        object.__setattr__(self, "_message", message)
+        object.__setattr__(self, "_error", RuntimeError if graded else NotImplementedError)
+
+    def _refuse(self, *args, **kwargs):
+        raise object.__getattribute__(self, "_error")(object.__getattribute__(self, "_message"))
+
+    def __getattr__(self, attr):
+        self._refuse()
+
+    __call__ = __getitem__ = __iter__ = __len__ = __contains__ = __setattr__ = _refuse
+
+    def __repr__(self) -> str:
+        return f"<hidden {object.__getattribute__(self, '_spec')}>"
+
+
 def yours(name: str):
     """The learner's own function ``name`` defined in the running notebook, or None."""
     fn = getattr(sys.modules.get("__main__"), name, None)

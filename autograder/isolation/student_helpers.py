@@ -42,6 +42,10 @@ STUB_MESSAGE = ("is exercise {name} of notebook {notebook}, " + BUNDLE_MARK + ":
                 "course has its output for this notebook's own examples only; for other "
                 "inputs it calls your own {name} once it is defined in this notebook (copy "
                 "it from your {notebook} if it is an earlier one)")
+#: What a left-out helper of an exercise's answer says (a function, class, method or value
+#: the exercise refuses: the course's own way to its answer, never the learner's).
+REFUSED_MESSAGE = ("computes the answer of exercise {name} of notebook {notebook}, " + BUNDLE_MARK
+                   + ": write your own {name} (and what it needs) in this notebook instead")
 #: Course functions that only chain left-out ones and take the learner's own as an
 #: argument (``block_fn``): kept as they are, so a demo runs the learner's block for real.
 #: Neither is the reference of an exercise; what they call is left out.
@@ -314,16 +318,33 @@ REFERENCE_STUB_MARK = "is hidden while your own is graded"
 
 
 def _answer_labels(name: str) -> dict[str, str]:
-    """``"module:function" -> how learners call it`` for the reference of exercise
-    ``name`` and the functions it refuses (``helpers.reference``'s are re-exported by the
-    package: ``helpers.softmax``)."""
+    """``"module:name" -> how learners reach it`` for the reference of exercise ``name``
+    and what it refuses, as ``refuse`` names them: a function, a class (``_FastBPE``),
+    a method (``_FastBPE.word``) or another module-level value such as a compiled
+    pattern (``helpers.reference``'s are re-exported by the package: ``helpers.softmax``)."""
     from helpers import course
 
+    ex = course.get(name)
     out: dict[str, str] = {}
-    for module, fns in course.answer_functions(name).items():
+    for spec in [course.qualified(ex.reference), *map(defined_at, ex.refuse)]:
+        module, _, attr = spec.partition(":")
         prefix = "helpers" if module == "helpers.reference" else module
-        out.update((f"{module}:{fn}", f"{prefix}.{fn}") for fn in sorted(fns))
+        out[spec] = f"{prefix}.{attr}"
     return out
+
+
+def defined_at(spec: str) -> str:
+    """``spec`` as the module that defines it names it: a function or class re-exported by
+    a package (``helpers.bert:encode``) is written where its ``def`` is
+    (``helpers.bert.model:encode``); a value (a compiled pattern) has no such name and
+    stays as ``refuse`` writes it."""
+    from helpers import course
+
+    obj = course.resolve(spec)
+    if callable(obj) and isinstance(getattr(obj, "__qualname__", None), str) and \
+            isinstance(getattr(obj, "__module__", None), str):
+        return course.qualified(obj)
+    return spec
 
 
 def hidden_references(name: str) -> dict[str, str]:
@@ -342,10 +363,12 @@ def stubbed_functions(names) -> dict[str, str]:
 
     out: dict[str, str] = {}
     for name in names:
-        message = STUB_MESSAGE.format(name=name, notebook=course.notebook_of(name))
+        fields = {"name": name, "notebook": course.notebook_of(name)}
+        reference = course.qualified(course.get(name).reference)
         for spec, label in _answer_labels(name).items():
             if spec not in COMPOSITES:
-                out.setdefault(spec, f"{label} {message}")
+                text = STUB_MESSAGE if spec == reference else REFUSED_MESSAGE
+                out.setdefault(spec, f"{label} {text.format(**fields)}")
     return out
 
 
@@ -390,26 +413,93 @@ def trusted_answers_of_notebook(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(({s for n in names for s in trusted_answers(n)} - own) | judging))
 
 
+def _stub_body(spec: str, name: str, node: ast.FunctionDef, message: str,
+               raises: bool) -> list[ast.stmt]:
+    """The body of the stub of function ``node``: ``raise RuntimeError(message)`` when
+    ``raises``, else its docstring (what to write) and one call of ``helpers._yours.course``
+    (``name``: the learner's function of that name may stand in for it)."""
+    if raises:
+        return ast.parse(f"raise RuntimeError({message!r})").body
+    doc = ast.get_docstring(node, clean=False)
+    return ([ast.Expr(ast.Constant(doc))] if doc else []) + ast.parse(
+        f"return _yours.course({spec!r}, {name!r}, {message!r}, {_arguments_dict(node)}, "
+        f"lambda _fn: _fn({_forward_call(node)}))").body
+
+
+def _stub_function(node: ast.FunctionDef, spec: str, name: str, message: str,
+                   raises: bool) -> None:
+    node.body = _stub_body(spec, name, node, message, raises)
+    node.decorator_list = [d for d in node.decorator_list if isinstance(d, ast.Name) and
+                           d.id in ("staticmethod", "classmethod")]
+
+
+def _stub_class(node: ast.ClassDef, spec: str, message: str, raises: bool) -> None:
+    """Every method of class ``node`` a stub (spec ``module:Class.method``); the class
+    keeps its docstring and those stubs, nothing else of its body (a class attribute may
+    hold a table). A method's stub is never answered by a learner's function of its name
+    (``Class.method`` is no name a notebook defines)."""
+    body = []
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _stub_function(item, f"{spec}.{item.name}", f"{node.name}.{item.name}",
+                           message, raises)
+            body.append(item)
+        elif item is node.body[0] and isinstance(item, ast.Expr) and \
+                isinstance(item.value, ast.Constant):
+            body.append(item)
+    node.body = body or [ast.Pass()]
+    node.decorator_list = []
+
+
+def _stub_value(node: ast.Assign | ast.AnnAssign, spec: str, message: str,
+                raises: bool) -> None:
+    """A module-level value (a compiled pattern, a table, a callable object) replaced by
+    ``helpers._yours.Hidden``: any use of it raises ``message``."""
+    node.value = ast.parse(f"_yours.Hidden({spec!r}, {message!r}, {raises!r})",
+                           mode="eval").body
+
+
+def _assigned_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, ast.Assign):
+        return [t.id for t in node.targets if isinstance(t, ast.Name)]
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+        return [node.target.id]
+    return []
+
+
 @lru_cache(maxsize=None)
 def _stubbed_source(text: str, fns: tuple) -> tuple[str, tuple[str, ...]]:
-    """``text`` with every top-level function of ``fns`` (``(name, spec, message,
-    raises)`` each) a stub: a call of ``helpers._yours.course`` (its docstring kept: what
-    to write), or, when ``raises``, ``raise RuntimeError(message)``. No line of their
-    body stays. Returns the text and the names found. Cached: every copy of a grading
-    process stubs the same sources alike."""
+    """``text`` with every top-level name of ``fns`` (``(name, spec, message, raises)``
+    each) a stub: a function a call of ``helpers._yours.course`` (its docstring kept: what
+    to write), or, when ``raises``, ``raise RuntimeError(message)``; a class (``C``) or
+    one method (``C.m``) the same, method by method; any other module-level value a
+    ``helpers._yours.Hidden``. No line of their body stays. Returns the text and the names
+    found. Cached: every copy of a grading process stubs the same sources alike."""
     tree = ast.parse(text)
     found = []
     fns = {fn: (spec, message, raises) for fn, spec, message, raises in fns}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in fns:
             spec, message, raises = fns[node.name]
-            doc = ast.get_docstring(node, clean=False)        # what to write stays
-            node.body = ast.parse(f"raise RuntimeError({message!r})").body if raises else (
-                ([ast.Expr(ast.Constant(doc))] if doc else []) + ast.parse(
-                    f"return _yours.course({spec!r}, {node.name!r}, {message!r}, "
-                    f"{_arguments_dict(node)}, lambda _fn: _fn({_forward_call(node)}))").body)
+            _stub_function(node, spec, node.name, message, raises)
             node.decorator_list = []
             found.append(node.name)
+        elif isinstance(node, ast.ClassDef):
+            if node.name in fns:
+                _stub_class(node, *fns[node.name])
+                found.append(node.name)
+                continue
+            for item in node.body:
+                key = f"{node.name}.{getattr(item, 'name', '')}"
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and key in fns:
+                    spec, message, raises = fns[key]
+                    _stub_function(item, spec, key, message, raises)
+                    found.append(key)
+        else:
+            names = [n for n in _assigned_names(node) if n in fns]
+            if names:
+                _stub_value(node, *fns[names[0]])
+                found += names
     at = next((i + 1 for i, n in enumerate(tree.body) if isinstance(n, ast.ImportFrom)
                and n.module == "__future__"), 0)
     tree.body.insert(at, ast.parse("from helpers import _yours").body[0])
@@ -452,9 +542,9 @@ def build(pkg: Path, hidden, stored_for, put=write, logits: bool = True,
     if graded:
         from helpers import course
 
-        ref = course.get(graded).reference
-        if f"{ref.__module__}:{ref.__name__}" not in done:
-            raise BuildError(f"{ref.__module__} defines no function {ref.__name__} to hide")
+        ref = course.qualified(course.get(graded).reference)
+        if ref not in done:
+            raise BuildError(f"no {ref} to hide")
     put(pkg / "_yours.py", COURSE_CALLS.read_bytes())
     put(pkg / "_wire.py", PLAIN_DATA_CODEC.read_bytes())
     write_exercises(pkg, stored_for, put, logits)

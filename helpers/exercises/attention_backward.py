@@ -69,7 +69,18 @@ def cases():
         case("sharp", "large scores (a peaked softmax)",
              (5 * r.normal(size=(3, 2)), 5 * r.normal(size=(3, 2)), r.normal(size=(3, 2)),
               np.tril(np.ones((3, 3), dtype=bool)), r.normal(size=(3, 2))), hidden=True),
+        case("mixed_scales", "3 queries and keys, causal; d_out of the first query 1e10 times "
+             "the others", _mixed_scales(draw.rng(1216))),
     ]
+
+
+def _mixed_scales(r):
+    """Q, K, V, a causal mask and a d_out whose first row is 1e10 times larger than the
+    others: a sum of d_out times the output is then too large for central differences to
+    see the other queries move, for any step (the analytic gradient is as exact as anywhere)."""
+    Q, K, V, d_out = (r.normal(size=(3, s)) for s in (4, 4, 2, 2))
+    d_out[0] *= 1e10
+    return Q, K, V, np.tril(np.ones((3, 3), dtype=bool)), d_out
 
 
 def _variant(Q, K, V, mask, d_out, use_mask=True, rowsum=True, scale=True, dK_T=True):
@@ -85,6 +96,17 @@ def _variant(Q, K, V, mask, d_out, use_mask=True, rowsum=True, scale=True, dK_T=
     dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True)) if rowsum else P * dP
     dK = (np.swapaxes(dS, -1, -2) @ Q if dK_T else dS @ Q) * c
     return dS @ K * c, dK, dV
+
+
+@EXERCISE.mistake("numerical_gradient", "numerical, not analytic, gradient: central differences of the forward pass agree with the analytic gradient only where they are well conditioned; with one entry or row of d_out 1e10 times the others, the loss is so large that a step h moves it by less than its rounding. Write the derivative itself (the chain rule), not (f(x + h) - f(x - h)) / 2h")
+def _numerical(Q, K, V, mask, d_out):
+    from helpers.reference import scaled_dot_product_attention as attention
+
+    Q, K, V, dy = (np.asarray(a, dtype=float) for a in (Q, K, V, d_out))
+    loss = lambda q, k, v: np.sum(dy * attention(q, k, v, mask)[0])        # noqa: E731
+    return (training.numerical_gradient(lambda q: loss(q, K, V), Q),
+            training.numerical_gradient(lambda k: loss(Q, k, V), K),
+            training.numerical_gradient(lambda v: loss(Q, K, v), V))
 
 
 @EXERCISE.mistake("mask_ignored", "the mask was not applied in the backward pass: recompute P "

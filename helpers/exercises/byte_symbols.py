@@ -26,6 +26,7 @@ CONTRACT = Contract(args={"text": Arg(str, values=_text)}, returns=Arg(str),
 
 EXERCISE = Exercise(
     "byte_symbols", tokenizer.byte_symbols, contract=CONTRACT, compare=_compare,
+    refuse=("helpers.tokenizer:_byte_table",),
     difficulty=2, importance=3, minutes=15,
     hints=(
         r"""Two steps. `text.encode("utf-8")` gives the bytes (0 to 255; `é` is two of them,

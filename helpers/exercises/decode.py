@@ -49,6 +49,7 @@ CONTRACT = Contract(args={"ids": Arg(list, items=int, values=_ids),
 
 EXERCISE = Exercise(
     "decode", tokenizer.decode, contract=CONTRACT, compare=_compare,
+    refuse=("helpers.tokenizer:_byte_table",),
     difficulty=2, importance=3, minutes=10,
     hints=(
         r"""Ids to tokens (invert `vocab`), tokens to their byte-level characters, characters

@@ -30,6 +30,7 @@ CONTRACT = Contract(args={"text": Arg(str, values=_text),
 EXERCISE = Exercise(
     "encode", tokenizer.encode, contract=CONTRACT, output="ids",
     uses=("byte_symbols", "encode_word", "pretokenize"),
+    refuse=("helpers.tokenizer:_FastBPE",),
     difficulty=2, importance=3, minutes=10,
     hints=(
         r"""Your three functions in a row: `pretokenize` the text; a piece that is a control

@@ -44,6 +44,7 @@ CONTRACT = Contract(args={"word": Arg(str, values=_word),
 
 EXERCISE = Exercise(
     "encode_word", tokenizer.encode_word, contract=CONTRACT, compare=_compare, uses=("merge_pair",),
+    refuse=("helpers.tokenizer:_FastBPE",),
     difficulty=2, importance=3, minutes=15,
     hints=(
         r"""The position of a merge in `merges` is its rank: 0 was learned first. Start from

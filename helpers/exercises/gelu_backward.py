@@ -15,6 +15,12 @@ CONTRACT = Contract(args={"z": Arg("[...]"), "d_out": Arg("[...]")}, returns=Arg
 EXERCISE = Exercise(
     "gelu_backward", training.gelu_backward, contract=CONTRACT,
     refuse=("helpers.training:relu_backward",),   # equal to GELU's far from 0 (bundle probe)
+    # The analytic derivative in float64 is within 1e-14 of the exact one (relative; 1e-16
+    # absolute where Phi(z) + z phi(z) cancels): central differences, whatever their step,
+    # are not closer than about 1e-11 (tests/helpers/test_analytic_gradients.py).
+    rtol=1e-12, atol=1e-14,
+    near_miss="the derivative itself, Phi(z) + z phi(z), is exact to about 1e-15; a central "
+              "difference (f(z + h) - f(z - h)) / 2h is not closer than about 1e-11, whatever h",
     difficulty=2, importance=1, minutes=10,
     hints=(
         r"""$\mathrm{GELU}(z) = z\,\Phi(z)$ is a product: its derivative is
@@ -43,7 +49,19 @@ def cases():
              (np.array([-40.0, -8.0, 8.0, 40.0]), np.array([1.0, 2.0, 3.0, 4.0]))),
         case("batch", "a batch [2, 3, 5]", (r.normal(size=(2, 3, 5)), r.normal(size=(2, 3, 5)))),
         case("near_zero", "z near 0", (1e-3 * r.normal(size=6), r.normal(size=6)), hidden=True),
+        case("mixed_scales", "z from -6 to 6 and near -0.75 (where Phi + z phi nearly cancels); "
+             "one d_out 1e10, the others about 1",
+             (np.concatenate([np.linspace(-6, 6, 9), [-0.75, -0.7517, 30.0]]),
+              _mixed_scales(draw.rng(1214).normal(size=12)))),
     ]
+
+
+def _mixed_scales(d_out, big=3):
+    """``d_out`` with its entry ``big`` 1e10 times larger: a sum of d_out times the
+    output is then too large for central differences to see the other entries move."""
+    d_out = np.array(d_out, dtype=float)
+    d_out[big] *= 1e10
+    return d_out
 
 
 def _parts(z):
@@ -67,6 +85,14 @@ def _phi_only(z, d_out):
 def _no_chain(z, d_out):
     z, Phi, phi = _parts(z)
     return Phi + z * phi
+
+
+@EXERCISE.mistake("numerical_gradient", "numerical, not analytic, gradient: central differences of the forward pass agree with the analytic gradient only where they are well conditioned; with one entry or row of d_out 1e10 times the others, the loss is so large that a step h moves it by less than its rounding. Write the derivative itself (the chain rule), not (f(x + h) - f(x - h)) / 2h")
+def _numerical(z, d_out):
+    from helpers.bert.model import gelu
+
+    d_out = np.asarray(d_out, dtype=float)
+    return training.numerical_gradient(lambda x: np.sum(d_out * gelu(x)), z)
 
 
 @EXERCISE.mistake("tanh_approximation", "the derivative of the tanh approximation of GELU; "

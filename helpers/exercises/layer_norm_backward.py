@@ -66,7 +66,18 @@ def cases():
                                          r.normal(size=(1, 6))), hidden=True),
         case("offset_rows", "rows far from 0", (100 + r.normal(size=(4, 3)),
                                                  1 + r.normal(size=3), r.normal(size=(4, 3)))),
+        case("mixed_scales", "3 rows of 4 features; d_out of the first row 1e10 times the others",
+             _mixed_scales(draw.rng(1215))),
     ]
+
+
+def _mixed_scales(r):
+    """x, gamma and a d_out whose first row is 1e10 times larger than the others: a sum of
+    d_out times the output is then too large for central differences to see the other
+    rows move, for any step (the analytic gradient is as exact as anywhere)."""
+    x, gamma, d_out = r.normal(size=(3, 4)) * 2, 1 + 0.3 * r.normal(size=4), r.normal(size=(3, 4))
+    d_out[0] *= 1e10
+    return x, gamma, d_out
 
 
 def _variant(x, gamma, d_out, eps=1e-5, mean_term=True, var_term=True, use_gamma=True,
@@ -84,6 +95,18 @@ def _variant(x, gamma, d_out, eps=1e-5, mean_term=True, var_term=True, use_gamma
         dx = dx - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
     rows = lambda a: a.reshape(-1, d)                                  # noqa: E731
     return dx / sigma, rows(dy * xhat).sum(axis=0), rows(dy).sum(axis=0)
+
+
+@EXERCISE.mistake("numerical_gradient", "numerical, not analytic, gradient: central differences of the forward pass agree with the analytic gradient only where they are well conditioned; with one entry or row of d_out 1e10 times the others, the loss is so large that a step h moves it by less than its rounding. Write the derivative itself (the chain rule), not (f(x + h) - f(x - h)) / 2h")
+def _numerical(x, gamma, d_out, eps=1e-5):
+    from helpers.reference import layer_norm
+
+    x, gamma, dy = (np.asarray(a, dtype=float) for a in (x, gamma, d_out))
+    beta = np.zeros_like(gamma)
+    loss = lambda x_, g_: np.sum(dy * layer_norm(x_, g_, beta, eps))        # noqa: E731
+    return (training.numerical_gradient(lambda x_: loss(x_, gamma), x),
+            training.numerical_gradient(lambda g_: loss(x, g_), gamma),
+            dy.reshape(-1, x.shape[-1]).sum(axis=0))
 
 
 @EXERCISE.mistake("no_mean_or_var_terms", "dx = dxhat / sigma only: the mean and the variance "

@@ -60,12 +60,31 @@ def cases():
         case("batch_square", "a batch [3, 2, 3], W [3, 3]",
              (r.normal(size=(3, 2, 3)), r.normal(size=(3, 3)), r.normal(size=(3, 2, 3))),
              hidden=True),
+        case("mixed_scales", "x [3, 4], W [4, 2]; d_out of the first row 1e10 times the others",
+             _mixed_scales(draw.rng(1217))),
     ]
+
+
+def _mixed_scales(r):
+    """x, W and a d_out whose first row is 1e10 times larger than the others: a sum of
+    d_out times the output is then too large for central differences to see the other
+    rows move, for any step (the analytic gradient is as exact as anywhere)."""
+    x, W, d_out = r.normal(size=(3, 4)), r.normal(size=(4, 2)), r.normal(size=(3, 2))
+    d_out[0] *= 1e10
+    return x, W, d_out
 
 
 def _rows(a):
     a = np.asarray(a, dtype=float)
     return a.reshape(-1, a.shape[-1])
+
+
+@EXERCISE.mistake("numerical_gradient", "numerical, not analytic, gradient: central differences of the forward pass agree with the analytic gradient only where they are well conditioned; with one entry or row of d_out 1e10 times the others, the loss is so large that a step h moves it by less than its rounding. Write the derivative itself (the chain rule), not (f(x + h) - f(x - h)) / 2h")
+def _numerical(x, W, d_out):
+    x, W, dy = (np.asarray(a, dtype=float) for a in (x, W, d_out))
+    loss = lambda x_, W_: np.sum(dy * (x_ @ W_))                            # noqa: E731
+    return (training.numerical_gradient(lambda x_: loss(x_, W), x),
+            training.numerical_gradient(lambda W_: loss(x, W_), W), _rows(dy).sum(axis=0))
 
 
 @EXERCISE.mistake("W_not_transposed", "dx used W instead of its transpose: dx = d_out W^T")

@@ -48,3 +48,26 @@ CORRECT = {
             np.einsum('...qk,...qd->...kd', dS, Q) * c, dV)
 """,
 }
+
+#: Central differences of the forward pass instead of its derivative (issue 36, finding 7),
+#: written in the answer cell as a learner would (the course's step, 1e-5).
+WRONG["numerical_gradient"] = ("""from helpers import scaled_dot_product_attention
+
+def _central(f, x, h=1e-5):
+    x = np.array(x, dtype=float)
+    grad = np.zeros_like(x)
+    for k in range(x.size):
+        up, down = x.copy(), x.copy()
+        up.flat[k] += h
+        down.flat[k] -= h
+        grad.flat[k] = (f(up) - f(down)) / (2 * h)
+    return grad
+
+
+def attention_backward(Q, K, V, mask, d_out):
+    Q, K, V, dy = (np.asarray(a, dtype=float) for a in (Q, K, V, d_out))
+    loss = lambda q, k, v: np.sum(dy * scaled_dot_product_attention(q, k, v, mask)[0])
+    return (_central(lambda q: loss(q, K, V), Q),
+            _central(lambda k: loss(Q, k, V), K),
+            _central(lambda v: loss(Q, K, v), V))
+""", "numerical, not analytic, gradient")

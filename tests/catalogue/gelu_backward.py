@@ -39,3 +39,23 @@ def gelu_backward(z, d_out):
 _IMPORTS = "from helpers.bert import erf\n"
 WRONG = {k: (_IMPORTS + src, words) for k, (src, words) in WRONG.items()}
 CORRECT = {k: _IMPORTS + src for k, src in CORRECT.items()}
+
+#: Central differences of the forward pass instead of its derivative (issue 36, finding 7),
+#: written in the answer cell as a learner would (the course's step, 1e-5).
+WRONG["numerical_gradient"] = ("""from helpers.bert import gelu
+
+def _central(f, x, h=1e-5):
+    x = np.array(x, dtype=float)
+    grad = np.zeros_like(x)
+    for k in range(x.size):
+        up, down = x.copy(), x.copy()
+        up.flat[k] += h
+        down.flat[k] -= h
+        grad.flat[k] = (f(up) - f(down)) / (2 * h)
+    return grad
+
+
+def gelu_backward(z, d_out):
+    d_out = np.asarray(d_out, dtype=float)
+    return _central(lambda x: np.sum(d_out * gelu(x)), z)
+""", "numerical, not analytic, gradient")

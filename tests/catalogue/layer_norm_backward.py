@@ -62,3 +62,27 @@ CORRECT = {
     return dx, np.sum(dy * xc * inv, axis=axes), np.sum(dy, axis=axes)
 """,
 }
+
+#: Central differences of the forward pass instead of its derivative (issue 36, finding 7),
+#: written in the answer cell as a learner would (the course's step, 1e-5).
+WRONG["numerical_gradient"] = ("""from helpers import layer_norm
+
+def _central(f, x, h=1e-5):
+    x = np.array(x, dtype=float)
+    grad = np.zeros_like(x)
+    for k in range(x.size):
+        up, down = x.copy(), x.copy()
+        up.flat[k] += h
+        down.flat[k] -= h
+        grad.flat[k] = (f(up) - f(down)) / (2 * h)
+    return grad
+
+
+def layer_norm_backward(x, gamma, d_out, eps=1e-5):
+    x, gamma, dy = (np.asarray(a, dtype=float) for a in (x, gamma, d_out))
+    beta = np.zeros_like(gamma)
+    loss = lambda x_, g_: np.sum(dy * layer_norm(x_, g_, beta, eps))
+    return (_central(lambda x_: loss(x_, gamma), x),
+            _central(lambda g_: loss(x, g_), gamma),
+            dy.reshape(-1, x.shape[-1]).sum(axis=0))
+""", "numerical, not analytic, gradient")

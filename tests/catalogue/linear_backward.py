@@ -33,3 +33,24 @@ CORRECT = {
     return dy @ np.asarray(W).T, np.tensordot(x, dy, axes=(axes, axes)), dy.sum(axis=tuple(axes))
 """,
 }
+
+#: Central differences of the forward pass instead of its derivative (issue 36, finding 7),
+#: written in the answer cell as a learner would (the course's step, 1e-5).
+WRONG["numerical_gradient"] = ("""def _central(f, x, h=1e-5):
+    x = np.array(x, dtype=float)
+    grad = np.zeros_like(x)
+    for k in range(x.size):
+        up, down = x.copy(), x.copy()
+        up.flat[k] += h
+        down.flat[k] -= h
+        grad.flat[k] = (f(up) - f(down)) / (2 * h)
+    return grad
+
+
+def linear_backward(x, W, d_out):
+    x, W, dy = (np.asarray(a, dtype=float) for a in (x, W, d_out))
+    loss = lambda x_, W_: np.sum(dy * (x_ @ W_))
+    return (_central(lambda x_: loss(x_, W), x),
+            _central(lambda W_: loss(x, W_), W),
+            dy.reshape(-1, dy.shape[-1]).sum(axis=0))
+""", "numerical, not analytic, gradient")

@@ -27,6 +27,7 @@ from autograder import REPO_ROOT, SOLUTIONS_DIR
 from autograder.release import bundle as bundle_mod
 from bundle_scan import HOMEWORK, answers_in, left_out as _left_out, probed_in
 from catalogue import student_notebook
+from autograder.engine import student_helpers
 from helpers import course
 
 ALL = list(course.NOTEBOOKS)
@@ -79,16 +80,36 @@ def _functions(tree: ast.AST) -> list[ast.FunctionDef]:
     return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
+def _refused_functions(spec: str) -> list[ast.FunctionDef]:
+    """The function definitions ``spec`` (as its defining module names it) names in the
+    repository's ``helpers``: a function, every method of a class, or one method
+    (``Class.method``)."""
+    module, _, attr = spec.partition(":")
+    path = course.module_file(REPO_ROOT / "helpers", module)
+    if not path.exists():                      # a private module the bundle drops
+        return []
+    name, _, method = attr.partition(".")
+    for node in ast.parse(path.read_text()).body:
+        if getattr(node, "name", None) != name:
+            continue
+        if isinstance(node, ast.ClassDef):
+            return [f for f in _functions(node) if method in ("", f.name)]
+        return [node] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+    return []
+
+
 def _answer_keys() -> dict[str, str]:
     """Canonical body -> where it comes from, for every graded exercise's reference (and
-    what it refuses) and every function of the solution notebooks' answer cells."""
+    every function, class method or method it refuses) and every function of the solution
+    notebooks' answer cells."""
     keys: dict[str, str] = {}
     for name in course.names():
-        for module, fns in course.answer_functions(name).items():
-            tree = ast.parse(course.module_file(REPO_ROOT / "helpers", module).read_text())
-            for fn in _functions(tree):
-                if fn.name in fns and f"{module}:{fn.name}" not in bundle_mod.COMPOSITES:
-                    keys[_body_key(fn)] = f"{module}.{fn.name}"
+        ex = course.get(name)
+        for spec in [course.qualified(ex.reference), *map(student_helpers.defined_at, ex.refuse)]:
+            if spec in bundle_mod.COMPOSITES:
+                continue
+            for fn in _refused_functions(spec):
+                keys[_body_key(fn)] = f"{spec} ({fn.name})"
     for path in sorted(SOLUTIONS_DIR.glob("*/*.ipynb")):
         for cell in json.loads(path.read_text())["cells"]:
             meta = cell.get("metadata", {}).get("nbgrader", {})

@@ -35,7 +35,9 @@ def test_no_function_of_a_homework_bundle_returns_a_left_out_answer(assignment, 
     bundle_mod.build(built, [assignment], reveal=[a for a in ALL if a < assignment],
                      worked_examples=False)
     names = _left_out(built)
-    assert set(course.NOTEBOOKS[assignment]) | {"layer_norm", "llama_block"} <= set(names)
+    later = {n for n in ("layer_norm", "llama_block", "encode", "attention_backward")
+             if course.notebook_of(n) >= assignment}
+    assert set(course.NOTEBOOKS[assignment]) | later <= set(names)
     names = probed_in([a for a in ALL if a < assignment], names)
     leaks = answers_in(built, names, tmp_path)
     assert not leaks, "\n".join(leaks)
@@ -48,6 +50,55 @@ def test_the_probe_finds_an_answer_left_in_the_bundle(tmp_path):
                      worked_examples=False)
     leaks = answers_in(built, ["split_heads"], tmp_path)
     assert any(leak.startswith("helpers.reference:split_heads gives") for leak in leaks), leaks
+
+
+#: A module put into a bundle that leaves notebook 11 out: the repository's tokenizer,
+#: loaded from its file, reached through every kind of callable but a function.
+_LEAKY = """
+import functools, importlib.util
+_spec = importlib.util.spec_from_file_location("real_tokenizer", {path!r})
+_real = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_real)
+
+
+class Encoder:
+    def __init__(self, vocab, merges):
+        self.bpe = _real._FastBPE(vocab, merges)
+
+    def ids_of(self, text):
+        return self.bpe.ids_of(text)
+
+
+ENCODE = functools.partial(_real.encode)
+GPT2_PATTERN = _real.GPT2_PATTERN
+"""
+
+
+def test_the_probe_finds_an_answer_in_every_kind_of_callable(tmp_path):
+    """The scan of every kind of callable (issue 36, finding 2): it finds encode's answer
+    in a method of a class built from the case's own inputs (``Encoder(vocab,
+    merges).ids_of(text)``) and in a callable object, and pretokenize's in a compiled
+    pattern's method (the given ``GPT2_PATTERN``, which the scan then forgives)."""
+    import bundle_scan
+    from autograder import REPO_ROOT
+
+    built = tmp_path / "hw"
+    bundle_mod.build(built, ["11_tokenizer"], reveal=[a for a in ALL if a < "11_tokenizer"],
+                     worked_examples=False)
+    (built / "helpers" / "leaky.py").write_text(
+        _LEAKY.format(path=str(REPO_ROOT / "helpers" / "tokenizer.py")), encoding="utf-8")
+    leaks = answers_in(built, ["encode", "pretokenize"], tmp_path)
+    assert any(leak.startswith("helpers.leaky:Encoder(inputs [2, 1]).ids_of gives encode's")
+               for leak in leaks), leaks
+    assert any(leak.startswith("helpers.leaky:ENCODE gives encode's") for leak in leaks), leaks
+    assert not any("PATTERN" in leak for leak in leaks), [x for x in leaks if "PATTERN" in x]
+    forgiven, bundle_scan.GIVEN = bundle_scan.GIVEN, {}
+    try:
+        leaks = answers_in(built, ["pretokenize"], tmp_path)
+    finally:
+        bundle_scan.GIVEN = forgiven
+    assert any(leak.startswith("helpers.leaky:GPT2_PATTERN.findall gives pretokenize's")
+               for leak in leaks), leaks
 
 
 # ---------------------------------------------------------------------------------------

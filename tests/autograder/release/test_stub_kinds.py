@@ -1,0 +1,134 @@
+"""The builder hides every kind of callable an exercise refuses (issue 36, finding 2): a
+function, a class (every method), one method (``Class.method``) and a module-level value
+such as a compiled pattern. Each is a stub with no line of the original: in a student's
+copy it answers through ``helpers._yours.course`` (a class's methods are never answered
+by a learner's function of the same name) or, for a value, raises on any use; in the copy
+an exercise is graded with, each raises that it is hidden while the learner's own is
+graded. Checked on a small module of a ``helpers`` package built here, imported in a
+fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from autograder.engine import student_helpers
+
+SOURCE = textwrap.dedent('''
+    import re
+
+    TABLE_RULE = re.compile(r"(\\d)")
+
+
+    def table():
+        """The answer's table."""
+        return {b: chr(b + 7) for b in range(4)}
+
+
+    class Fast:
+        """A fast path."""
+        SECRET = {"x": 42}
+
+        def __init__(self, n):
+            self.n = n * 1000 + 7
+
+        def answer(self, x):
+            return x * 3 + self.n
+
+        @staticmethod
+        def helper(x):
+            return x - 99
+
+
+    class Open:
+        def kept(self):
+            return "kept"
+
+        def answer(self, x):
+            return x * 5 + 11
+''')
+
+PROBE = textwrap.dedent('''
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import helpers.fake as f
+
+    def outcome(call):
+        try:
+            return ["ok", repr(call())]
+        except BaseException as exc:
+            return [type(exc).__name__, str(exc)]
+
+    print(json.dumps({
+        "table": outcome(f.table),
+        "pattern": outcome(lambda: f.TABLE_RULE.split("a1b")),
+        "pattern_called": outcome(lambda: f.TABLE_RULE("x")),
+        "build": outcome(lambda: f.Fast(2)),
+        "helper": outcome(lambda: f.Fast.helper(5)),
+        "secret": outcome(lambda: f.Fast.SECRET),
+        "kept": outcome(lambda: f.Open().kept()),
+        "method": outcome(lambda: f.Open().answer(1)),
+    }))
+''')
+
+SPECS = ("helpers.fake:table", "helpers.fake:TABLE_RULE", "helpers.fake:Fast",
+         "helpers.fake:Open.answer")
+
+
+def _package(tmp_path):
+    pkg = tmp_path / "helpers"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_yours.py").write_bytes(student_helpers.COURSE_CALLS.read_bytes())
+    (pkg / "_wire.py").write_bytes(student_helpers.PLAIN_DATA_CODEC.read_bytes())
+    (pkg / "fake.py").write_text(SOURCE)
+    return pkg
+
+
+def _run(tmp_path) -> dict:
+    done = subprocess.run([sys.executable, "-I", "-c", PROBE, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("graded", [False, True], ids=["left_out", "graded"])
+def test_every_kind_of_callable_is_a_stub(tmp_path, graded):
+    pkg = _package(tmp_path)
+    messages = {spec: f"{spec} MESSAGE" for spec in SPECS}
+    done = student_helpers.stub_answers(pkg, {} if graded else messages,
+                                        messages if graded else None)
+    assert done == set(SPECS)
+    text = (pkg / "fake.py").read_text()
+    for original in ("chr(b + 7)", "1000 + 7", "x * 3", "x - 99", "x * 5 + 11", "42", r"(\d)"):
+        assert original not in text, original            # no line of the original stays
+    assert '"""A fast path."""' in text                 # what the class is stays
+    assert ('"""The answer\'s table."""' in text) is not graded   # a raising stub: no doc
+    seen = _run(tmp_path)
+    error = "RuntimeError" if graded else "NotImplementedError"
+    for key, spec in [("table", "helpers.fake:table"), ("pattern", "helpers.fake:TABLE_RULE"),
+                      ("pattern_called", "helpers.fake:TABLE_RULE"),
+                      ("build", "helpers.fake:Fast"), ("helper", "helpers.fake:Fast"),
+                      ("method", "helpers.fake:Open.answer")]:
+        assert seen[key] == [error, f"{spec} MESSAGE"], (key, seen[key])
+    assert seen["secret"][0] == "AttributeError"          # the class keeps no attribute
+    assert seen["kept"] == ["ok", "'kept'"]               # a method not named stays
+
+
+def test_a_method_stub_is_never_answered_by_a_learners_function_of_its_name(tmp_path):
+    """A learner's ``answer`` in the notebook is not ``Open.answer``: the stub does not
+    call it (only a function's own name may stand in for it)."""
+    pkg = _package(tmp_path)
+    student_helpers.stub_answers(pkg, {"helpers.fake:Open.answer": "hidden"})
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import __main__\n"
+              "def answer(self, x):\n    return 'learner'\n"
+              "__main__.answer = answer\nimport helpers.fake as f\n"
+              "try:\n    print(f.Open().answer(1))\nexcept NotImplementedError as e:\n"
+              "    print('refused', e)\n")
+    done = subprocess.run([sys.executable, "-I", "-c", script, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.stdout.strip() == "refused hidden", done.stdout + done.stderr
