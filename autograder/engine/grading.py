@@ -224,7 +224,6 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
            "cell_timeout": cell_timeout, "case_timeout": cell_timeout,
            "timeout": notebook_timeout}
     res.arrays(function, store)
-    t0 = time.monotonic()
     verdict, own_failed = _run_calls(function, job, cases, hidden, groups, source, res,
                                      limits, notebook_timeout)
     if uses and (verdict.status != "ok" or own_failed):
@@ -233,11 +232,11 @@ def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
         # is judged again with the course's (answered by this trusted process: their
         # code is never in the child), and that verdict stands. A mistake in the
         # learner's layer_norm costs points in layer_norm's test only.
-        left = max(1.0, notebook_timeout - (time.monotonic() - t0))
-        job = dict(job, uses=dict(uses), watch=[], timeout=left,
-                   case_timeout=min(cell_timeout, left), cell_timeout=min(cell_timeout, left))
+        # The run that decides gets the full limits: a case that timed out in the first
+        # run (the learner's slow earlier function, say) must not leave it less time.
+        job = dict(job, uses=dict(uses), watch=[])
         verdict, _ = _run_calls(function, job, cases, hidden, groups, source, res, limits,
-                                left)
+                                notebook_timeout)
     return verdict
 
 
@@ -248,8 +247,7 @@ def _run_calls(function: str, job: dict, cases, hidden, groups, source: Source,
     failing case called the learner's own earlier functions (the child's observation)."""
     from helpers import exercises, judge
 
-    conf = res.conf(function, source)
-    reply = res.worker.run(job, conf, limits)
+    reply = run_unbusied(res, job, res.conf(function, source), limits)
     lines, refused = client.parse_reply(reply.get("output", ""))
     by_case: dict[int, dict] = {}
     for line in lines:
@@ -316,6 +314,20 @@ def _run_calls(function: str, job: dict, cases, hidden, groups, source: Source,
                      for k in range(len(cases)))
     return (_Verdict(function, problems, list(hidden), groups, inconclusive, status, note),
             own_failed)
+
+
+def run_unbusied(res: _Resources, job: dict, conf: dict, limits: confine.Limits) -> dict:
+    """The worker's reply to ``job``, run again once when the machine was too busy to
+    finish it (stopped at the wall-clock backstop with its own time not spent,
+    :mod:`autograder.isolation.clock`); raises ``client.WorkerError`` when it was
+    again: load never decides a grade, the notebook is the grader's error, to grade
+    again."""
+    for _ in range(2):
+        reply = res.worker.run(job, conf, limits)
+        if reply.get("exit") != executor.EXIT_BUSY and not reply.get("busy"):
+            return reply
+    raise client.WorkerError("the grading machine was too busy to finish a run within "
+                             "the wall-clock backstop of its limits; grade it again")
 
 
 def _summary(text: str) -> str:
@@ -461,10 +473,10 @@ def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout:
 
     graded = tuple(sorted({f for names in _answer_functions(source).values() for f in names
                            if f in exercises.names()}))
-    reply = res.worker.run({"kind": "notebook", "cells": cells, "cell_timeout": cell_timeout,
-                            "timeout": notebook_timeout,
-                            "answers": list(student_helpers.trusted_answers_of_notebook(graded))},
-                           res.conf(None, source), limits)
+    reply = run_unbusied(res, {"kind": "notebook", "cells": cells, "cell_timeout": cell_timeout,
+                               "timeout": notebook_timeout, "answers": list(
+                                   student_helpers.trusted_answers_of_notebook(graded))},
+                         res.conf(None, source), limits)
     lines = client.parse_lines(reply.get("output", ""))
     by_cell: dict[int, dict] = {}
     for line in lines:
@@ -578,8 +590,10 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     exercises' default seed when None). It stays in this process: the children get
     the cases' inputs, never the seed.
 
-    Takes at most ``2 * notebook_timeout`` seconds plus a few: the notebook run, then the
-    isolated runs sharing a second budget. ``solutions`` replaces the repository's
+    Each run (the notebook run, each exercise's isolated runs) has ``notebook_timeout``
+    seconds of its child's own time and ``cell_timeout`` seconds of CPU per cell or call
+    (:mod:`autograder.isolation.clock`); a run the machine was too busy to finish within
+    the wall-clock backstop is run again, and then raises ``client.WorkerError``. ``solutions`` replaces the repository's
     ``solutions/`` folder (for tests). Raises
     only when the grader itself cannot run (``client.WorkerError``), never because of
     the submission.
@@ -630,14 +644,13 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     answer_functions = _answer_functions(source)
     specs = {c.grade_id: case_specs(c.source_cell, _kernel_source(c.source_cell))
              for c in merged.cells if c.kind == "test"}
-    # They share one budget of notebook_timeout seconds (so grading a notebook takes at
-    # most twice notebook_timeout, plus a few seconds, whatever it does).
+    # Each gets the full limits, counted in its child's own time (CPU time per call, own
+    # time per run: docs/grading.md, "Limits"), so that neither a busy machine nor an
+    # earlier exercise's slow run leaves an exercise less.
     verdicts: dict[str, _Verdict] = {}
-    budget_end = time.monotonic() + notebook_timeout
     for fn in dict.fromkeys(s.function for ss in specs.values() for s in ss):
-        left = max(1.0, budget_end - time.monotonic())
-        verdicts[fn] = _verdict(fn, merged, specs, source, res, min(cell_timeout, left), left,
-                                limits, hidden_seed)
+        verdicts[fn] = _verdict(fn, merged, specs, source, res, cell_timeout,
+                                notebook_timeout, limits, hidden_seed)
     missing = {fn: gid for gid, names in answer_functions.items() if gid in merged.missing
                for fn in names}
     if res.worker.mode == "fallback":

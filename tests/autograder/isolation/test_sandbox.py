@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
-from autograder.isolation import client, confine, executor, helpers_copy, wire
+from autograder.isolation import client, confine, executor, helpers_copy, runners, wire
 from sandbox_jobs import run_cells as _run, stdout_lines as _stdout
 
 pytestmark = pytest.mark.slow
@@ -251,7 +251,7 @@ def test_output_is_capped_per_cell(helper_copies):
                         helper_copies)
     cell = [line for line in lines if "cell" in line][0]
     for key in ("stdout", "stderr"):
-        assert executor.OUTPUT_CAP <= len(cell[key]) < executor.OUTPUT_CAP + 100
+        assert runners.OUTPUT_CAP <= len(cell[key]) < runners.OUTPUT_CAP + 100
         assert "more characters of output not kept" in cell[key]
 
 
