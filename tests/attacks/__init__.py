@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 MODULES = ("tampering", "reference", "disk", "writes", "metadata", "processes", "values",
-           "boundary", "siblings", "scenarios")
+           "boundary", "siblings", "scenarios", "oracle")
 
 
 @dataclass(frozen=True)
