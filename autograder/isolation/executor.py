@@ -136,7 +136,7 @@ def _child_a(job: dict, conf: confine.Confinement, wfd: int) -> None:
         os.close(wfd)
         if job.get("call_fd") is not None:
             os.close(job["call_fd"])
-        status, code = _wait_within(pid, float(job["timeout"]))
+        status, code = wait_within(pid, float(job["timeout"]))
         if status is None:
             if conf.mode == "fallback":
                 confine.kill_quietly(-pid)
@@ -155,7 +155,7 @@ def _child_a(job: dict, conf: confine.Confinement, wfd: int) -> None:
         os._exit(code)
 
 
-def _wait_within(pid: int, limit: float) -> tuple[int | None, int]:
+def wait_within(pid: int, limit: float) -> tuple[int | None, int]:
     """Wait for B (``pid``) while its own time (:class:`clock.OwnTime`) is under
     ``limit`` and the wall clock under its backstop. Returns B's wait status (None if it
     must be stopped) and the exit code A reports when it is: :data:`EXIT_TIMEOUT` when B
