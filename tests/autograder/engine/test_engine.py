@@ -361,7 +361,7 @@ def test_infinite_loop_times_out_and_later_cells_still_count(tmp_path):
 
 
 def test_loop_that_swallows_the_timer_is_killed(tmp_path):
-    code = ("import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+    code = ("import signal\nsignal.signal(signal.SIGPROF, signal.SIG_IGN)\n"
             "while True:\n    pass\n" + CORRECT_DOT)
     t0 = time.monotonic()
     result = _grade(_write(_with_answer("01_dot_products", "dot", code), tmp_path,
@@ -373,7 +373,7 @@ def test_loop_that_swallows_the_timer_is_killed(tmp_path):
 
 
 def test_a_call_that_blocks_the_timer_is_stopped_at_its_limit_not_the_budgets(tmp_path):
-    """A graded call that blocks SIGALRM (the child's per-call timer) and then waits
+    """A graded call that blocks SIGPROF (the child's per-call timer) and then waits
     forever is stopped by the worker once the child has been silent for the call's limit
     plus executor.STEP_GRACE, long before the notebook's budget runs out; the message
     says why, and the exercise that uses the learner's dot is judged again with the
@@ -383,7 +383,7 @@ def test_a_call_that_blocks_the_timer_is_stopped_at_its_limit_not_the_budgets(tm
     code = ("def dot(a, b):\n"
             "    import helpers.checks, signal, time\n"
             "    if 'Stand-in' in (helpers.checks.__doc__ or ''):   # the isolated run\n"
-            "        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})\n"
+            "        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPROF})\n"
             "        time.sleep(10_000)\n"
             "    return float(sum(x * y for x, y in zip(a, b)))\n")
     budget = 600

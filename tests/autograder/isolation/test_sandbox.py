@@ -216,10 +216,10 @@ def test_job_deadline_kills_a_child_that_ignores_the_timer(helper_copies):
 
 
 def test_a_silent_child_is_stopped_after_its_cell_limit_and_the_grace(helper_copies):
-    """A cell that blocks SIGALRM (its timer) and waits says nothing: the worker stops the
+    """A cell that blocks SIGPROF (its timer) and waits says nothing: the worker stops the
     child once it has been silent for the cell limit plus STEP_GRACE, not at the job's
     deadline, and says so in the reply; the cells before it were reported."""
-    code = ("import signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})\n"
+    code = ("import signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPROF})\n"
             "time.sleep(10_000)")
     reply, lines = _run(["print('before')", code, "print('never')"], helper_copies,
                         cell_timeout=0.5, timeout=600)
