@@ -384,7 +384,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
                             f"the exercises were judged in their own runs")
 
     # 2. The authoritative verdicts, one isolated run per exercise tested.
-    answer_functions = answer_functions(source)
+    defined = answer_functions(source)
     specs = {c.grade_id: case_specs(c.source_cell, _kernel_source(c.source_cell))
              for c in merged.cells if c.kind == "test"}
     # Each gets the full limits, counted in its child's own time (CPU time per call, own
@@ -396,7 +396,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     for fn in dict.fromkeys(s.function for ss in specs.values() for s in ss):
         verdicts[fn] = verdict(exercises.get(fn), merged, specs, source, res, cell_timeout,
                                notebook_timeout, limits, hidden_seed)
-    missing = {fn: gid for gid, names in answer_functions.items() if gid in merged.missing
+    missing = {fn: gid for gid, names in defined.items() if gid in merged.missing
                for fn in names}
     if res.worker.mode == "fallback":
         res.cleanup_fallback()

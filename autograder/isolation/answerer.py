@@ -55,6 +55,7 @@ class Answerer:
         self.pid = 0
         self.ended = ""                 # why the helper is gone: later calls are refused
         self.requests = 0               # requests read from the child
+        self.computed = 0               # of them, handed to the helper (not remembered)
 
     # -- the worker's side ----------------------------------------------------------------
 
@@ -82,6 +83,7 @@ class Answerer:
         return True
 
     def _computed(self, data: bytes, deadline: float) -> bytes:
+        self.computed += 1
         if self.ended:
             return answering.error_reply(self.ended)
         if self.helper is None:

@@ -386,6 +386,8 @@ def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket,
              "exit": code, "seconds": round(time.perf_counter() - t0, 4)}
     if quiet.stopped:
         reply[quiet.stopped] = quiet.limit
+    if answerer is not None:
+        reply["answered"] = [answerer.requests, answerer.computed]
     return reply
 
 

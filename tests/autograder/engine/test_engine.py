@@ -103,6 +103,23 @@ def test_model_notebook_grades_fully_with_an_empty_weights_cache(tmp_path: Path,
     assert list(cache.glob("*-float32.npz")), "the grader did not build the cache"
 
 
+def test_the_tokenizer_notebook_is_graded_without_loading_the_capstone_model(
+        tmp_path: Path, monkeypatch):
+    """Notebook 11's last demo runs SmolLM2, but no graded cell needs it: grading the
+    notebook neither prepares the model's weights (``helpers.exercises.PREPARE``) nor
+    runs that demo (issue 35: it cost 44 s of a 78 s notebook under load)."""
+    path = SOLUTIONS_DIR / "11_tokenizer" / "11_tokenizer.ipynb"
+    if not path.exists():
+        pytest.skip("notebook 11 is not in this course")
+    cache = tmp_path / "empty-cache"
+    monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(cache))
+    monkeypatch.setattr(engine.resources, "_PREPARED", set())
+    nb = _load(path)
+    result = _grade(_write(nb, tmp_path, path.parent.name), path.parent.name)
+    assert _points(result) == test_points(nb), [(c.grade_id, c.message) for c in result.cells]
+    assert not list(cache.glob("*-float32.npz")), "the capstone model was prepared"
+
+
 @pytest.mark.parametrize("path", SOLUTION_NOTEBOOKS, ids=lambda p: p.parent.name)
 def test_released_stub_earns_nothing(path: Path, tmp_path: Path):
     stub = NOTEBOOKS_DIR / path.parent.name / path.name
