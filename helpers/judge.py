@@ -35,6 +35,7 @@ import traceback
 import numpy as np
 
 from helpers import exercises
+from helpers._same import differs
 from helpers.exercises import Case, Exercise, Mistake, quiet
 from helpers.exercises._compare import (_array_problem, _as_float_array, _close,
                                         _fmt_value, _mask_problem)
@@ -234,38 +235,11 @@ def _diagnosis_text(found: list[Mistake]) -> str:
         f"    - {m.message}." for m in found)
 
 
-def _differs(before, after) -> bool:
-    """Whether ``after`` (an input after a call) is no longer ``before`` (a fresh copy):
-    values, shapes and dtypes of arrays, recursively in lists, tuples and dicts. A NumPy
-    Generator is expected to advance: never a change. (The grader's child observes the
-    same way: ``autograder/isolation/executor.py``, ``_differs``.)"""
-    if isinstance(before, np.random.Generator):
-        return False
-    if isinstance(before, np.ndarray):
-        if not isinstance(after, np.ndarray) or before.shape != after.shape or \
-                before.dtype != after.dtype:
-            return True
-        try:
-            return not np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")
-        except Exception:
-            return True
-    if isinstance(before, dict):
-        return (not isinstance(after, dict) or list(before) != list(after)
-                or any(_differs(before[k], after[k]) for k in before))
-    if isinstance(before, (list, tuple)):
-        return (type(before) is not type(after) or len(before) != len(after)
-                or any(_differs(x, y) for x, y in zip(before, after)))
-    try:
-        return bool(before != after) and not (before != before and after != after)  # NaN
-    except Exception:
-        return False
-
-
 def changed_inputs(case: Case, args: tuple, kwargs: dict) -> list:
     """The inputs of ``case`` that a call changed, given the ``args`` and ``kwargs`` it
     was called with: positions (int) of ``args``, names (str) of ``kwargs``."""
-    out: list = [i for i, (a, b) in enumerate(zip(case.args, args)) if _differs(a, b)]
-    out += [str(k) for k in case.kwargs if _differs(case.kwargs[k], kwargs.get(k))]
+    out: list = [i for i, (a, b) in enumerate(zip(case.args, args)) if differs(a, b)]
+    out += [str(k) for k in case.kwargs if differs(case.kwargs[k], kwargs.get(k))]
     return out
 
 

@@ -16,20 +16,10 @@ import time
 
 from autograder import safe_text
 from autograder.isolation import budget, wire
+from autograder.isolation.same import resolve
 
 #: The memory a run may use when no limit is given (the grader's default, MB).
 DEFAULT_MEMORY_BYTES = 2048 * 2**20
-
-
-def resolve(spec: str):
-    """The object ``"module:attr"`` names (imported from the child's helpers copy)."""
-    import importlib
-
-    module, _, attr = spec.partition(":")
-    obj = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 def recv_exactly(sock: socket.socket, n: int, deadline: float) -> bytes | None:

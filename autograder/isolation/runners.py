@@ -18,7 +18,7 @@ from pathlib import Path
 
 from autograder import safe_text
 from autograder.isolation import wire
-from autograder.isolation.answers import resolve
+from autograder.isolation.same import differs, resolve
 
 #: Frames from files under this folder (the grader's own code) are left out of tracebacks.
 _OWN_CODE = str(Path(__file__).resolve().parent.parent) + os.sep     # autograder/
@@ -423,39 +423,11 @@ def _counted(fn, counter: list):
     return call
 
 
-def _differs(before, after) -> bool:
-    """Whether ``after`` (an input after the call) is no longer equal to ``before`` (a
-    fresh copy of it): values, shapes and dtypes of arrays, recursively in lists, tuples
-    and dicts. A NumPy Generator is expected to advance: never a change."""
-    import numpy as np
-
-    if isinstance(before, np.random.Generator):
-        return False
-    if isinstance(before, np.ndarray):
-        if not isinstance(after, np.ndarray) or before.shape != after.shape or \
-                before.dtype != after.dtype:
-            return True
-        try:
-            return not np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")
-        except Exception:
-            return True
-    if isinstance(before, dict):
-        return (not isinstance(after, dict) or list(before) != list(after)
-                or any(_differs(before[k], after[k]) for k in before))
-    if isinstance(before, (list, tuple)):
-        return (type(before) is not type(after) or len(before) != len(after)
-                or any(_differs(x, y) for x, y in zip(before, after)))
-    try:
-        return bool(before != after) and not (before != before and after != after)  # NaN
-    except Exception:
-        return False
-
-
 def _changed_inputs(fresh: tuple, used: tuple) -> list:
     """The inputs a call changed: positions (int) of ``args``, names (str) of ``kwargs``."""
     (args0, kwargs0), (args1, kwargs1) = fresh, used
-    out: list = [i for i, (a, b) in enumerate(zip(args0, args1)) if _differs(a, b)]
-    out += [str(k) for k in kwargs0 if _differs(kwargs0[k], kwargs1.get(k))]
+    out: list = [i for i, (a, b) in enumerate(zip(args0, args1)) if differs(a, b)]
+    out += [str(k) for k in kwargs0 if differs(kwargs0[k], kwargs1.get(k))]
     return out
 
 

@@ -47,6 +47,8 @@ from helpers.exercises import _draw
 from helpers.exercises._draw import ids_below
 # (re-exported) the file edge_table() is stored in, which helpers.reference reads
 from helpers.reference import EDGE_TABLE  # noqa: F401
+# (re-exported) what a "module:attr" spec names: one copy, shared with the grader
+from helpers._same import resolve  # noqa: F401
 
 __all__ = ["Case", "quiet", "Mistake", "Exercise", "NOTEBOOKS", "PREPARE", "get", "names",
            "of_notebook", "notebook_of", "case", "answer_functions", "module_file", "Arg",
@@ -385,15 +387,6 @@ def module_file(pkg, module: str):
     parts = module.split(".")[1:]                  # without the leading "helpers"
     base = Path(pkg).joinpath(*parts) if parts else Path(pkg)
     return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
-
-
-def resolve(spec: str):
-    """The object ``"module:attr.attr"`` names."""
-    module, _, attr = spec.partition(":")
-    obj = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 def decide(spec: str, observed):
