@@ -20,7 +20,7 @@ Two kinds of job:
 
 ``notebook``
     Run the merged notebook cell by cell with ``InteractiveShell.run_cell``, capturing
-    ``sys.stdout``/``sys.stderr`` per cell (each capped), with a per-cell timer. One line
+    ``sys.stdout``/``sys.stderr`` per cell (each capped), with a per-cell timer of CPU time. One line
     per cell: stdout, stderr, error (type, message, a traceback that names test cells
     but never quotes their source), timeout/memory markers. Stops at the first timeout
     or ``MemoryError``.
@@ -39,7 +39,8 @@ id (left over from a request whose reader gave up) is dropped.
 
 A job may list ``answers``: the course functions its child may use (an exercise's
 earlier functions, credit isolation). The child then gets one end of a socket pair on
-which the worker, trusted, computes them (:func:`autograder.isolation.answers.answer`): the child's copy of
+which the worker, trusted, answers them within the child's own limits
+(:mod:`autograder.isolation.answerer`): the child's copy of
 ``helpers`` holds no course function's code (autograder/isolation/student_helpers.py).
 
 Cost: forking the warm worker and confining the child take a few milliseconds; the
