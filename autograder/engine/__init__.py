@@ -74,8 +74,8 @@ quoting them, and captured output is scrubbed of every hidden-test line.
 """
 
 
-from autograder.engine.grading import (FEEDBACK_CHARS, MESSAGE_CHARS, CellResult,  # noqa: F401
-                                       NotebookResult, grade_notebook)
+from autograder.engine.grading import (FEEDBACK_CHARS, MESSAGE_CHARS, WALL_FACTOR,  # noqa: F401
+                                       CellResult, NotebookResult, grade_notebook)
 from autograder.engine.resources import (PLAIN_DATA_CODEC, _resources,  # noqa: F401
                                          check_safe_to_grade, close_worker, from_plain_data,
                                          plain_data)

@@ -16,8 +16,13 @@ from autograder.notebook.source import (BEGIN_HIDDEN, END_HIDDEN, CaseSpec, Sour
 from autograder.notebook.submission import InvalidSubmission, Merged, merge, read_submission
 from autograder.engine.resources import _prepare, _Resources, _resources
 from autograder.engine.verdicts import Verdict, answer_functions, run_unbusied, verdict
-from autograder.isolation import client, confine, executor, student_helpers
+from autograder.isolation import client, clock, confine, executor, student_helpers
 
+
+#: How many times its limits a notebook's grading may take on the wall clock before a
+#: caller gives up on it (a busy machine stretches the wall clock, never the limits,
+#: which count the student's own time: :mod:`autograder.isolation.clock`).
+WALL_FACTOR = clock.BACKSTOP_FACTOR
 
 #: Lengths of CellResult.message and .feedback (one place: :mod:`autograder.safe_text`).
 MESSAGE_CHARS, FEEDBACK_CHARS = safe_text.MESSAGE_CHARS, safe_text.FEEDBACK_CHARS
