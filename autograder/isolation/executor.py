@@ -137,7 +137,10 @@ def _child_a(job: dict, conf: confine.Confinement, wfd: int) -> None:
         os.close(wfd)
         if job.get("call_fd") is not None:
             os.close(job["call_fd"])
-        status, code = wait_within(pid, float(job["timeout"]))
+        # the worker keeps the job's budget (B's own time less the time it waited for
+        # the grader's answers); A stops B only at the wall-clock backstop of it
+        backstop = clock.backstop(float(job["timeout"]))
+        status, code = wait_within(pid, backstop, backstop)
         if status is None:
             if conf.mode == "fallback":
                 confine.kill_quietly(-pid)
@@ -156,13 +159,15 @@ def _child_a(job: dict, conf: confine.Confinement, wfd: int) -> None:
         os._exit(code)
 
 
-def wait_within(pid: int, limit: float) -> tuple[int | None, int]:
+def wait_within(pid: int, limit: float, wall_limit: float | None = None
+                ) -> tuple[int | None, int]:
     """Wait for B (``pid``) while its own time (:class:`clock.OwnTime`) is under
-    ``limit`` and the wall clock under its backstop. Returns B's wait status (None if it
-    must be stopped) and the exit code A reports when it is: :data:`EXIT_TIMEOUT` when B
-    spent its own time, :data:`EXIT_BUSY` when the backstop came first."""
+    ``limit`` and the wall clock under ``wall_limit`` (by default the backstop of
+    ``limit``). Returns B's wait status (None if it must be stopped) and the exit code A
+    reports when it is: :data:`EXIT_TIMEOUT` when B spent its own time,
+    :data:`EXIT_BUSY` when the wall clock came first."""
     own = clock.OwnTime(pid)
-    wall_limit = clock.backstop(limit)
+    wall_limit = clock.backstop(limit) if wall_limit is None else wall_limit
     pidfd = os.pidfd_open(pid)
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -341,15 +346,20 @@ def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket,
     chunks, size, truncated = [], 0, False
     deadline = time.monotonic() + clock.backstop(timeout) + 10
     quiet = _Quiet(pid, step + STEP_GRACE if step > 0 else 0.0)
+    budget = _Budget(pid, timeout)
+    stopping = False
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             confine.kill_quietly(pid)
             break
         ready, _, _ = select.select([r, zygote] + ([call] if call else []), [], [],
-                                    min(left, 1.0))
+                                    min(left, 0.5))
         if call is not None and call in ready:
-            if not answerer.serve(deadline):
+            served = time.monotonic()
+            alive = answerer.serve(deadline)
+            budget.waited += time.monotonic() - served
+            if not alive:
                 answerer.close()
                 call = None
             quiet.heard()           # a child waiting for an answer is not silent
@@ -371,7 +381,10 @@ def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket,
             if not more:
                 break
             continue
-        if quiet.over() and not select.select([r], [], [], 0)[0]:
+        why = "" if stopping else quiet.over() or ("timeout" if budget.over() else "")
+        if why and not select.select([r], [], [], 0)[0]:
+            stopping = True
+            quiet.stopped = why if why != "timeout" else ""
             try:                       # A takes B's world down and exits EXIT_TIMEOUT
                 os.kill(pid, signal.SIGTERM)
             except OSError:
@@ -392,11 +405,31 @@ def _run_job(job_bytes: bytes, timeout: float, zygote: socket.socket,
     return reply
 
 
+class _Budget:
+    """A job's budget of ``limit`` seconds of its child's own time (B, the child of A
+    ``pid``: the wall clock less its wait for a CPU, :mod:`autograder.isolation.clock`),
+    less the time it ``waited`` for the grader's answers (their cost is the answering
+    helper's, under its own limits): ``over()`` once spent."""
+
+    def __init__(self, pid: int, limit: float):
+        self.a, self.limit = pid, limit
+        self.own: clock.OwnTime | None = None
+        self.waited = 0.0
+
+    def over(self) -> bool:
+        if self.own is None:
+            b = clock.child_of(self.a, wait=0.0)
+            if not b:
+                return False
+            self.own = clock.OwnTime(b)
+        return self.own.seconds() - self.waited >= self.limit
+
+
 class _Quiet:
     """How long a job's child (B, the child of A ``pid``) has said nothing, in its own
     time (wall clock less its wait for a CPU, :mod:`autograder.isolation.clock`) and on
-    the wall clock; ``over()`` once past ``limit`` (0: never) of the first or the
-    backstop of the second, and ``stopped`` says which (``stalled`` or ``busy``)."""
+    the wall clock; ``over()`` says ``stalled`` past ``limit`` (0: never) of the first,
+    ``busy`` past the backstop of the second; ``stopped`` is set by the caller."""
 
     def __init__(self, pid: int, limit: float):
         self.a, self.limit, self.b = pid, limit, 0
@@ -411,18 +444,17 @@ class _Quiet:
     def heard(self) -> None:
         self.since, self.waited = time.monotonic(), self._waited()
 
-    def over(self) -> bool:
+    def over(self) -> str:
+        """Why the child must be stopped (``stalled`` or ``busy``), or ""."""
         wall = time.monotonic() - self.since
-        if not self.limit or self.stopped or wall < self.limit:
-            return False
+        if not self.limit or wall < self.limit:
+            return ""
         waited = self._waited()
         own = wall - (waited - self.waited if waited is not None and self.waited is not None
                       else 0.0)
         if own >= self.limit:
-            self.stopped = "stalled"
-        elif wall >= clock.backstop(self.limit):
-            self.stopped = "busy"
-        return bool(self.stopped)
+            return "stalled"
+        return "busy" if wall >= clock.backstop(self.limit) else ""
 
 
 def serve(infd: int = 0, outfd: int = 1) -> None:
