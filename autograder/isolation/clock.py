@@ -2,7 +2,8 @@
 
 A child's limits per cell and per call count its CPU time (the runners' timer). Its
 job's deadline counts its *own time*: the wall-clock time since it started less the
-time it waited for a CPU on the kernel's run queue (``/proc/PID/schedstat``). Sleeping
+time it waited for a CPU on the kernel's run queue (``/proc/PID/schedstat``); the worker,
+which keeps that deadline, also leaves out the time the child waited for its answers. Sleeping
 or blocking counts (a learner's ``time.sleep`` spends it); another process holding the
 CPU does not. A generous wall-clock backstop (:func:`backstop`) stops a child however
 busy the machine is; stopped there with its own time not spent, the run was stopped by
