@@ -55,14 +55,18 @@ Execution (:mod:`autograder.isolation`, :mod:`autograder.notebook.slicing`)
     witness for those flags.
 
 Budget per notebook: the notebook run has ``notebook_timeout`` seconds (default 120,
-``--timeout``) and each cell ``cell_timeout`` (default 30, ``--cell-timeout``); the
-verdicts share a second ``notebook_timeout``, each call of the learner's function at
-most ``cell_timeout``. A notebook run that runs out of time costs nothing by itself
-(its status says ``timeout``; the verdicts decide the points); an exercise whose calls
-run out of time loses that exercise's points, and the exercises after it in the budget
-are judged with what time is left. A child that sends nothing for ``cell_timeout`` plus
-5 s (its own per-cell timer blocked, or a spin outside any cell or call) is stopped by
-the worker then, not at the end of the budget. Every request to the worker carries an id
+``--timeout``) of its child's own time (the wall clock less the time it waited for a
+CPU: :mod:`autograder.isolation.clock`) and each cell ``cell_timeout`` (default 30,
+``--cell-timeout``) of CPU time; each exercise's isolated runs have the same, each call
+of the learner's function at most ``cell_timeout`` of CPU. A busy machine spends none
+of it; a run the wall-clock backstop stops before it spent its own time is run again,
+then raises ``WorkerError`` (a ``grader_error``, never a grade). A notebook run that
+runs out of time costs nothing by itself (its status says ``timeout``; the verdicts
+decide the points); an exercise whose calls run out of time loses that exercise's
+points (judged again with the course's earlier functions when it called the learner's).
+A child that sends nothing for ``cell_timeout`` plus 5 s of its own time (its timer
+blocked, a sleep, or a spin outside any cell or call) is stopped by the worker then,
+not at the end of the budget. Every request to the worker carries an id
 that its reply repeats: a late reply is dropped, never taken for the next request's.
 
 Feedback never contains the source of hidden tests: tracebacks name test cells without
@@ -70,8 +74,8 @@ quoting them, and captured output is scrubbed of every hidden-test line.
 """
 
 
-from autograder.engine.grading import (FEEDBACK_CHARS, MESSAGE_CHARS, CellResult,  # noqa: F401
-                                       NotebookResult, grade_notebook)
+from autograder.engine.grading import (FEEDBACK_CHARS, MESSAGE_CHARS, WALL_FACTOR,  # noqa: F401
+                                       CellResult, NotebookResult, grade_notebook)
 from autograder.engine.resources import (PLAIN_DATA_CODEC, _resources,  # noqa: F401
                                          check_safe_to_grade, close_worker, from_plain_data,
                                          plain_data)

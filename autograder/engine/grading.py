@@ -7,19 +7,22 @@ import ast
 import re
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from autograder import safe_text
 from autograder.notebook import slicing
 from autograder.notebook.source import (BEGIN_HIDDEN, END_HIDDEN, CaseSpec, Source, SourceCell,
                                          case_specs, hidden_block, load_source, strip_hidden)
-from autograder.notebook.submission import (InvalidSubmission, Merged, _defined_functions, merge,
-                                             read_submission)
+from autograder.notebook.submission import InvalidSubmission, Merged, merge, read_submission
 from autograder.engine.resources import _prepare, _Resources, _resources
-from autograder.isolation import (client, confine, executor, helpers_copy, student_helpers,
-                                   wire)
+from autograder.engine.verdicts import Verdict, answer_functions, run_unbusied, verdict
+from autograder.isolation import client, clock, confine, executor, student_helpers
 
+
+#: How many times its limits a notebook's grading may take on the wall clock before a
+#: caller gives up on it (a busy machine stretches the wall clock, never the limits,
+#: which count the student's own time: :mod:`autograder.isolation.clock`).
+WALL_FACTOR = clock.BACKSTOP_FACTOR
 
 #: Lengths of CellResult.message and .feedback (one place: :mod:`autograder.safe_text`).
 MESSAGE_CHARS, FEEDBACK_CHARS = safe_text.MESSAGE_CHARS, safe_text.FEEDBACK_CHARS
@@ -112,215 +115,6 @@ def _kernel_source(cell: SourceCell) -> str:
     return cell.visible
 
 
-@dataclass
-class _Verdict:
-    """The isolated run of one contract function: per-case problems (None = passed)."""
-
-    function: str
-    problems: list[str | None]
-    hidden: list[bool]
-    groups: list[str]
-    inconclusive: list[bool]
-    status: str               # ok | timeout | crashed
-    note: str = ""
-
-
-@lru_cache(maxsize=None)
-def _load_cases(function: str) -> tuple[tuple, tuple[bool, ...], tuple[str, ...],
-                                         tuple[str | None, ...], tuple[tuple[str, str], ...],
-                                         dict]:
-    """The visible then hidden cases of exercise ``function`` (hidden ones drawn with the
-    default seed), which are hidden, their encoded arguments, their scenarios, the
-    ``(name, "module:function")`` of the course functions it uses, and the large arrays
-    the arguments name rather than carry (computed once per grading process)."""
-    from helpers import course
-    from helpers.course import judge
-
-    ex = course.get(function)
-    visible = list(judge.cases(ex, hidden=False))
-    hidden = list(judge.cases(ex, hidden=True))
-    cases = tuple(visible + hidden)
-    store: dict = {}
-    payloads = tuple(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs)), store=store))
-                     for c in cases)
-    uses = tuple((dep, course.qualified(course.get(dep).reference))
-                 for dep in ex.uses)
-    return (cases, (False,) * len(visible) + (True,) * len(hidden), payloads,
-            tuple(c.scenario for c in cases), uses, store)
-
-
-@lru_cache(maxsize=64)
-def _student_cases(function: str, seed: int) -> tuple:
-    """:func:`_load_cases` with the hidden cases drawn from ``seed`` (a student's, see
-    :mod:`autograder.run.secret`). The cases that do not depend on the seed (written
-    ones, drawn visible ones) are the default's, with their encoded arguments; the
-    seeded ones travel inline, never by file (the arrays folder beside an exercise's
-    helpers copy is read by every student's child: no student's hidden input goes
-    there)."""
-    import copy
-
-    from helpers import course
-
-    base = _load_cases(function)
-    ex = course.get(function)
-    default, seeded = ex.all_cases(), ex.all_cases(hidden_seed=seed)
-    index = {id(c): k for k, c in enumerate(default)}
-    if all(id(c) in index for c in seeded):
-        return base
-    b_cases, _, b_payloads, _, uses, store = base
-    cases, payloads = [], []
-    for c in seeded:
-        k = index.get(id(c))
-        if k is not None:
-            cases.append(b_cases[k])
-            payloads.append(b_payloads[k])
-        else:
-            cases.append(copy.deepcopy(c))
-            payloads.append(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs)))))
-    return (tuple(cases), tuple(c.hidden for c in cases), tuple(payloads),
-            tuple(c.scenario for c in cases), uses, store)
-
-
-def _cases_for(function: str, seed: int | None) -> tuple:
-    """The cases exercise ``function`` is graded on: a student's seed draws its hidden
-    ones (the default seed when None)."""
-    from helpers import course
-
-    if seed is None or not course.get(function).draws_hidden:
-        return _load_cases(function)
-    return _student_cases(function, int(seed))
-
-
-def _verdict(function: str, merged: Merged, specs_of: dict[str, list[CaseSpec]],
-             source: Source, res: _Resources, cell_timeout: float, notebook_timeout: float,
-             limits: confine.Limits, hidden_seed: int | None = None) -> _Verdict:
-    """Step 2 for one exercise: its outputs on every case, from a child whose ``helpers``
-    is a student's (no reference, no case; its own reference and what it refuses raise),
-    compared here with ``helpers.course.judge.compare``. The earlier course functions it uses
-    are the learner's own; when a failing case called one of them, it is judged again
-    with the course's (answered by the trusted process), and that verdict stands.
-
-    The child runs the exercise's own answer cell whole (what the learner's notebook
-    runs to define it) and, from the other cells before its first test, only the
-    statements the function needs (:mod:`autograder.notebook.slicing`): slow top-level work in
-    other answer cells is not run again."""
-    cases, hidden, payloads, scenarios, uses, store = _cases_for(function, hidden_seed)
-    groups = [str(getattr(c, "group", "") or "") for c in cases]
-    own = {gid for gid, names in _answer_functions(source).items() if function in names}
-    for cell in merged.cells:               # the learner's own cell does not parse: say so
-        broken = slicing.syntax_error(cell.source) if cell.grade_id in own else None
-        if broken:
-            problem = f"your answer cell {cell.grade_id!r} does not run: {broken}"
-            return _Verdict(function, [problem] * len(cases), list(hidden), groups,
-                            [False] * len(cases), "ok")
-    first_test = min((c.index for c in merged.cells if c.kind == "test"
-                      and function in {s.function for s in specs_of.get(c.grade_id, [])}),
-                     default=len(merged.cells))
-    code = slicing.slice_cells([slicing.CellCode(c.index, c.source, c.grade_id in own)
-                                for c in merged.cells if c.kind != "test" and c.index < first_test],
-                               {function})
-    cells = [{"index": i, "kind": "code", "source": src} for i, src in sorted(code.items())]
-    job = {"kind": "calls", "cells": cells, "function": function, "cases": list(payloads),
-           "scenarios": list(scenarios), "uses": {}, "watch": [dep for dep, _ in uses],
-           "answers": list(student_helpers.trusted_answers(function)),
-           "cell_timeout": cell_timeout, "case_timeout": cell_timeout,
-           "timeout": notebook_timeout}
-    res.arrays(function, store)
-    t0 = time.monotonic()
-    verdict, own_failed = _run_calls(function, job, cases, hidden, groups, source, res,
-                                     limits, notebook_timeout)
-    if uses and (verdict.status != "ok" or own_failed):
-        # Credit isolation: a case that called the learner's own earlier functions failed
-        # (or the run broke down, or broke a rule: their code ran in it), so the exercise
-        # is judged again with the course's (answered by this trusted process: their
-        # code is never in the child), and that verdict stands. A mistake in the
-        # learner's layer_norm costs points in layer_norm's test only.
-        left = max(1.0, notebook_timeout - (time.monotonic() - t0))
-        job = dict(job, uses=dict(uses), watch=[], timeout=left,
-                   case_timeout=min(cell_timeout, left), cell_timeout=min(cell_timeout, left))
-        verdict, _ = _run_calls(function, job, cases, hidden, groups, source, res, limits,
-                                left)
-    return verdict
-
-
-def _run_calls(function: str, job: dict, cases, hidden, groups, source: Source,
-               res: _Resources, limits: confine.Limits, notebook_timeout: float
-               ) -> tuple[_Verdict, bool]:
-    """One isolated run of an exercise's calls (``job``), judged here; and whether a
-    failing case called the learner's own earlier functions (the child's observation)."""
-    from helpers import course
-    from helpers.course import judge
-
-    conf = res.conf(function, source)
-    reply = res.worker.run(job, conf, limits)
-    lines, refused = client.parse_reply(reply.get("output", ""))
-    by_case: dict[int, dict] = {}
-    for line in lines:
-        k = line.get("case")
-        if isinstance(k, int) and 0 <= k < len(cases) and k not in by_case:
-            by_case[k] = line
-    done = any(line.get("done") is True for line in lines)
-    status, note = "ok", ""
-    if reply.get("exit") == executor.EXIT_TIMEOUT and reply.get("stalled"):
-        status, note = "timeout", (
-            f"the isolated run of {function} was stopped: a cell or call ran past its "
-            f"limit of {job['case_timeout']:g} s and did not stop (its timer was blocked)")
-    elif reply.get("exit") == executor.EXIT_TIMEOUT:
-        status, note = "timeout", f"the isolated run of {function} took longer than {notebook_timeout:g} s"
-    elif not done:
-        status, note = "crashed", f"the isolated run of {function} stopped unexpectedly"
-    problems: list[str | None] = []
-    inconclusive: list[bool] = []      # failed for lack of time/memory, not on the merits
-    broken = ""                        # why a reply broke the wire's rules
-    if refused:
-        broken = (f"invalid: the isolated run of {function} sent a reply that breaks the "
-                  f"grader's rules ({_short(refused[0], 160)})")
-    for k, case in enumerate(cases):
-        line = by_case.get(k)
-        inconclusive.append(line is None)
-        if line is None:
-            problems.append(note or f"{function} was not run on this case")
-            continue
-        if isinstance(line.get("error"), str):
-            err = line["error"]
-            if err.startswith("timeout"):
-                status = "timeout" if status == "ok" else status
-            inconclusive[-1] = err.startswith(("timeout", "MemoryError"))
-            problems.append(_case_error(function, case, err, str(line.get("where") or "")))
-            continue
-        size = line.get("too_large")
-        if type(size) is int and size > wire.MAX_VALUE_BYTES:
-            problems.append(_too_large(function, case, size))
-            continue
-        try:
-            got = wire.decode(wire.unb64(line.get("value")))
-        except wire.DecodeError as exc:
-            broken = broken or (f"invalid: the isolated run of {function} sent a reply that "
-                                f"breaks the grader's rules ({_short(exc, 160)})")
-            problems.append(broken)
-            continue
-        changed = line.get("changed")            # the child's observation; judged here
-        changed = [c for c in changed if isinstance(c, (int, str)) and not isinstance(
-            c, bool)][:20] if isinstance(changed, list) else []
-        try:
-            if case.scenario:     # raw observations: what they mean is decided here only
-                got = course.decide(case.scenario, got)
-            problems.append(judge.compare(course.get(function), case, got, changed))
-        except Exception as exc:   # compare() on a strange value: a failed case
-            problems.append(f"{function} returned a value that cannot be compared "
-                            f"({type(exc).__name__}: {_short(exc, 200)})")
-    if broken:
-        # a reply that breaks the wire's rules (autograder/isolation/wire.py) is forged:
-        # no reply of this run is trusted, and the exercise is invalid in every cell
-        problems = [broken] * len(cases)
-        inconclusive = [False] * len(cases)
-        status, note = "invalid", broken
-    own_failed = any(problems[k] is not None and by_case.get(k, {}).get("own_uses") is True
-                     for k in range(len(cases)))
-    return (_Verdict(function, problems, list(hidden), groups, inconclusive, status, note),
-            own_failed)
-
-
 def _summary(text: str) -> str:
     """One line from a ``judge.compare`` explanation: the known mistake first (the
     most useful words), then the case and the problem. Other text is returned as is."""
@@ -335,40 +129,6 @@ def _summary(text: str) -> str:
     return (f"{mistake} ({where}{problem})" if mistake else f"{where}{problem}")
 
 
-def _too_large(function: str, case, size: int) -> str:
-    """Words for a case whose output holds more array bytes than the grader takes."""
-    label = f"case {getattr(case, 'name', '?')!r} ({getattr(case, 'description', '')})"
-    return (f"{label}: {function} returned {size / 2**20:,.0f} MB of arrays; the grader "
-            f"takes outputs of at most {wire.MAX_VALUE_BYTES // 2**20} MB (return only the "
-            f"output the exercise asks for)")
-
-
-def _case_error(function: str, case, err: str, where: str = "") -> str:
-    """Words for a case on which the isolated call raised (``err``: "Type: text";
-    ``where``: the innermost function of the learner's code it came from)."""
-    from helpers import course
-    from helpers.course import judge
-
-    if err.startswith("NotImplementedError"):
-        if where and where != function and where.isidentifier():
-            return (f"{where} is not implemented yet (your {function} calls it): replace "
-                    f"`raise NotImplementedError()` in {where} by your code")
-        return f"{function} is not implemented yet: replace `raise NotImplementedError()` by your code"
-    stub = re.search(rf"([\w.]+) {re.escape(helpers_copy.REFERENCE_STUB_MARK)}", err)
-    if stub:
-        return (f"{function} must be your own implementation: it called {stub.group(1)} "
-                f"(the course's answer, hidden while yours is graded)")
-    if err.startswith("timeout"):
-        label = f"case {getattr(case, 'name', '?')!r} ({getattr(case, 'description', '')})"
-        return f"{label}: {function} did not finish ({err})"
-    if getattr(case, "hidden", False):
-        # only the exception's type: its text is the learner's, and could carry the
-        # hidden inputs (which the child must have) out into the feedback page
-        err = (_short(err.split(":", 1)[0], 60)
-               + ": (the message of an error on a hidden case is not shown)")
-    return judge.error_text(course.get(function), case, _short(err, 400))
-
-
 def _brief(function: str, group: str, text: str) -> str:
     """A failing hidden case in a few words: which group, and the likely mistake."""
     mistake = next((line.strip() for line in text.splitlines()
@@ -377,13 +137,7 @@ def _brief(function: str, group: str, text: str) -> str:
             f"values are not shown)" + (f"\n  {mistake}" if mistake else ""))
 
 
-def _answer_functions(source: Source) -> dict[str, list[str]]:
-    """Answer grade_id -> the functions its source cell defines."""
-    return {gid: _defined_functions(cell.source) or [gid]
-            for gid, cell in source.by_id("answer").items()}
-
-
-def _select(verdict: _Verdict, spec: CaseSpec) -> list[int]:
+def _select(verdict: Verdict, spec: CaseSpec) -> list[int]:
     known_groups = set(verdict.groups)
     group = spec.group if spec.group in known_groups else None
     return [k for k in range(len(verdict.problems))
@@ -463,12 +217,12 @@ def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout:
              for c in merged.cells if c.index in code]
     from helpers import course
 
-    graded = tuple(sorted({f for names in _answer_functions(source).values() for f in names
+    graded = tuple(sorted({f for names in answer_functions(source).values() for f in names
                            if f in course.names()}))
-    reply = res.worker.run({"kind": "notebook", "cells": cells, "cell_timeout": cell_timeout,
-                            "timeout": notebook_timeout,
-                            "answers": list(student_helpers.trusted_answers_of_notebook(graded))},
-                           res.conf(None, source), limits)
+    reply = run_unbusied(res, {"kind": "notebook", "cells": cells, "cell_timeout": cell_timeout,
+                               "timeout": notebook_timeout, "answers": list(
+                                   student_helpers.trusted_answers_of_notebook(graded))},
+                         res.conf(None, source), limits)
     lines = client.parse_lines(reply.get("output", ""))
     by_cell: dict[int, dict] = {}
     for line in lines:
@@ -494,7 +248,7 @@ def _notebook_run(merged: Merged, source: Source, res: _Resources, cell_timeout:
     return _Run(by_cell, "ok", "")
 
 
-def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str, _Verdict],
+def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str, Verdict],
                    line: dict | None, run: _Run, note: str, missing: dict[str, str],
                    scrub: _Scrubber, hidden_feedback: str = "full", credit: str = "all"
                    ) -> tuple[CellResult, list[str]]:
@@ -568,6 +322,18 @@ def _points_text(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0")
 
 
+def _invalid(result: NotebookResult, source: Source, message: str, t0: float
+             ) -> NotebookResult:
+    """``result`` for a submission that cannot be graded: status ``invalid`` with
+    ``message``, every graded cell listed with no points and the same message."""
+    result.status, result.message = "invalid", message
+    result.cells = [CellResult(c.grade_id, "test" if c.kind == "test" else "manual", 0,
+                               c.points, "invalid", _short(message))
+                    for c in source.cells if c.kind in ("test", "manual")]
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
 def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 30,
                    notebook_timeout: float = 120, memory_mb: int = 2048,
                    solutions: Path | None = None,
@@ -582,8 +348,10 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     exercises' default seed when None). It stays in this process: the children get
     the cases' inputs, never the seed.
 
-    Takes at most ``2 * notebook_timeout`` seconds plus a few: the notebook run, then the
-    isolated runs sharing a second budget. ``solutions`` replaces the repository's
+    Each run (the notebook run, each exercise's isolated runs) has ``notebook_timeout``
+    seconds of its child's own time and ``cell_timeout`` seconds of CPU per cell or call
+    (:mod:`autograder.isolation.clock`); a run the machine was too busy to finish within
+    the wall-clock backstop is run again, and then raises ``client.WorkerError``. ``solutions`` replaces the repository's
     ``solutions/`` folder (for tests). Raises
     only when the grader itself cannot run (``client.WorkerError``), never because of
     the submission.
@@ -599,12 +367,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     try:
         student = read_submission(submission)
     except InvalidSubmission as exc:
-        result.status, result.message = "invalid", str(exc)
-        result.cells = [CellResult(c.grade_id, "test" if c.kind == "test" else "manual", 0,
-                                   c.points, "invalid", _short(exc))
-                        for c in source.cells if c.kind in ("test", "manual")]
-        result.seconds = time.perf_counter() - t0
-        return result
+        return _invalid(result, source, str(exc), t0)
 
     _prepare(source)
     merged = merge(source, student)
@@ -617,12 +380,7 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
     try:
         run = _notebook_run(merged, source, res, cell_timeout, notebook_timeout, limits)
     except slicing.TooLarge as exc:
-        result.status, result.message = "invalid", _short(exc)
-        result.cells = [CellResult(c.grade_id, "test" if c.kind == "test" else "manual", 0,
-                                   c.points, "invalid", _short(exc))
-                        for c in source.cells if c.kind in ("test", "manual")]
-        result.seconds = time.perf_counter() - t0
-        return result
+        return _invalid(result, source, _short(exc), t0)
     result.status, result.message = run.status, run.message
     if run.status != "ok":
         # The exercises are judged apart (step 2), so points may stand: the flag says the
@@ -631,18 +389,19 @@ def grade_notebook(submission: Path, assignment: str, *, cell_timeout: float = 3
                             f"the exercises were judged in their own runs")
 
     # 2. The authoritative verdicts, one isolated run per exercise tested.
-    answer_functions = _answer_functions(source)
+    defined = answer_functions(source)
     specs = {c.grade_id: case_specs(c.source_cell, _kernel_source(c.source_cell))
              for c in merged.cells if c.kind == "test"}
-    # They share one budget of notebook_timeout seconds (so grading a notebook takes at
-    # most twice notebook_timeout, plus a few seconds, whatever it does).
-    verdicts: dict[str, _Verdict] = {}
-    budget_end = time.monotonic() + notebook_timeout
+    # Each gets the full limits, counted in its child's own time (CPU time per call, own
+    # time per run: docs/grading.md, "Limits"), so that neither a busy machine nor an
+    # earlier exercise's slow run leaves an exercise less.
+    from helpers import course
+
+    verdicts: dict[str, Verdict] = {}
     for fn in dict.fromkeys(s.function for ss in specs.values() for s in ss):
-        left = max(1.0, budget_end - time.monotonic())
-        verdicts[fn] = _verdict(fn, merged, specs, source, res, min(cell_timeout, left), left,
-                                limits, hidden_seed)
-    missing = {fn: gid for gid, names in answer_functions.items() if gid in merged.missing
+        verdicts[fn] = verdict(course.get(fn), merged, specs, source, res, cell_timeout,
+                               notebook_timeout, limits, hidden_seed)
+    missing = {fn: gid for gid, names in defined.items() if gid in merged.missing
                for fn in names}
     if res.worker.mode == "fallback":
         res.cleanup_fallback()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from autograder import REPO_ROOT
 from autograder.notebook.source import Source
-from autograder.isolation import client, confine, executor, helpers_copy, seccomp, wire
+from autograder.isolation import client, confine, executor, helpers_copy, runners, seccomp, wire
 
 
 # ---------------------------------------------------------------------------------------
@@ -66,7 +66,7 @@ class _Resources:
     def arrays(self, strip: str, store: dict) -> None:
         """The large arrays of exercise ``strip``'s cases, beside its helpers copy."""
         if store and strip not in self._arrays:
-            wire.write_arrays(store, Path(self.helpers(strip)) / executor.ARRAYS_FOLDER)
+            wire.write_arrays(store, Path(self.helpers(strip)) / runners.ARRAYS_FOLDER)
             self._arrays.add(strip)
 
     def data(self, source: Source) -> str | None:

@@ -15,13 +15,17 @@ import socket
 import time
 
 from autograder import safe_text
-from autograder.isolation import wire
+from autograder.isolation import budget, wire
+from autograder.isolation.same import resolve
+
+#: The memory a run may use when no limit is given (the grader's default, MB).
+DEFAULT_MEMORY_BYTES = 2048 * 2**20
 
 
-def resolve(spec: str):
-    """The object ``"module:attr"`` names (imported from the child's helpers copy). A
-    function of ``helpers.reference`` (the math alone) is served as learners call it:
-    the package's export of it, checked at the edge by its exercise's contract."""
+def course_function(spec: str):
+    """The course function ``"module:attr"`` names, as learners call it: a function of
+    ``helpers.reference`` (the math alone) is the package's export of it, checked at the
+    edge by its exercise's contract; anything else is what the spec names."""
     import importlib
 
     module, _, attr = spec.partition(":")
@@ -29,13 +33,10 @@ def resolve(spec: str):
         exported = getattr(importlib.import_module("helpers"), attr, None)
         if callable(exported):
             return exported
-    obj = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
+    return resolve(spec)
 
 
-def _recv_exactly(sock: socket.socket, n: int, deadline: float) -> bytes | None:
+def recv_exactly(sock: socket.socket, n: int, deadline: float) -> bytes | None:
     chunks, left = [], n
     while left:
         wait = deadline - time.monotonic()
@@ -118,7 +119,8 @@ MEMO_BYTES = 64 * 1024 * 1024
 _memo_size = [0]
 
 
-def _memo(request: bytes, spec: str, reply: bytes) -> None:
+def remember(request: bytes, spec: str, reply: bytes) -> None:
+    """Keep ``reply`` for the identical requests that follow (within MEMO_BYTES)."""
     if _memo_size[0] + len(request) + len(reply) > MEMO_BYTES:
         _MEMO.clear()
         _memo_size[0] = 0
@@ -126,12 +128,36 @@ def _memo(request: bytes, spec: str, reply: bytes) -> None:
     _memo_size[0] += len(request) + len(reply)
 
 
-def answer(data: bytes, answers: frozenset, blobs: dict | None = None) -> bytes:
+def remembered(data: bytes, answers: frozenset) -> bytes | None:
+    """The reply given before to request ``data``, if a run that may ask it asks."""
+    hit = _MEMO.get(data)
+    return hit[1] if hit is not None and hit[0] in answers else None
+
+
+def answer(data: bytes, answers: frozenset, blobs: dict | None = None,
+           memory_bytes: int = DEFAULT_MEMORY_BYTES) -> bytes:
+    """The reply to one request of a child, computed in this process (see
+    :func:`compute`), remembered for the identical requests that follow. (The worker
+    computes in a helper process instead: :mod:`autograder.isolation.answerer`.)"""
+    hit = remembered(data, answers)
+    if hit is not None:
+        return hit
+    reply, spec = compute(data, answers, blobs, memory_bytes)
+    if spec is not None:
+        remember(data, spec, reply)
+    return reply
+
+
+def compute(data: bytes, answers: frozenset, blobs: dict | None = None,
+            memory_bytes: int = DEFAULT_MEMORY_BYTES) -> tuple[bytes, str | None]:
     """The reply to one request of a child: the course function it names (one of
     ``answers``) on its arguments, with what the call changed in them; or the error.
-    The request is hostile: decoded by the wire's schema, within its caps; the arrays
-    it sends for later calls are kept in ``blobs`` (one job's, within
-    :data:`MAX_BLOB_BYTES`) under their content's digest, computed here."""
+    The request is hostile: decoded by the wire's schema, within its caps, and checked
+    against the run's budget (``memory_bytes``, :func:`autograder.isolation.budget.check`)
+    before the call runs; the arrays it sends for later calls are kept in ``blobs`` (one
+    job's, within :data:`MAX_BLOB_BYTES`) under their content's digest, computed here.
+    Also returns the function's spec when the reply may be remembered (the request names
+    only arrays sent before: asked again, the same), else None."""
     import warnings
 
     import numpy as np
@@ -139,9 +165,6 @@ def answer(data: bytes, answers: frozenset, blobs: dict | None = None) -> bytes:
     from autograder.isolation import course_calls
 
     blobs = {} if blobs is None else blobs
-    hit = _MEMO.get(data)
-    if hit is not None and hit[0] in answers:
-        return hit[1]
     try:
         req = wire.decode(data, max_bytes=course_calls.MAX_CALL_BYTES)
         if not isinstance(req, dict) or set(req) != {"fn", "args", "blobs"} or \
@@ -158,10 +181,10 @@ def answer(data: bytes, answers: frozenset, blobs: dict | None = None) -> bytes:
                 raise MemoryError("too many arrays sent to the grader in one run")
             blobs[course_calls.blob_key(a)] = a          # named by what it holds
         spec = req["fn"]                     # the course's own, in this trusted process
-        fn = _ANSWERING[spec] if spec in _ANSWERING else _ANSWERING.setdefault(
-            spec, resolve(spec))
+        fn = preload(spec)
         args = _unnamed(req["args"], blobs)
         pos, kw = _bind(fn, args)
+        budget.check(spec.rpartition(":")[2], args, memory_bytes)
         before = course_calls.snapshot(args)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
@@ -170,33 +193,19 @@ def answer(data: bytes, answers: frozenset, blobs: dict | None = None) -> bytes:
                           short=True)
         if len(out) > course_calls.MAX_CALL_BYTES:
             raise ValueError("the output is too large to send")
-        if not req["blobs"]:            # names only arrays sent before: asked again, the same
-            _memo(data, spec, out)
-        return out
+        return out, (spec if not req["blobs"] else None)
     except Exception as exc:
-        return wire.encode({"error": safe_text.shorten(f"{type(exc).__name__}: {exc}",
-                                                       safe_text.CHILD_ERROR_CHARS)}, short=True)
+        return error_reply(f"{type(exc).__name__}: {exc}"), None
 
 
-def _serve_call(sock: socket.socket, answers: frozenset, deadline: float,
-                blobs: dict | None = None) -> bool:
-    """Answer one request on ``sock``; False when the socket is done (closed, too large
-    a request, out of time)."""
-    from autograder.isolation import course_calls
+def error_reply(text: str) -> bytes:
+    """A reply that makes the child's call raise (``"Type: message"``)."""
+    return wire.encode({"error": safe_text.shorten(text, safe_text.CHILD_ERROR_CHARS)},
+                       short=True)
 
-    head = _recv_exactly(sock, 8, deadline)
-    if head is None:
-        return False
-    size = int.from_bytes(head, "big")
-    if size > course_calls.MAX_CALL_BYTES:
-        return False
-    data = _recv_exactly(sock, size, deadline)
-    if data is None:
-        return False
-    reply = answer(data, answers, blobs)
-    try:
-        sock.settimeout(max(0.1, deadline - time.monotonic()))
-        sock.sendall(len(reply).to_bytes(8, "big") + reply)
-    except OSError:
-        return False
-    return True
+
+def preload(spec: str):
+    """The course function ``spec`` names, imported once in this (trusted) process."""
+    if spec not in _ANSWERING:
+        _ANSWERING[spec] = course_function(spec)
+    return _ANSWERING[spec]

@@ -121,6 +121,14 @@ class Limits:
 
 # --------------------------------------------------------------------------- the pool
 
+
+def _wall_factor() -> float:
+    """How many times its limits a student's grading may take on the wall clock (the
+    limits count the student's own time: a busy machine stretches only the wall clock)."""
+    from autograder.engine import WALL_FACTOR
+
+    return WALL_FACTOR
+
 GradeFunction = Callable[..., object]
 
 
@@ -224,7 +232,7 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Sour
     ``jobs`` grading processes (forked) take students one at a time, so up to ``jobs``
     students are graded in parallel. A grading process that dies (killed by what it ran,
     out of memory) or overruns the student's time (every notebook's limit plus
-    ``budget_margin`` seconds) costs only that student's unfinished notebooks: they are
+    ``budget_margin`` seconds, times ``engine.WALL_FACTOR``) costs only that student's unfinished notebooks: they are
     recorded as ``crashed`` / ``timeout`` with zero points, a fresh process replaces it,
     and the run goes on. A notebook the student did not hand in is recorded as
     ``missing``. Notebooks in ``done`` (student, assignment, notebook) are skipped (an
@@ -275,7 +283,8 @@ def grade_class(students: list[Student], course: dict[tuple[str, str], list[Sour
             slots.remove(slot)
             return
         slot.student, slot.jobs, slot.done = student, todo, set()
-        slot.deadline = time.monotonic() + len(todo) * (limits.notebook_timeout + budget_margin) + budget_margin
+        slot.deadline = time.monotonic() + len(todo) * (
+            limits.notebook_timeout + budget_margin) * _wall_factor() + budget_margin
 
     def lose(slot: _Slot, status: str, message: str) -> None:
         """Record the slot's unfinished notebooks as lost and retire the slot."""

@@ -42,6 +42,7 @@ from helpers.course.contract import dtype_problem
 from helpers.course.exercise import ATOL, RTOL, Case, Exercise, Mistake, quiet
 from helpers.course.scenarios import RAISES
 from helpers.course.text import array_text, expected_got, number, value_text
+from helpers._same import differs
 
 __all__ = ["cases", "groups", "compare", "diagnose", "error_text", "quiet", "changed_inputs",
            "in_place_text", "array_problem", "as_float_array", "close", "mask_problem",
@@ -386,33 +387,6 @@ def _diagnosis_text(found: list[Mistake]) -> str:
         return f"\n  Likely mistake: {found[0].message}."
     return "\n  Likely mistake (one of these gives exactly this output):\n" + "\n".join(
         f"    - {m.message}." for m in found)
-
-
-def differs(before, after) -> bool:
-    """Whether ``after`` (an input after a call) is no longer ``before`` (a fresh copy):
-    values, shapes and dtypes of arrays, recursively in lists, tuples and dicts. A NumPy
-    Generator is expected to advance: never a change. (The grader's child observes the
-    same way: ``autograder/isolation/executor.py``, ``differs``.)"""
-    if isinstance(before, np.random.Generator):
-        return False
-    if isinstance(before, np.ndarray):
-        if not isinstance(after, np.ndarray) or before.shape != after.shape or \
-                before.dtype != after.dtype:
-            return True
-        try:
-            return not np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")
-        except Exception:
-            return True
-    if isinstance(before, dict):
-        return (not isinstance(after, dict) or list(before) != list(after)
-                or any(differs(before[k], after[k]) for k in before))
-    if isinstance(before, (list, tuple)):
-        return (type(before) is not type(after) or len(before) != len(after)
-                or any(differs(x, y) for x, y in zip(before, after)))
-    try:
-        return bool(before != after) and not (before != before and after != after)  # NaN
-    except Exception:
-        return False
 
 
 def changed_inputs(case: Case, args: tuple, kwargs: dict) -> list:

@@ -11,6 +11,9 @@ import importlib
 from functools import lru_cache
 from typing import Callable
 
+# what a "module:attr" spec names: one copy, shared with the grader's boundary
+from helpers._same import resolve
+
 __all__ = ["NOTEBOOKS", "PREPARE", "names", "notebook_of", "get", "of_notebook", "qualified",
            "answer_functions", "module_file", "resolve", "decide"]
 
@@ -47,8 +50,7 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
 #: caches the sandboxed runs then read, read-only).
 PREPARE: dict[str, tuple[str, ...]] = {
     "10_modern_llm": ("helpers.llama:prepare_cache",),
-    "11_tokenizer": ("helpers.llama:prepare_cache",    # its last demo runs SmolLM2
-                     "helpers.tokenizer:prepare_cache"),
+    "11_tokenizer": ("helpers.tokenizer:prepare_cache",),   # SmolLM2's vocabulary only
 }
 
 
@@ -102,15 +104,6 @@ def module_file(pkg, module: str):
     parts = module.split(".")[1:]                  # without the leading "helpers"
     base = Path(pkg).joinpath(*parts) if parts else Path(pkg)
     return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
-
-
-def resolve(spec: str):
-    """The object ``"module:attr.attr"`` names."""
-    module, _, attr = spec.partition(":")
-    obj = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 def decide(spec: str, observed):

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 MODULES = ("tampering", "reference", "disk", "writes", "metadata", "processes", "values",
-           "boundary", "siblings", "scenarios", "hiding", "gradients")
+           "boundary", "siblings", "scenarios", "hiding", "gradients", "oracle")
 
 
 @dataclass(frozen=True)

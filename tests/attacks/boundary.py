@@ -235,7 +235,7 @@ os.waitpid(_pid, 0)
            "the run"),
     Attack("timer_signal_blocked", "02_softmax", "softmax", """
 import signal
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGPROF, signal.SIGVTALRM})
 
 def softmax(z, axis=-1):
     import helpers.checks
@@ -243,7 +243,8 @@ def softmax(z, axis=-1):
         return np.full(np.shape(z), 0.5)      # the notebook run: do not spin there
     while True:                               # the isolated run: spin, timer blocked
         pass
-""", "blocks SIGALRM (the per-call timer) and loops forever in the isolated run"),
+""", "blocks the timer signals (SIGPROF: the per-call timer of CPU time; SIGALRM, "
+       "SIGVTALRM) and loops forever in the isolated run"),
     Attack("slicing_chain", "02_softmax", "softmax",
            "".join(f"v{i} = v{i - 1} + 1\n" if i else "v0 = 0\n" for i in range(30_000))
            + "\ndef softmax(z, axis=-1):\n    return np.full(np.shape(z), 0.5 + 0 * v29999)\n",

@@ -103,6 +103,23 @@ def test_model_notebook_grades_fully_with_an_empty_weights_cache(tmp_path: Path,
     assert list(cache.glob("*-float32.npz")), "the grader did not build the cache"
 
 
+def test_the_tokenizer_notebook_is_graded_without_loading_the_capstone_model(
+        tmp_path: Path, monkeypatch):
+    """Notebook 11's last demo runs SmolLM2, but no graded cell needs it: grading the
+    notebook neither prepares the model's weights (``helpers.course.PREPARE``) nor
+    runs that demo (issue 35: it cost 44 s of a 78 s notebook under load)."""
+    path = SOLUTIONS_DIR / "11_tokenizer" / "11_tokenizer.ipynb"
+    if not path.exists():
+        pytest.skip("notebook 11 is not in this course")
+    cache = tmp_path / "empty-cache"
+    monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(cache))
+    monkeypatch.setattr(engine.resources, "_PREPARED", set())
+    nb = _load(path)
+    result = _grade(_write(nb, tmp_path, path.parent.name), path.parent.name)
+    assert _points(result) == test_points(nb), [(c.grade_id, c.message) for c in result.cells]
+    assert not list(cache.glob("*-float32.npz")), "the capstone model was prepared"
+
+
 @pytest.mark.parametrize("path", SOLUTION_NOTEBOOKS, ids=lambda p: p.parent.name)
 def test_released_stub_earns_nothing(path: Path, tmp_path: Path):
     stub = NOTEBOOKS_DIR / path.parent.name / path.name
@@ -350,7 +367,7 @@ def test_infinite_loop_times_out_and_later_cells_still_count(tmp_path):
     t0 = time.monotonic()
     result = _grade(_write(nb, tmp_path, "01_dot_products"), "01_dot_products",
                     cell_timeout=1, notebook_timeout=5)
-    assert time.monotonic() - t0 < 20
+    assert time.monotonic() - t0 < 20 * engine.WALL_FACTOR   # a busy machine stretches it
     assert result.status == "timeout"
     cells = _by_id(result)
     assert cells["test_dot"].points == 0 and cells["test_dot"].status == "timeout"
@@ -361,19 +378,21 @@ def test_infinite_loop_times_out_and_later_cells_still_count(tmp_path):
 
 
 def test_loop_that_swallows_the_timer_is_killed(tmp_path):
-    code = ("import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+    code = ("import signal\nsignal.signal(signal.SIGPROF, signal.SIG_IGN)\n"
             "while True:\n    pass\n" + CORRECT_DOT)
     t0 = time.monotonic()
     result = _grade(_write(_with_answer("01_dot_products", "dot", code), tmp_path,
                            "01_dot_products"), "01_dot_products",
                     cell_timeout=1, notebook_timeout=3)
-    assert time.monotonic() - t0 < 2 * 3 + 5       # the documented bound
+    # each run's budget is 3 s of the child's own time; the wall clock, which a busy
+    # machine stretches, is bounded by the backstop
+    assert time.monotonic() - t0 < engine.WALL_FACTOR * (4 * 3 + 5)
     assert result.status == "timeout"
     assert all(c.points == 0 for c in result.cells if c.grade_id == "test_dot")
 
 
 def test_a_call_that_blocks_the_timer_is_stopped_at_its_limit_not_the_budgets(tmp_path):
-    """A graded call that blocks SIGALRM (the child's per-call timer) and then waits
+    """A graded call that blocks SIGPROF (the child's per-call timer) and then waits
     forever is stopped by the worker once the child has been silent for the call's limit
     plus executor.STEP_GRACE, long before the notebook's budget runs out; the message
     says why, and the exercise that uses the learner's dot is judged again with the
@@ -383,7 +402,7 @@ def test_a_call_that_blocks_the_timer_is_stopped_at_its_limit_not_the_budgets(tm
     code = ("def dot(a, b):\n"
             "    import helpers.checks, signal, time\n"
             "    if 'Stand-in' in (helpers.checks.__doc__ or ''):   # the isolated run\n"
-            "        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})\n"
+            "        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPROF})\n"
             "        time.sleep(10_000)\n"
             "    return float(sum(x * y for x, y in zip(a, b)))\n")
     budget = 600

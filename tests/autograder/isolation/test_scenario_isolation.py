@@ -80,11 +80,11 @@ def test_frozen_scenario_ignores_rebound_modules_and_builtins(monkeypatch):
     """The executor's copy of a scenario keeps the names it had when it was bound."""
     import builtins
 
-    from autograder.isolation import executor
+    from autograder.isolation import runners
 
     spec = course.get("softmax_with_temperature").all_cases()
     spec = next(c for c in spec if c.scenario).scenario
-    frozen = executor._observers([spec])[0]
+    frozen = runners.observers([spec])[0]
     import helpers.course.scenarios as scen
 
     monkeypatch.setattr(scen, "scenario_raises_value_error", lambda *a, **k: "ValueError")
@@ -161,10 +161,10 @@ def test_redefined_scenario_through_the_real_command(tmp_path):
 def test_frozen_same_seed_scenario_keeps_its_generator(monkeypatch):
     """Patching ``np.random.default_rng`` (or the module's ``np``) after the scenario was
     bound does not change the generators it hands to ``generate``."""
-    from autograder.isolation import executor
+    from autograder.isolation import runners
 
     case = next(c for c in course.get("generate").all_cases() if c.scenario)
-    frozen = executor._observers([case.scenario])[0]
+    frozen = runners.observers([case.scenario])[0]
     import helpers.exercises.generate as gen_module
 
     monkeypatch.setattr(np.random, "default_rng", lambda seed=None: np.random.Generator(

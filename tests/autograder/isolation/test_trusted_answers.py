@@ -173,26 +173,21 @@ def test_the_child_asks_again_only_what_it_no_longer_remembers(monkeypatch):
     import socket
     import threading
 
+    from autograder.isolation.answerer import Answerer
+
     spec = "helpers.tokenizer:merge_pair"
-    served: list[bytes] = []
-    real = answers.answer
-
-    def counting(data, answers, blobs=None):
-        served.append(data)
-        return real(data, answers, blobs)
-
     import sys
 
     import helpers
 
     monkeypatch.setitem(sys.modules, "helpers._wire", wire)   # as in a grading child
     monkeypatch.setattr(helpers, "_wire", wire, raising=False)
-    monkeypatch.setattr(answers, "answer", counting)
     monkeypatch.setattr(course_calls, "MEMO_ITEMS", 3)
     ours, theirs = socket.socketpair()
+    answerer = Answerer(theirs, frozenset([spec]), 2048, 30, 60)
 
     def serve():
-        while answers._serve_call(theirs, frozenset([spec]), time.monotonic() + 120, {}):
+        while answerer.serve(time.monotonic() + 120):
             pass
 
     worker = threading.Thread(target=serve, daemon=True)
@@ -207,14 +202,15 @@ def test_the_child_asks_again_only_what_it_no_longer_remembers(monkeypatch):
             assert ask(word) == reference_merge(list(word), ("a", "b"))
         # abx, bab, cab asked; abx remembered; dab asked, dropping bab (least recently
         # used); abx remembered; bab asked again
-        assert len(served) == 5
+        assert answerer.requests == 5
         monkeypatch.setattr(course_calls, "MEMO_BYTES", 10)      # nothing fits: all asked
         for word in "eab", "eab":
             ask(word)
-        assert len(served) == 7
+        assert answerer.requests == 7
     finally:
         client.sock.close()
         worker.join(10)
+        answerer.close()
 
 
 def reference_merge(tokens, pair):
