@@ -351,7 +351,7 @@ def _wrong_call(dep: str, calls) -> tuple[tuple, dict] | None:
         try:
             with _quiet():
                 a, k = copy.deepcopy((args, kwargs))
-                expected = dep_ex.reference(*a, **k)
+                expected = dep_ex.answer(*a, **k)
                 problem = judge.output_problem(dep_ex, None, expected, out)
         except Exception:          # inputs the course's version refuses: not the learner's fault
             continue

@@ -278,7 +278,7 @@ def working_hints(ex) -> list[str]:
     for label, code in hint_answers(ex):
         namespace = {"np": np, "numpy": np, "helpers": helpers, "examples": helpers.examples}
         for use in ex.uses:
-            namespace[use] = course.get(use).reference
+            namespace[use] = course.get(use).answer
         try:
             exec(compile(code, f"<{ex.name} {label}>", "exec"), namespace)
             with warnings.catch_warnings():
