@@ -59,6 +59,8 @@ def cases():
 def _variant(step, steps, peak_lr, warmup, min_ratio=0.1, start="plus1", floor=True,
              shift=True):
     if step < warmup:
+        if start == "both_plus1":
+            return peak_lr * (step + 1) / (warmup + 1)
         return peak_lr * ((step + 1) if start == "plus1" else step) / warmup
     progress = (step - warmup) / max(1, steps - warmup) if shift else step / steps
     progress = min(1.0, progress)
@@ -82,3 +84,10 @@ def _to_zero(step, steps, peak_lr, warmup, min_ratio=0.1):
                   "(step - warmup) / (steps - warmup)")
 def _unshifted(step, steps, peak_lr, warmup, min_ratio=0.1):
     return _variant(step, steps, peak_lr, warmup, min_ratio, shift=False)
+
+
+@EXERCISE.mistake("warmup_over_warmup_plus_1", "the warm-up is peak * (step + 1) / (warmup + "
+                  "1), which never reaches the peak; it is peak * (step + 1) / warmup (the peak "
+                  "at step warmup - 1)")
+def _plus_one(step, steps, peak_lr, warmup, min_ratio=0.1):
+    return _variant(step, steps, peak_lr, warmup, min_ratio, start="both_plus1")
