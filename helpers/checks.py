@@ -406,7 +406,9 @@ def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None
     if not failures:
         print(f"{label}: {n}/{n} checks passed")
         return
-    first_case, text, not_implemented = failures[0]
+    # a named mistake in any failing case wins the headline over a crash in another
+    first = judge.headline([t for _, t, _ in failures])
+    first_case, text, not_implemented = failures[first]
     if not_implemented:
         raise CheckFailed(text) from None
     broken = _broken_dependency(ex, fn, first_case)
@@ -415,7 +417,8 @@ def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None
         raise CheckFailed(f"{label}: {broken}\n{text}") from None
     others = ""
     if len(failures) > 1:
-        others = "\n  Also failed: " + ", ".join(repr(c.name) for c, _, _ in failures[1:])
+        others = "\n  Also failed: " + ", ".join(repr(c.name) for c, _, _ in failures
+                                                 if c is not first_case)
     raise CheckFailed(f"{label}: {n - len(failures)}/{n} checks passed.\n{text}{others}") from None
 
 
