@@ -25,7 +25,8 @@ Rules every check follows:
 
 * values are compared as float64 with ``rtol=1e-6, atol=1e-8`` (unless an exercise
   states other tolerances): loops, ``einsum``, ``-inf`` or ``-1e9`` masking and every
-  stable softmax pass; dtypes are not judged;
+  stable softmax pass; dtypes are judged only where the contract says so
+  (`dtype_judged`: masks, `stack_tokens`; docs/contract.md);
 * warnings raised by the learner's code are silenced (a NumPy warning on stderr would
   cost an nbgrader cell); NaN or inf where a number is expected fails, with a hint;
 * while the learner's function runs, the exercise's reference and the functions it

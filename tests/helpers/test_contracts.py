@@ -204,6 +204,7 @@ def test_every_hidden_case_has_a_visible_twin(name):
 # Dtypes: one statement (finding 6), and the findings through the real grader
 # ---------------------------------------------------------------------------------------
 
+STACK_FLOAT32 = "def stack_tokens(vectors):\n    return np.asarray(vectors, dtype=np.float32)\n"
 CAUSAL_MASK_INT = "def causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=int))\n"
 RMS_NORM_FLOAT64 = """
 def rms_norm(x, weight, eps=1e-5):
@@ -215,7 +216,12 @@ def rms_norm(x, weight, eps=1e-5):
 def test_the_dtype_is_judged_where_the_contract_says_so_and_nowhere_else():
     judged = {n for n in course.names()
               if course.get(n).contract is not None and course.get(n).contract.dtype_judged}
-    assert judged == {"causal_mask", "causal_padding_mask"}
+    assert judged == {"causal_mask", "causal_padding_mask", "stack_tokens"}
+    # stack_tokens: float64 is what it teaches; float32 of the right values fails, and
+    # says so, in the words of the contract (docs/contract.md)
+    with pytest.raises(CheckFailed) as info:
+        checks.check("stack_tokens", _ns(STACK_FLOAT32)["stack_tokens"])
+    assert "the output must have dtype float64, got dtype float32" in str(info.value)
     with pytest.raises(CheckFailed) as info:
         checks.check("causal_mask", _ns(CAUSAL_MASK_INT)["causal_mask"])
     assert "the mask must be boolean (dtype bool), got dtype int64" in str(info.value)
