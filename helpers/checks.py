@@ -388,6 +388,22 @@ def _broken_dependency(ex: Exercise, fn, case: Case, seen=None) -> str | None:
     return None
 
 
+def _where_it_goes_wrong(ex: Exercise, fn, case: Case) -> str:
+    """The first named step of the reference that ``fn`` did not reproduce on ``case``
+    (:mod:`helpers.course.trace`), as a line of the failure; "" when none is declared or
+    found. Run as the learner's other calls are (no warnings, references poisoned)."""
+    from helpers.course import trace
+
+    if not trace.declared(ex.name):
+        return ""
+    with _quiet(), _poisoned_references(ex.name, _refused(ex), fn):
+        try:
+            found = trace.where(ex, fn, case)
+        except Exception:               # the tracer never costs the learner the check
+            found = None
+    return f"\n  {found}" if found else ""
+
+
 def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None:
     """Run the visible (or hidden) cases of exercise ``name`` on ``fn``.
 
@@ -416,6 +432,7 @@ def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None
     if broken:
         text = text.split("\n  Likely mistake", 1)[0]     # not this exercise's mistake
         raise CheckFailed(f"{label}: {broken}\n{text}") from None
+    text += _where_it_goes_wrong(ex, fn, first_case)
     others = ""
     if len(failures) > 1:
         others = "\n  Also failed: " + ", ".join(repr(c.name) for c, _, _ in failures
