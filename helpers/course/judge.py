@@ -379,10 +379,9 @@ DIAGNOSIS = "\n  Likely mistake"
 
 
 def headline(problems: list) -> int | None:
-    """Which failing case of ``problems`` (one explanation, or None for a passing case, per
-    case) to explain first: the first that names a known mistake, since a named mistake
-    says more than a crash or plain wrong values in another case; else the first failing
-    one; None when every case passed."""
+    """Which of ``problems`` (an explanation per case, None if it passed) to explain first:
+    the first naming a known mistake (it says more than a crash or wrong values in another
+    case), else the first failing one; None when every case passed."""
     failing = [k for k, p in enumerate(problems) if p is not None]
     named = [k for k in failing if DIAGNOSIS in str(problems[k])]
     return (named or failing or [None])[0]
@@ -393,8 +392,7 @@ def mistake_lines(text: str) -> str:
     announcing candidates and the list under it); "" when it names none."""
     if DIAGNOSIS not in text:
         return ""
-    rest = text.split(DIAGNOSIS, 1)[1]
-    lines = ("Likely mistake" + rest).splitlines()
+    lines = ("Likely mistake" + text.split(DIAGNOSIS, 1)[1]).splitlines()
     out = [lines[0].strip()]
     if not lines[0].startswith("Likely mistake:"):
         out += [line.strip() for line in lines[1:] if line.startswith("    - ")]
@@ -453,14 +451,15 @@ def _parameters(ex: Exercise, case: Case) -> list[str]:
     """The names of a case's positional inputs: the exercise's parameters, or for a
     scenario case those of the scenario after the function it drives
     (``scenario_function(numerical_gradient, name, x)``: ``name``, ``x``)."""
+    own = list(inspect.signature(ex.signature).parameters)
     if not case.scenario:
-        return list(inspect.signature(ex.signature).parameters)
+        return own
     try:
         params = list(inspect.signature(registry.resolve(case.scenario)).parameters.values())
     except (ValueError, TypeError, ImportError, AttributeError):
         return []
     if any(p.kind == p.VAR_POSITIONAL for p in params[1:]):   # passes them on as they are
-        return list(inspect.signature(ex.signature).parameters)
+        return own
     return [p.name for p in params[1:] if p.kind in (p.POSITIONAL_ONLY,
                                                       p.POSITIONAL_OR_KEYWORD)]
 
