@@ -27,7 +27,8 @@ Rules every check follows:
 
 * values are compared as float64 with ``rtol=1e-6, atol=1e-8`` (unless an exercise
   states other tolerances): loops, ``einsum``, ``-inf`` or ``-1e9`` masking and every
-  stable softmax pass; dtypes are not judged;
+  stable softmax pass; dtypes are judged only where the contract says so
+  (`dtype_judged`: masks, `stack_tokens`; docs/contract.md);
 * warnings raised by the learner's code are silenced (a NumPy warning on stderr would
   cost an nbgrader cell); NaN or inf where a number is expected fails, with a hint;
 * while the learner's function runs, the exercise's reference and the functions it
@@ -396,6 +397,22 @@ def _broken_dependency(ex: Exercise, fn, case: Case, seen=None) -> str | None:
     return None
 
 
+def _where_it_goes_wrong(ex: Exercise, fn, case: Case) -> str:
+    """The first named step of the reference that ``fn`` did not reproduce on ``case``
+    (:mod:`helpers.course.trace`), as a line of the failure; "" when none is declared or
+    found. Run as the learner's other calls are (no warnings, references poisoned)."""
+    from helpers.course import trace
+
+    if not trace.declared(ex.name):
+        return ""
+    with _quiet(), _poisoned_references(ex.name, _refused(ex), fn):
+        try:
+            found = trace.where(ex, fn, case)
+        except Exception:               # the tracer never costs the learner the check
+            found = None
+    return f"\n  {found}" if found else ""
+
+
 def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None:
     """Run the visible (or hidden) cases of exercise ``name`` on ``fn``.
 
@@ -419,16 +436,20 @@ def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None
     if not failures:
         print(f"{label}: {n}/{n} checks passed")
         return
-    first_case, text, not_implemented = failures[0]
+    # a named mistake in any failing case wins the headline over a crash in another
+    first = judge.headline([t for _, t, _ in failures])
+    first_case, text, not_implemented = failures[first]
     if not_implemented:
         raise CheckFailed(text) from None
     broken = _broken_dependency(ex, fn, first_case)
     if broken:
         text = text.split("\n  Likely mistake", 1)[0]     # not this exercise's mistake
         raise CheckFailed(f"{label}: {broken}\n{text}") from None
+    text += _where_it_goes_wrong(ex, fn, first_case)
     others = ""
     if len(failures) > 1:
-        others = "\n  Also failed: " + ", ".join(repr(c.name) for c, _, _ in failures[1:])
+        others = "\n  Also failed: " + ", ".join(repr(c.name) for c, _, _ in failures
+                                                 if c is not first_case)
     raise CheckFailed(f"{label}: {n - len(failures)}/{n} checks passed.\n{text}{others}") from None
 
 

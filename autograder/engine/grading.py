@@ -118,12 +118,14 @@ def _kernel_source(cell: SourceCell) -> str:
 def _summary(text: str) -> str:
     """One line from a ``judge.compare`` explanation: the known mistake first (the
     most useful words), then the case and the problem. Other text is returned as is."""
+    from helpers.course import judge
+
     lines = [line.strip() for line in text.splitlines()]
     problem = next((line[len("Problem:"):].strip() for line in lines
                     if line.startswith("Problem:")), None)
     if problem is None:
         return text
-    mistake = next((line for line in lines if line.startswith("Likely mistake:")), "")
+    mistake = " ".join(judge.mistake_lines(text).splitlines())    # candidates kept
     case = re.match(r"Case ('[^']*')", lines[0])
     where = f"case {case.group(1)}: " if case else ""
     return (f"{mistake} ({where}{problem})" if mistake else f"{where}{problem}")
@@ -131,8 +133,9 @@ def _summary(text: str) -> str:
 
 def _brief(function: str, group: str, text: str) -> str:
     """A failing hidden case in a few words: which group, and the likely mistake."""
-    mistake = next((line.strip() for line in text.splitlines()
-                    if line.strip().startswith("Likely mistake:")), "")
+    from helpers.course import judge
+
+    mistake = judge.mistake_lines(text).replace("\n", "\n  ")     # candidates kept
     return (f"{function} failed a hidden case (group {group!r}; its inputs and expected "
             f"values are not shown)" + (f"\n  {mistake}" if mistake else ""))
 
@@ -263,6 +266,8 @@ def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str,
     Returns the cell's result and the functions whose verdict contradicts a pass in the
     notebook run on the same (visible) cases: tampering.
     """
+    from helpers.course import judge
+
     group_ok: dict[tuple[str, str], bool] = {}
     k_pass, k_text = _kernel_outcome(line, run.status)
     k_text = scrub(k_text)
@@ -281,9 +286,10 @@ def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str,
                      f"{len(idx) - len(failed)}/{len(idx)} passed")
         if not failed:
             continue
-        first = v.problems[failed[0]]
-        if hidden_feedback == "brief" and v.hidden[failed[0]]:
-            first = _brief(spec.function, v.groups[failed[0]], first)
+        shown = failed[judge.headline([v.problems[k] for k in failed])]   # a named
+        first = v.problems[shown]                         # mistake first (helpers.course.judge)
+        if hidden_feedback == "brief" and v.hidden[shown]:
+            first = _brief(spec.function, v.groups[shown], first)
         extra.append(first)
         first = _summary(first)
         if spec.function in missing:

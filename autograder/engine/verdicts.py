@@ -236,10 +236,20 @@ def _run_calls(function: str, job: dict, case_set: CaseSet, source: Source,
         problems = [broken] * len(cases)
         inconclusive = [False] * len(cases)
         status, note = "invalid", broken
-    own_failed = any(problems[k] is not None and by_case.get(k, {}).get("own_uses") is True
+    own_failed = any(problems[k] is not None and (by_case.get(k, {}).get("own_uses") is True
+                                                  or _missing_use(by_case.get(k), job))
                      for k in range(len(cases)))
     return (Verdict(function, problems, list(case_set.hidden), case_set.groups, inconclusive,
                     status, note), own_failed)
+
+
+def _missing_use(line: dict | None, job: dict) -> bool:
+    """Whether a case failed because an earlier function it uses is missing from the
+    learner's notebook (its cell left as a bare ``raise NotImplementedError()``): judged
+    like a failing one, again with the course's."""
+    err = (line or {}).get("error")
+    return isinstance(err, str) and err.startswith("NameError") and any(
+        f"'{dep}'" in err for dep in job.get("watch") or ())
 
 
 def run_unbusied(res: _Resources, job: dict, conf: dict, limits: confine.Limits) -> dict:

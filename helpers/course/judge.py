@@ -44,7 +44,8 @@ from helpers.course.scenarios import RAISES
 from helpers.course.text import array_text, expected_got, number, value_text
 from helpers._same import differs
 
-__all__ = ["cases", "groups", "compare", "diagnose", "error_text", "quiet", "changed_inputs",
+__all__ = ["cases", "groups", "compare", "diagnose", "error_text", "headline", "mistake_lines",
+           "DIAGNOSIS", "quiet", "changed_inputs",
            "in_place_text", "array_problem", "as_float_array", "close", "mask_problem",
            "nested_problem", "output_problem", "same_output", "differs", "user_frames",
            "RTOL", "ATOL"]
@@ -376,6 +377,32 @@ def diagnose(ex: Exercise, case: Case, got=None, error: BaseException | None = N
     return found
 
 
+#: How an explanation names a known mistake: "Likely mistake: ..." or, when several give
+#: exactly this output, "Likely mistake (one of these ...):" and a list.
+DIAGNOSIS = "\n  Likely mistake"
+
+
+def headline(problems: list) -> int | None:
+    """Which of ``problems`` (an explanation per case, None if it passed) to explain first:
+    the first naming a known mistake (it says more than a crash or wrong values in another
+    case), else the first failing one; None when every case passed."""
+    failing = [k for k, p in enumerate(problems) if p is not None]
+    named = [k for k in failing if DIAGNOSIS in str(problems[k])]
+    return (named or failing or [None])[0]
+
+
+def mistake_lines(text: str) -> str:
+    """The known mistake an explanation names, as it names it (one line, or the line
+    announcing candidates and the list under it); "" when it names none."""
+    if DIAGNOSIS not in text:
+        return ""
+    lines = ("Likely mistake" + text.split(DIAGNOSIS, 1)[1]).splitlines()
+    out = [lines[0].strip()]
+    if not lines[0].startswith("Likely mistake:"):
+        out += [line.strip() for line in lines[1:] if line.startswith("    - ")]
+    return "\n".join(out)
+
+
 def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0][:300]
 
@@ -397,10 +424,27 @@ def changed_inputs(case: Case, args: tuple, kwargs: dict) -> list:
     return out
 
 
+def _parameters(ex: Exercise, case: Case) -> list[str]:
+    """The names of a case's positional inputs: the exercise's parameters, or for a
+    scenario case those of the scenario after the function it drives
+    (``scenario_function(numerical_gradient, name, x)``: ``name``, ``x``)."""
+    own = list(inspect.signature(ex.signature).parameters)
+    if not case.scenario:
+        return own
+    try:
+        params = list(inspect.signature(registry.resolve(case.scenario)).parameters.values())
+    except (ValueError, TypeError, ImportError, AttributeError):
+        return []
+    if any(p.kind == p.VAR_POSITIONAL for p in params[1:]):   # passes them on as they are
+        return own
+    return [p.name for p in params[1:] if p.kind in (p.POSITIONAL_ONLY,
+                                                      p.POSITIONAL_OR_KEYWORD)]
+
+
 def _input_names(ex: Exercise, case: Case, changed) -> list[str]:
     """The parameter names of the changed inputs (positions or names), as the learner
-    wrote them in the signature (a scenario's inputs by position)."""
-    params = [] if case.scenario else list(inspect.signature(ex.signature).parameters)
+    wrote them in the signature (a scenario's inputs as its scenario names them)."""
+    params = _parameters(ex, case)
     out = []
     for k in changed:
         if isinstance(k, bool):

@@ -59,10 +59,10 @@ return theta, m, v
 @EXERCISE.cases
 def cases():
     r = draw.rng(1209)
-    z = np.zeros(4)
-    return [
+    return [     # m and v are two arrays: one shared array would hide an in-place update
         case("first_step", "t = 1, m = v = 0, weight decay 0.1: the step is about lr * sign(g)",
-             (np.array([1.0, -2.0, 0.5, 3.0]), np.array([0.3, -4.0, 0.01, 0.0]), z, z, 1, 0.1),
+             (np.array([1.0, -2.0, 0.5, 3.0]), np.array([0.3, -4.0, 0.01, 0.0]), np.zeros(4),
+              np.zeros(4), 1, 0.1),
              {"weight_decay": 0.1}),
         case("later_step", "t = 5 with running averages, betas (0.8, 0.9), eps 1e-3",
              (r.normal(size=(2, 3)), r.normal(size=(2, 3)), 0.1 * r.normal(size=(2, 3)),
@@ -81,8 +81,9 @@ def cases():
 
 
 def _variant(theta, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
-             correct=True, decay="decoupled", eps_inside=False):
+             correct=True, decay="decoupled", eps_inside=False, t_shift=0):
     theta, g, m, v = (np.asarray(a, dtype=float) for a in (theta, grad, m, v))
+    t = t + t_shift
     if decay == "l2":
         g = g + weight_decay * theta
     m = beta1 * m + (1 - beta1) * g
@@ -95,6 +96,7 @@ def _variant(theta, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_
         theta = theta - lr * weight_decay * theta
     elif decay == "no_lr":
         theta = theta - weight_decay * theta
+    # decay == "none": the weight decay left out
     return theta - step, m, v
 
 
@@ -120,3 +122,15 @@ def _no_lr(theta, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_de
                   "sqrt(v_hat) + eps")
 def _eps_in(theta, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
     return _variant(theta, grad, m, v, t, lr, beta1, beta2, eps, weight_decay, eps_inside=True)
+
+
+@EXERCISE.mistake("t_plus_1", "the bias correction used t + 1: t counts from 1 already (the "
+                  "first step has t = 1), so divide by (1 - beta1^t) and (1 - beta2^t)")
+def _t_plus_1(theta, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    return _variant(theta, grad, m, v, t, lr, beta1, beta2, eps, weight_decay, t_shift=1)
+
+
+@EXERCISE.mistake("no_weight_decay", "the weight decay was left out: AdamW also shrinks theta, "
+                  "theta -= lr * weight_decay * theta")
+def _no_decay(theta, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    return _variant(theta, grad, m, v, t, lr, beta1, beta2, eps, weight_decay, decay="none")

@@ -83,7 +83,8 @@ def _mixed_scales(r):
     return Q, K, V, np.tril(np.ones((3, 3), dtype=bool)), d_out
 
 
-def _variant(Q, K, V, mask, d_out, use_mask=True, rowsum=True, scale=True, dK_T=True):
+def _variant(Q, K, V, mask, d_out, use_mask=True, rowsum=True, scale=True, dK_T=True,
+             scale_dK=True):
     Q, K, V, dO = (np.asarray(a, dtype=float) for a in (Q, K, V, d_out))
     c = 1 / np.sqrt(Q.shape[-1]) if scale else 1.0
     S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
@@ -94,7 +95,7 @@ def _variant(Q, K, V, mask, d_out, use_mask=True, rowsum=True, scale=True, dK_T=
     dV = np.swapaxes(P, -1, -2) @ dO
     dP = dO @ np.swapaxes(V, -1, -2)
     dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True)) if rowsum else P * dP
-    dK = (np.swapaxes(dS, -1, -2) @ Q if dK_T else dS @ Q) * c
+    dK = (np.swapaxes(dS, -1, -2) @ Q if dK_T else dS @ Q) * (c if scale_dK else 1.0)
     return dS @ K * c, dK, dV
 
 
@@ -129,3 +130,9 @@ def _no_scale(Q, K, V, mask, d_out):
 @EXERCISE.mistake("dK_not_transposed", "dK = dS^T Q / sqrt(d_k): the transpose of dS is missing")
 def _dk(Q, K, V, mask, d_out):
     return _variant(Q, K, V, mask, d_out, dK_T=False)
+
+
+@EXERCISE.mistake("dK_not_scaled", "dK is missing the 1/sqrt(d_k) of the scores (dQ has it): "
+                  "dK = dS^T Q / sqrt(d_k)")
+def _dk_unscaled(Q, K, V, mask, d_out):
+    return _variant(Q, K, V, mask, d_out, scale_dK=False)

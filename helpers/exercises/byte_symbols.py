@@ -67,8 +67,8 @@ def cases():
     ]
 
 
-def _table(moved):
-    keep = set(range(33, 127)) | set(range(161, 173)) | set(range(174, 256))
+def _table(moved, last_ascii=126):
+    keep = set(range(33, last_ascii + 1)) | set(range(161, 173)) | set(range(174, 256))
     table, k = {}, 0
     for b in range(256):
         if b in keep:
@@ -99,4 +99,13 @@ def _latin1(text):
                   "moved bytes in order (byte 127 is the 34th moved byte: chr(256 + 33))")
 def _offset_by_byte(text):
     table = _table(lambda b, k: chr(256 + b))
+    return "".join(table[b] for b in text.encode("utf-8"))
+
+
+@EXERCISE.mistake("tilde_left_out",
+                  "the printable range stops one short: range(ord('!'), ord('~')) leaves out "
+                  "'~' (byte 126), so it moved and every moved byte after it is off by one; "
+                  "the range is range(ord('!'), ord('~') + 1)")
+def _tilde_left_out(text):
+    table = _table(lambda b, k: chr(256 + k), last_ascii=125)
     return "".join(table[b] for b in text.encode("utf-8"))

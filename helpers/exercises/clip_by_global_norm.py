@@ -108,3 +108,11 @@ def _sum(grads, max_norm):
 def _after(grads, max_norm):
     clipped, norm = training.clip_by_global_norm(grads, max_norm)
     return clipped, min(norm, float(np.sqrt(sum(n * n for n in _norms(clipped).values()))))
+
+
+@EXERCISE.mistake("squared_norm", "the norm is the sum of the squares without its square root: "
+                  "the global norm is sqrt(sum of the squares of every entry)")
+def _squared(grads, max_norm):
+    norm = float(sum(n * n for n in _norms(grads).values()))
+    scale = min(1.0, max_norm / (norm + 1e-6))
+    return training.tree_map(lambda g: g * scale, grads), norm

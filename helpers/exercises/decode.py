@@ -125,3 +125,11 @@ def _controls_dropped(ids, vocab):
     back = _table()
     kept = [t for t in _tokens(ids, vocab) if t not in tokenizer.CONTROL_TOKENS]
     return bytes(back[c] for c in "".join(kept)).decode("utf-8", errors="replace")
+
+
+@EXERCISE.mistake("errors_ignore",
+                  "decoded with errors='ignore': an incomplete character vanished; decode "
+                  "with errors='replace', which writes it as '\\ufffd'")
+def _ignore(ids, vocab):
+    back = _table()
+    return bytes(back[c] for c in "".join(_tokens(ids, vocab))).decode("utf-8", errors="ignore")

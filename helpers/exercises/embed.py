@@ -13,7 +13,8 @@ from helpers.exercises._variants import _f, _ids
 CONTRACT = Contract(
     args={"token_ids": Arg("[N]", dtype="int", low=0, high="V - 1", lists=True,
                            values=lambda rng, shape, dims: rng.integers(0, dims["V"], shape)),
-          "E": Arg("[V, d]", lists=True), "P": Arg("[n_ctx, d]", lists=True)},
+          # the weights are arrays: E[token_ids] is right, and no case hands them in as lists
+          "E": Arg("[V, d]"), "P": Arg("[n_ctx, d]")},
     returns=Arg("[N, d]"), where=("N <= n_ctx",), sizes={"n_ctx": (4, 5, 6, 8)})
 
 EXERCISE = Exercise(

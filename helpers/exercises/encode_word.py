@@ -40,7 +40,8 @@ def _merges(rng, shape, dims):
 CONTRACT = Contract(args={"word": Arg(str, values=_word),
                           "merges": Arg(list, items=(str, str), lists=True, values=_merges)},
                     returns=Arg(list, items=str),
-                    invariants=("joined, the result is word",))
+                    invariants=("joined, the result is word",
+                                "each merge is a pair (a, b): a tuple or a list of two"))
 
 EXERCISE = Exercise(
     "encode_word", tokenizer.encode_word, contract=CONTRACT, compare=_compare, uses=("merge_pair",),
@@ -86,12 +87,17 @@ def cases():
         case("hamlet_there", "'Ġthere' with 80 merges learned from Hamlet",
              ("Ġthere", merges), group="corpus"),
         case("no_merge", "'x' and no merge", ("x", []), group="edge", expected=["x"]),
+        case("lists", "'abc' with the merges given as lists [[b, c], [a, bc]] (the text "
+             "promises tuples or lists)", ("abc", [["b", "c"], ["a", "bc"]]),
+             group="edge", expected=["abc"]),
         case("hamlet_words", "'Ġfather' with the same 80 merges", ("Ġfather", merges),
              group="corpus", hidden=True),
         case("abcd", "'abcd' with merges [(c, d), (a, b), (b, c)]", ("abcd", rules),
              hidden=True),
         case("aaaa", "'aaaa' with merges [(a, a), (aa, aa)]", ("aaaa", [("a", "a"), ("aa", "aa")]),
              hidden=True),
+        case("lists_longer", "'abcab' with merges as lists [[a, b], [ab, c]]",
+             ("abcab", [["a", "b"], ["ab", "c"]]), group="edge", hidden=True),
         case("long", "'Ġunfortunately' with the 80 merges", ("Ġunfortunately", merges),
              group="corpus", hidden=True),
     ]
@@ -129,3 +135,12 @@ def _one_pass(word, merges):
     for pair in merges:
         tokens = tokenizer.merge_pair(tokens, tuple(pair))
     return tokens
+
+
+@EXERCISE.mistake("lists_as_keys",
+                  "the merges were used as they came: a merge given as a list [a, b] cannot be "
+                  "a dict key or equal a tuple; make each one a tuple first "
+                  "(rank = {tuple(p): r for r, p in enumerate(merges)})")
+def _lists_as_keys(word, merges):
+    rank = {p: r for r, p in enumerate(merges)}
+    return _merge_until_done(word, list(rank), lambda present, rank, tokens: min(present, key=rank.get))

@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 from helpers.exercises._variants import _ln
 
 
@@ -163,3 +163,24 @@ def _ln_whole(x, gamma, beta, eps=1e-5):
 def _a_deviation_or_eps(x, gamma, beta, eps=1e-5):
     if eps == 0 and (x == x[..., :1]).all(axis=-1).any():
         raise ValueError("layer norm of a constant vector with eps=0 divides by zero")
+
+
+@trace.steps("layer_norm")
+def _steps(x, gamma, beta, eps=1e-5):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    x = np.asarray(x, dtype=float)
+    d = x.shape[-1]
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    normalised = (x - mean) / np.sqrt(var + eps)
+    return [trace.Step("mean", "the mean over the last axis", mean),
+            trace.Step("variance", "the population variance over the last axis", var,
+                       (("the variance with ddof=1 (divided by d - 1)", var * d / max(d - 1, 1)),
+                        ("the standard deviation, not the variance", np.sqrt(var)))),
+            trace.Step("normalised", "(x - mean) / sqrt(variance + eps)", normalised,
+                       (("(x - mean) / (sqrt(variance) + eps): eps outside the root",
+                         (x - mean) / (np.sqrt(var) + eps)),
+                        ("(x - mean) / (variance + eps): the square root is missing",
+                         (x - mean) / (var + eps)))),
+            trace.Step("output", "gamma * normalised + beta",
+                       np.asarray(gamma) * normalised + np.asarray(beta))]

@@ -81,11 +81,12 @@ def _mixed_scales(r):
 
 
 def _variant(x, gamma, d_out, eps=1e-5, mean_term=True, var_term=True, use_gamma=True,
-             ddof=0):
+             ddof=0, eps_outside=False):
     x, dy, g = (np.asarray(a, dtype=float) for a in (x, d_out, gamma))
     d = x.shape[-1]
     mu = x.mean(axis=-1, keepdims=True)
-    sigma = np.sqrt(((x - mu) ** 2).sum(axis=-1, keepdims=True) / (d - ddof) + eps)
+    var = ((x - mu) ** 2).sum(axis=-1, keepdims=True) / (d - ddof)
+    sigma = np.sqrt(var) + eps if eps_outside else np.sqrt(var + eps)
     xhat = (x - mu) / sigma
     dxhat = dy * g if use_gamma else dy
     dx = dxhat
@@ -141,3 +142,9 @@ def _eps_fixed(x, gamma, d_out, eps=1e-5):
 @EXERCISE.mistake("ddof_1", "variance with ddof=1; layer norm uses the population variance")
 def _ddof(x, gamma, d_out, eps=1e-5):
     return _variant(x, gamma, d_out, eps, ddof=1)
+
+
+@EXERCISE.mistake("eps_outside_sqrt", "eps went outside the square root: sigma = sqrt(var) + "
+                  "eps; the forward pass divides by sqrt(var + eps), and so must the backward")
+def _eps_outside(x, gamma, d_out, eps=1e-5):
+    return _variant(x, gamma, d_out, eps, eps_outside=True)

@@ -112,3 +112,11 @@ def _db_mean(x, W, d_out):
 def _db_raw(x, W, d_out):
     W, dy = np.asarray(W, dtype=float), np.asarray(d_out, dtype=float)
     return dy @ W.T, _rows(x).T @ _rows(dy), dy
+
+
+@EXERCISE.mistake("rank_2_only", "written for one rank only (x.T @ d_out, d_out.sum(axis=0)): "
+                  "x may have batch axes [..., n_in]; flatten them to rows first "
+                  "(x.reshape(-1, x.shape[-1])), then dW = x_rows^T dy_rows, db = dy_rows.sum(0)")
+def _rank_2_only(x, W, d_out):
+    x, W, dy = (np.asarray(a, dtype=float) for a in (x, W, d_out))
+    return dy @ W.T, x.T @ dy, dy.sum(axis=0)

@@ -162,3 +162,40 @@ def _skip_final(params, token_ids, targets, n_heads):
 @EXERCISE.mistake("loss_summed", "the loss is the sum over positions; it is the mean")
 def _loss_sum(params, token_ids, targets, n_heads):
     return _variant(params, token_ids, targets, n_heads, loss_sum=True)
+
+
+def _blocks_in_order(p, ids, tg, n_heads):
+    """The backward pass through the blocks taken first to last (not reversed)."""
+    xs = [p["E"][ids] + p["P"][: ids.shape[-1]]]
+    for block in p["blocks"]:
+        xs.append(training.transformer_block_with_cache(xs[-1], block, n_heads)[0])
+    h, g = xs[-1], {}
+    if "ln_f_gamma" in p:
+        mu = h.mean(axis=-1, keepdims=True)
+        hf = p["ln_f_gamma"] * (h - mu) / np.sqrt(h.var(axis=-1, keepdims=True) + 1e-5) \
+            + p["ln_f_beta"]
+    else:
+        hf = h
+    dlogits = training.cross_entropy_backward(hf @ p["E"].T, tg)
+    V, d = p["E"].shape
+    dh = dlogits @ p["E"]
+    if "ln_f_gamma" in p:
+        dh, g["ln_f_gamma"], g["ln_f_beta"] = training.layer_norm_backward(h, p["ln_f_gamma"], dh)
+    blocks = []
+    for x, block in zip(xs[:-1], p["blocks"]):                 # first to last: the mistake
+        dh, gb = training.transformer_block_backward(x, block, n_heads, dh)
+        blocks.append(gb)
+    dE, dP = training.embed_backward(ids, dh, V, p["P"].shape[0])
+    return {**g, "E": dlogits.reshape(-1, V).T @ hf.reshape(-1, d) + dE, "P": dP,
+            "blocks": blocks}
+
+
+@EXERCISE.mistake("blocks_not_reversed", "the backward pass went through the blocks first to "
+                  "last; the gradient flows back from the last block to the first: loop over "
+                  "reversed(...) and keep each block's gradients at its own index")
+def _not_reversed(params, token_ids, targets, n_heads):
+    loss, g = training.loss_and_grads(params, token_ids, targets, n_heads)
+    p = training.tree_map(lambda a: np.asarray(a, dtype=float), params)
+    got = _blocks_in_order(p, np.asarray(token_ids), np.asarray(targets), n_heads)
+    return loss, {k: got[k] for k in g}
+

@@ -62,6 +62,9 @@ def cases():
              (["Ġ", "t", "h", "e", "Ġ", "t", "h", "e", "n"], ("Ġ", "t"))),
         case("twice", "['a', 'b', 'c', 'a', 'b'] with ('a', 'b') (two occurrences)",
              (["a", "b", "c", "a", "b"], ("a", "b"))),
+        case("boundary", "['xa', 'b', 'a', 'b', 'a', 'by'] with ('a', 'b'): joined, the "
+             "text holds 'ab' three times, but only tokens 3 and 4 are the pair",
+             (["xa", "b", "a", "b", "a", "by"], ("a", "b"))),
         case("absent", "['b', 'a'] with ('a', 'b') (the pair reversed is not the pair)",
              (["b", "a"], ("a", "b")), group="edge"),
         case("empty", "no token, the pair ('a', 'b')", ([], ("a", "b")), group="edge"),
@@ -69,6 +72,9 @@ def cases():
              hidden=True),
         case("longer", "['Ġth', 'e', 'Ġth', 'e', 'n'] with ('Ġth', 'e')",
              (["Ġth", "e", "Ġth", "e", "n"], ("Ġth", "e")), hidden=True),
+        case("boundary_bytes", "['Ġ', 'th', 'e', 'Ġ', 't'] with ('Ġ', 't'): 'Ġ' + 'th' "
+             "starts with 'Ġt' but is not the pair", (["Ġ", "th", "e", "Ġ", "t"], ("Ġ", "t")),
+             hidden=True),
         case("aaaaa", "five 'a' with ('a', 'a')", (["a"] * 5, ("a", "a")), hidden=True),
         case("list_pair", "the pair given as a list ['x', 'y']", (["x", "y", "x"], ["x", "y"]),
              group="edge", hidden=True),
@@ -131,3 +137,12 @@ def _no_skip(tokens, pair):
         else:
             out.append(tokens[i])
     return out
+
+
+@EXERCISE.mistake("joined_text_replaced",
+                  "the tokens were joined into one text and the pair replaced there "
+                  "(' '.join(tokens).replace(...)): that also merges across token boundaries "
+                  "(['xa', 'b'] has 'a b' in its text, yet no token is 'a'); compare whole "
+                  "tokens, tokens[i] == a and tokens[i + 1] == b")
+def _joined(tokens, pair):
+    return " ".join(tokens).replace(" ".join(pair), "".join(pair)).split(" ")

@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 from helpers.exercises._variants import _attention, _f, _naive_softmax
 
 
@@ -241,3 +241,33 @@ def _every_query_sees_a_key(Q, K, V, mask=None):
     if empty is not None and empty.any():
         row = tuple(int(i) for i in np.argwhere(empty)[0])
         raise ValueError(f"mask lets query {row} attend to no key at all")
+
+
+def _softmax_rows(s, axis=-1):
+    e = np.exp(s - s.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@trace.steps("scaled_dot_product_attention")
+def _steps(Q, K, V, mask=None):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    raw = Q @ np.swapaxes(K, -1, -2)                              # [..., N_q, N_k]
+    scaled = raw / np.sqrt(Q.shape[-1])
+    masked = scaled if mask is None else np.where(mask, scaled, -np.inf)
+    unscaled = raw if mask is None else np.where(mask, raw, -np.inf)
+    weights = _softmax_rows(masked)
+    out = [trace.Step("scores", "Q Kᵀ", raw),
+           trace.Step("scaled scores", "scores / √d_k", scaled,
+                      (("scores / √d_v (the scale is √d_k, d_k = Q.shape[-1])",
+                        raw / np.sqrt(V.shape[-1])),))]
+    if mask is not None:
+        out.append(trace.Step("masked scores", "the scaled scores, -inf where the mask is False",
+                              masked))
+    out.append(trace.Step("weights", "softmax(scaled scores) over the keys (last axis)",
+                          weights,
+                          (("softmax(scores): the scaling is missing", _softmax_rows(unscaled)),
+                           ("a softmax over the queries (axis -2), not the keys",
+                            _softmax_rows(masked, axis=-2)))))
+    out.append(trace.Step("output", "weights V", weights @ V))
+    return out

@@ -135,3 +135,10 @@ def _q_only(x, params, n_heads, d_out, causal=True):
 @EXERCISE.mistake("no_relu_mask", "the ReLU was not applied backwards: dz = da * (z > 0)")
 def _no_relu(x, params, n_heads, d_out, causal=True):
     return _variant(x, params, n_heads, d_out, causal, relu=False)
+
+
+@EXERCISE.mistake("dt1_overwritten", "dt1 was overwritten by each of the three projections "
+                  "(dt1 = ...), so only the values' part is left: t1 feeds the queries, the "
+                  "keys and the values, add the three (dt1 = dt1 + ...)")
+def _dt1_overwritten(x, params, n_heads, d_out, causal=True):
+    return _variant(x, params, n_heads, d_out, causal, qkv=("W_V",))

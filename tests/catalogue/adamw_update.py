@@ -20,6 +20,26 @@ WRONG = {
     m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
     return theta - lr * weight_decay * theta - lr * m_hat / np.sqrt(v_hat + eps), m, v
 """, "eps went inside the square root"),
+    "t_plus_1": (_SIG + """    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    m_hat, v_hat = m / (1 - beta1 ** (t + 1)), v / (1 - beta2 ** (t + 1))
+    return theta - lr * weight_decay * theta - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
+""", "used t + 1"),
+    "no_weight_decay": (_SIG + """    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
+    return theta - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
+""", "weight decay was left out"),
+    "in_place_m_v": ("""def adamw_update(theta, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    g = np.asarray(grad, dtype=float)
+    m *= beta1
+    m += (1 - beta1) * g
+    v *= beta2
+    v += (1 - beta2) * g * g
+    m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
+    theta = np.asarray(theta, dtype=float)
+    return theta - lr * weight_decay * theta - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
+""", "`m` and `v` in place"),
 }
 
 CORRECT = {

@@ -24,6 +24,9 @@ WRONG = {
     "no_scale": (_FORWARD + _MASK + _SOFTMAX + """    dS = P * (dP - (P * dP).sum(-1, keepdims=True))
     return dS @ K, np.swapaxes(dS, -1, -2) @ Q, dV
 """, "1/sqrt(d_k)"),
+    "dK_not_scaled": (_FORWARD + _MASK + _SOFTMAX + """    dS = P * (dP - (P * dP).sum(-1, keepdims=True))
+    return dS @ K * c, np.swapaxes(dS, -1, -2) @ Q, dV
+""", "dK is missing the 1/sqrt(d_k)"),
 }
 
 CORRECT = {

@@ -25,6 +25,18 @@ WRONG = {
     table = {b: chr(b) if b in keep else chr(256 + moved.index(b)) for b in range(256)}
     return "".join(table[b] for b in text.encode("utf-16-le"))
 """, "first difference"),
+    "tilde_left_out": ("""def byte_symbols(text):
+    printable = list(range(ord("!"), ord("~"))) + list(range(ord("¡"), ord("¬") + 1)) \\
+        + list(range(ord("®"), ord("ÿ") + 1))
+    table, k = {}, 0
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + k)
+            k += 1
+    return "".join(table[b] for b in text.encode("utf-8"))
+""", "leaves out '~'"),
 }
 
 CORRECT = {

@@ -17,6 +17,11 @@ WRONG = {
     scale = min(1.0, max_norm / (norm + 1e-6))
     return tree_map(lambda g: g * scale, grads), norm
 """, "norms of the arrays were added"),
+    "squared_norm": ("""def clip_by_global_norm(grads, max_norm):
+    norm = float(sum(np.sum(g ** 2) for g in flatten(grads).values()))
+    scale = min(1.0, max_norm / (norm + 1e-6))
+    return tree_map(lambda g: g * scale, grads), norm
+""", "without its square root"),
 }
 
 CORRECT = {

@@ -24,8 +24,8 @@ WRONG = {
     "skip_special": ("def decode(ids, vocab):\n" + _TABLE + """    ids = [i for i in ids if not token_of[i].startswith("<")]
     return bytes(byte_of[c] for i in ids for c in token_of[i]).decode("utf-8", "replace")
 """, "control tokens were left out"),
-    "unknown_ignore": ("def decode(ids, vocab):\n" + _TABLE + """    return bytes(byte_of[c] for i in ids for c in token_of[i]).decode("utf-8", errors="ignore")
-""", "expected the text"),
+    "errors_ignore": ("def decode(ids, vocab):\n" + _TABLE + """    return bytes(byte_of[c] for i in ids for c in token_of[i]).decode("utf-8", errors="ignore")
+""", "decoded with errors='ignore'"),
 }
 
 CORRECT = {

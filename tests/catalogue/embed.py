@@ -15,6 +15,9 @@ WRONG = {
 }
 
 CORRECT = {
+    "picogpt_indexing": """def embed(token_ids, E, P):
+    return E[token_ids] + P[range(len(token_ids))]
+""",
     "loop": """def embed(token_ids, E, P):
     rows = [np.asarray(E[t], dtype=float) + np.asarray(P[i], dtype=float)
             for i, t in enumerate(token_ids)]

@@ -38,6 +38,16 @@ WRONG = {
         tokens = merge_pair(tokens, min(c, key=rank.get))
     return tokens[::-1]
 """, "expected the tokens"),
+    "lists_as_keys": ("""def encode_word(word, merges):
+    rank = {pair: r for r, pair in enumerate(merges)}
+    tokens = list(word)
+    while len(tokens) > 1:
+        present = [p for p in zip(tokens, tokens[1:]) if p in rank]
+        if not present:
+            break
+        tokens = merge_pair(tokens, min(present, key=rank.get))
+    return tokens
+""", "make each one a tuple first"),
 }
 
 CORRECT = {

@@ -27,6 +27,9 @@ WRONG = {
 """ + _TAIL, "gamma was left out"),
     "unknown_sign": (_HEAD + """    dx = (dxhat + dxhat.mean(-1, keepdims=True) - xhat * (dxhat * xhat).mean(-1, keepdims=True)) / sigma
 """ + _TAIL, "first difference"),
+    "eps_outside_sqrt": (_HEAD.replace("np.sqrt(x.var(axis=-1, keepdims=True) + eps)",
+                                       "np.sqrt(x.var(axis=-1, keepdims=True)) + eps") + """    dx = (dxhat - dxhat.mean(-1, keepdims=True) - xhat * (dxhat * xhat).mean(-1, keepdims=True)) / sigma
+""" + _TAIL, "eps went outside the square root"),
 }
 
 CORRECT = {

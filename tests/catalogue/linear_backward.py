@@ -16,6 +16,10 @@ WRONG = {
     xr, dyr = x.reshape(-1, x.shape[-1]), dy.reshape(-1, dy.shape[-1])
     return dy @ W.T, dyr.T @ xr, dyr.sum(axis=0)
 """, "dW came out transposed"),
+    "rank_2_only": ("""def linear_backward(x, W, d_out):
+    x, W, dy = (np.asarray(a, dtype=float) for a in (x, W, d_out))
+    return dy @ W.T, x.T @ dy, dy.sum(axis=0)
+""", "written for one rank only"),
 }
 
 CORRECT = {

@@ -38,6 +38,15 @@ WRONG = {
     "tied_embedding_only": (_FORWARD + """    grads.update(E=dE_embed, P=dP, blocks=block_grads)
     return loss, grads
 """, "also the LM head"),
+    "blocks_not_reversed": (_FORWARD.replace(
+        "    block_grads = []\n    for x, block in reversed(list(zip(xs[:-1], params[\"blocks\"]))):\n"
+        "        dh, g = transformer_block_backward(x, block, n_heads, dh)\n"
+        "        block_grads.insert(0, g)\n",
+        "    block_grads = []\n    for x, block in zip(xs[:-1], params[\"blocks\"]):\n"
+        "        dh, g = transformer_block_backward(x, block, n_heads, dh)\n"
+        "        block_grads.append(g)\n") + """    grads.update(E=dE_head + dE_embed, P=dP, blocks=block_grads)
+    return loss, grads
+""", "went through the blocks first to last"),
     "loss_summed": (_FORWARD + """    grads.update(E=dE_head + dE_embed, P=dP, blocks=block_grads)
     return loss * ids.size, grads
 """, "it is the mean"),

@@ -19,6 +19,18 @@ WRONG = {
     q = min(1.0, step / steps)
     return peak_lr * (min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * q)))
 """, "ignores the warm-up"),
+    "warmup_over_warmup_plus_1": ("""def lr_schedule(step, steps, peak_lr, warmup, min_ratio=0.1):
+    if step < warmup:
+        return peak_lr * (step + 1) / (warmup + 1)
+    q = min(1.0, (step - warmup) / max(1, steps - warmup))
+    return peak_lr * (min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * q)))
+""", "never reaches the peak"),
+    "progress_not_clamped": ("""def lr_schedule(step, steps, peak_lr, warmup, min_ratio=0.1):
+    if step < warmup:
+        return peak_lr * (step + 1) / warmup
+    q = (step - warmup) / max(1, steps - warmup)
+    return peak_lr * (min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * q)))
+""", "climbed back up"),
 }
 
 CORRECT = {

@@ -42,6 +42,11 @@ WRONG = {
             i += 1
     return out
 """, "expected"),
+    "joined_text_replaced": ("""def merge_pair(tokens, pair):
+    if not tokens:
+        return []
+    return " ".join(tokens).replace(" ".join(pair), "".join(pair)).split(" ")
+""", "merges across token boundaries"),
 }
 
 CORRECT = {

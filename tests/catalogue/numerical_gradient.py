@@ -48,6 +48,18 @@ WRONG = {
         grad.flat[k] = (a - b) / (4 * h)
     return grad
 """, "first difference"),
+    "in_place_drift": ("""def numerical_gradient(f, x, h=1e-5):
+    x = np.asarray(x, dtype=float)
+    grad = np.zeros_like(x)
+    for k in range(x.size):
+        x.flat[k] += h
+        f_plus = f(x)
+        x.flat[k] -= 2 * h
+        f_minus = f(x)
+        x.flat[k] += h
+        grad.flat[k] = (f_plus - f_minus) / (2 * h)
+    return grad
+""", "modified its input `x` in place"),
 }
 
 CORRECT = {

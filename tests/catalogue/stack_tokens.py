@@ -3,7 +3,7 @@
 WRONG = {
     "integer_dtype": ("""def stack_tokens(vectors):
     return np.array(vectors)
-""", "expected dtype float64"),
+""", "must have dtype float64"),
     "transposed": ("""def stack_tokens(vectors):
     return np.array(vectors, dtype=float).T
 """, "expected shape (2, 3)"),

@@ -22,6 +22,9 @@ _BODY = """def train_bpe(words, n_merges):
 WRONG = {
     "ties_first_seen": (_BODY.replace("CHOOSE", "max(pairs, key=pairs.get)"),
                         "ties went to the pair seen first"),
+    "ties_first_seen_no_break": (_BODY.replace("        if not pairs:\n            break\n", "")
+                                 .replace("CHOOSE", "max(pairs, key=pairs.get)"),
+                                 "ties went to the pair seen first"),   # the crash in
     "ties_largest": (_BODY.replace("CHOOSE", "max(pairs, key=lambda p: (pairs[p], p))"),
                      "ties went to the largest pair"),
     "joined_corpus": ("""def train_bpe(words, n_merges):

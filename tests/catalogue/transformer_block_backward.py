@@ -32,6 +32,9 @@ WRONG = {
     "no_relu_mask": (_START.replace('dz = da * (c["z"] > 0)', 'dz = da') + """    dt3 = dt3 + dh
 """ + _ATTENTION + """    return dx + dt3, g
 """, "ReLU was not applied backwards"),
+    "dt1_overwritten": (_START + """    dt3 = dt3 + dh
+""" + _ATTENTION.replace("dt1 = dt1 + part", "dt1 = part") + """    return dx + dt3, g
+""", "dt1 was overwritten"),
 }
 
 CORRECT = {

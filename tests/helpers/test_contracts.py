@@ -121,15 +121,20 @@ def _value_traits(name: str, value) -> set:
     if isinstance(value, (bool, np.bool_)):
         return {(name, "bool")}
     if isinstance(value, (list, tuple, np.ndarray, int, float, np.number)):
-        kind = ("list" if isinstance(value, (list, tuple)) else
-                "scalar" if np.ndim(value) == 0 else "array")
+        kind = ("list" if isinstance(value, list) else "tuple" if isinstance(value, tuple)
+                else "scalar" if np.ndim(value) == 0 else "array")
+        # what a list of strings holds: a list of pairs given as lists is another input
+        # than one of tuples (encode_word's merges); a pair as a list another than a tuple
+        items = {(name, f"items:{type(v).__name__}") for v in value
+                 if isinstance(v, (list, tuple)) and all(isinstance(w, str) for w in v)
+                 } if kind in ("list", "tuple") else set()
         try:
             arr = np.asarray(value)
         except ValueError:
-            return {(name, kind)}
-        if arr.dtype == object:
-            return {(name, kind)}
-        out = {(name, kind), (name, f"rank{arr.ndim}"), (name, f"dtype:{arr.dtype.kind}")}
+            return {(name, kind)} | items
+        if arr.dtype == object or arr.dtype.kind in "US":
+            return {(name, kind)} | items
+        out = items | {(name, kind), (name, f"rank{arr.ndim}"), (name, f"dtype:{arr.dtype.kind}")}
         if arr.dtype.kind == "f" and arr.dtype != np.float64:
             out.add((name, f"dtype:{arr.dtype}"))
         if arr.dtype.kind in "iuf" and arr.size:
@@ -163,7 +168,15 @@ def traits(case) -> set:
     named = [(params[i] if i < len(params) else f"arg{i}", a) for i, a in enumerate(case.args)]
     for name, value in named + list(case.kwargs.items()):
         out |= _value_traits(name, value)
-    return out
+    return out | _order_traits(named + list(case.kwargs.items()))
+
+
+def _order_traits(named: list) -> set:
+    """The range of whole-number arguments against each other: ``step > steps`` (a step
+    past the end of lr_schedule's schedule) is another input than a step inside it."""
+    ints = [(k, v) for k, v in named if isinstance(v, (int, np.integer))
+            and not isinstance(v, (bool, np.bool_))]
+    return {("order", f"{a}>{b}") for a, x in ints for b, y in ints if x > y}
 
 
 def missing_twins(name: str) -> dict[str, set]:
@@ -191,6 +204,7 @@ def test_every_hidden_case_has_a_visible_twin(name):
 # Dtypes: one statement (finding 6), and the findings through the real grader
 # ---------------------------------------------------------------------------------------
 
+STACK_FLOAT32 = "def stack_tokens(vectors):\n    return np.asarray(vectors, dtype=np.float32)\n"
 CAUSAL_MASK_INT = "def causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=int))\n"
 RMS_NORM_FLOAT64 = """
 def rms_norm(x, weight, eps=1e-5):
@@ -202,7 +216,12 @@ def rms_norm(x, weight, eps=1e-5):
 def test_the_dtype_is_judged_where_the_contract_says_so_and_nowhere_else():
     judged = {n for n in course.names()
               if course.get(n).contract is not None and course.get(n).contract.dtype_judged}
-    assert judged == {"causal_mask", "causal_padding_mask"}
+    assert judged == {"causal_mask", "causal_padding_mask", "stack_tokens"}
+    # stack_tokens: float64 is what it teaches; float32 of the right values fails, and
+    # says so, in the words of the contract (docs/contract.md)
+    with pytest.raises(CheckFailed) as info:
+        checks.check("stack_tokens", _ns(STACK_FLOAT32)["stack_tokens"])
+    assert "the output must have dtype float64, got dtype float32" in str(info.value)
     with pytest.raises(CheckFailed) as info:
         checks.check("causal_mask", _ns(CAUSAL_MASK_INT)["causal_mask"])
     assert "the mask must be boolean (dtype bool), got dtype int64" in str(info.value)

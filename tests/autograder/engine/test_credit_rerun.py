@@ -79,3 +79,33 @@ def test_a_right_notebook_is_judged_once_per_exercise(runs):
     engine.grade_notebook(SOLUTIONS_DIR / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", ASSIGNMENT)
     functions = [fn for fn, _ in runs]
     assert len(functions) == len(set(functions)) and not any(bound for _, bound in runs)
+
+
+def _missing_earlier() -> list:
+    """Every notebook whose exercises use earlier ones of the same notebook: those earlier
+    answer cells left as a bare ``raise NotImplementedError()`` (the ``def`` deleted)."""
+    from helpers import course
+
+    out = []
+    for assignment, names in course.NOTEBOOKS.items():
+        used = sorted({dep for n in names for dep in course.get(n).uses if dep in names})
+        if used:
+            users = sorted(n for n in names if set(course.get(n).uses) & set(used))
+            out.append(pytest.param(assignment, used, users, id=assignment))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment, used, users", _missing_earlier())
+def test_a_missing_earlier_function_is_judged_like_a_failing_one(tmp_path, assignment,
+                                                                  used, users):
+    """Issue 37: a cell that no longer defines an earlier function costs that function's
+    points only; the exercises that use it are judged again with the course's."""
+    path = hand_in(tmp_path, "student", assignment,
+                   {dep: "raise NotImplementedError()\n" for dep in used})
+    points = _points(engine.grade_notebook(path, assignment))
+    full = _points(engine.grade_notebook(SOLUTIONS_DIR / assignment / f"{assignment}.ipynb",
+                                         assignment))
+    assert all(points[f"test_{dep}"] == 0.0 for dep in used), points
+    kept = {f"test_{n}": points.get(f"test_{n}") for n in users if n not in used}
+    assert kept == {g: full[g] for g in kept}, points

@@ -1,0 +1,75 @@
+"""Where it goes wrong (helpers/course/trace.py, issue 37): every wrong answer of the
+catalogue to an exercise that declares its steps gets a line naming a step and the
+learner's own line; the tracer records what each line of the learner's function holds."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from catalogue import entries
+from helpers import checks, course
+from helpers.checks import CheckFailed
+from helpers.course import trace
+
+from test_catalogue_instant import _function
+
+TRACED = [e for e in entries() if e.kind == "wrong" and trace.declared(e.function)]
+
+
+def test_the_steps_are_declared_for_exercises_of_notebooks_04_to_07():
+    assert {"scaled_dot_product_attention", "layer_norm"} <= {e.function for e in TRACED}
+
+
+@pytest.mark.parametrize("entry", TRACED, ids=lambda e: e.id)
+def test_every_traced_wrong_answer_is_told_where_it_goes_wrong(entry):
+    with pytest.raises(CheckFailed) as failed:
+        checks.check(entry.function, _function(entry))
+    text = str(failed.value)
+    line = next((ln for ln in text.splitlines() if ln.strip().startswith(trace.MARK)), "")
+    assert re.search(r"your `\w+(\[\d\])?` \(line \d+\)", line), text
+
+
+def test_the_steps_of_the_reference_are_all_reproduced_by_it():
+    """The course's own steps, run as a learner's function, leave nothing to tell."""
+    for name in ("scaled_dot_product_attention", "layer_norm"):
+        ex = course.get(name)
+        for case in checks.judge.cases(ex):
+            if case.scenario:
+                continue
+            assert trace.where(ex, _reference_like(name), case) is None, (name, case.name)
+
+
+def _reference_like(name):
+    ns = {"np": np}
+    exec({"scaled_dot_product_attention": """
+def f(Q, K, V, mask=None):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    scores = Q @ np.swapaxes(K, -1, -2)
+    scaled = scores / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scaled = np.where(mask, scaled, -1e9)
+    e = np.exp(scaled - scaled.max(-1, keepdims=True))
+    w = e / e.sum(-1, keepdims=True)
+    return w @ V, w
+""", "layer_norm": """
+def f(x, gamma, beta, eps=1e-5):
+    x = np.asarray(x, dtype=float)
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    n = (x - m) / np.sqrt(v + eps)
+    return np.asarray(gamma) * n + np.asarray(beta)
+"""}[name], ns)
+    return ns["f"]
+
+
+def test_record_sees_each_line_and_the_return_value():
+    ns = {"np": np}
+    exec("def f(a):\n    b = a * 2\n    c = b + 1\n    return c, b\n", ns)
+    seen = trace.record(ns["f"], (np.arange(3.0),), {})
+    by_name = {s.name: s for s in seen}
+    assert by_name["b"].line == 2 and by_name["c"].line == 3
+    assert np.array_equal(by_name["c"].value, np.arange(3.0) * 2 + 1)
+    assert {"return[0]", "return[1]"} <= set(by_name)
