@@ -108,8 +108,7 @@ def _first(x, W_Q, W_K, W_V, W_O, n_heads, K_cache, V_cache):
 @EXERCISE.mistake("one_head", "the heads were not split: attend in each of the n_heads heads "
                   "(split_heads) and merge them")
 def _one_head(x, W_Q, W_K, W_V, W_O, n_heads, K_cache, V_cache):
-    return _attend(x, W_Q, W_K, W_V, W_O, n_heads, K_cache, V_cache, heads=1,
-                   d_h=np.shape(W_Q)[1] // n_heads)
+    return _attend(x, W_Q, W_K, W_V, W_O, n_heads, K_cache, V_cache, heads=1)
 
 
 @EXERCISE.mistake("scaled_by_d_model", "the scores were divided by sqrt(d), the model width; "

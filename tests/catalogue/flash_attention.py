@@ -36,7 +36,7 @@ WRONG = {
     Q = np.asarray(Q, dtype=float)
     mask = causal_mask(len(Q)) if causal else None
     return scaled_dot_product_attention(Q, K, V, mask)[0]
-""", "scaled_dot_product_attention"),
+""", "must be your own implementation"),
 }
 
 CORRECT = {
