@@ -20,7 +20,6 @@ CONTRACT = Contract(
 
 EXERCISE = Exercise(
     "online_softmax", inference.online_softmax, contract=CONTRACT,
-    refuse=("helpers:softmax",),
     nan_hint="is the running sum rescaled? Keep every exponent <= 0: subtract the running "
     "max, and multiply the old sum by exp(m_old - m_new) when the max grows",
     difficulty=2, importance=3, minutes=15,

@@ -32,11 +32,6 @@ WRONG = {
     "output_not_rescaled": (_flash(O="O"), "running output was not rescaled"),
     "mask_without_offset": (_flash(cols="np.arange(s.shape[1])"), "start + j"),
     "not_scaled": (_flash(scale="1.0"), "sqrt(d_k)"),
-    "calls_attention": ("""def flash_attention(Q, K, V, block_size, causal=False):
-    Q = np.asarray(Q, dtype=float)
-    mask = causal_mask(len(Q)) if causal else None
-    return scaled_dot_product_attention(Q, K, V, mask)[0]
-""", "must be your own implementation"),
 }
 
 CORRECT = {

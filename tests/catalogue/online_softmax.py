@@ -24,9 +24,9 @@ WRONG = {
                          "not rescaled when the max grew"),
     "last_block_dropped": (_online(stop="0, len(z) - block_size + 1, block_size"),
                            "last, shorter block"),
-    "calls_softmax": ("""def online_softmax(z, block_size):
-    return softmax(np.asarray(z, dtype=float))
-""", "must be your own implementation"),
+    "rescaled_upside_down": (_online(update="(l * np.exp(m_new - m) if l else 0.0) + "
+                                            "np.exp(block - m_new).sum()"),
+                             "exp(m_old - m_new)"),
 }
 
 CORRECT = {
