@@ -15,6 +15,8 @@ Pretrained models, each imported on its own (``import helpers`` does not load th
   (notebook 08), in the layout of the course's ``language_model_forward``.
 * ``helpers.tokenizer``: byte-level BPE (notebook 11): the exercises' references, and
   ``encode_smollm2``, SmolLM2's exact ids from its GGUF file's vocabulary and merges.
+* ``helpers.inference``: notebook 13's references (top-p, repetition penalty, beam search,
+  the KV cache, the online softmax, flash attention), NumPy only.
 
 Run ``help(helpers.<function>)`` for the equation and the shapes of each function.
 :data:`LEARNER_API` lists what notebooks may import from ``helpers``.
@@ -42,7 +44,7 @@ LEARNER_API = CONTRACT_FUNCTIONS + (
     "BLOCK_PARAM_SHAPES",
     # modules
     "checks", "examples", "plots", "widgets", "demos_model", "environment_check",
-    "bert", "llama", "pretrained", "tokenizer", "training",
+    "bert", "llama", "pretrained", "tokenizer", "training", "inference",
 )
 
 __version__ = "0.1.0"

@@ -43,6 +43,8 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
                     "gelu_backward", "layer_norm_backward", "attention_backward",
                     "embed_backward", "transformer_block_backward", "loss_and_grads",
                     "adamw_update", "lr_schedule", "clip_by_global_norm"),
+    "13_inference": ("top_p_distribution", "repetition_penalty", "beam_search",
+                     "attention_with_cache", "online_softmax", "flash_attention"),
 }
 
 #: What grading an assignment needs prepared first, by a trusted process, before any

@@ -39,8 +39,8 @@ EXERCISE = Exercise(
     difficulty=2, importance=3, minutes=15,
     hints=(
         r"""Two running averages: $m$ of the gradients, $v$ of their squares. Both start at
-0, so early on they are too small by the factors $1 - \beta_1^t$ and $1 - \beta_2^t$:
-divide by them (bias correction). The step is
+0, so early on they are too small by the factors $1 - \beta_1^t$ and $1 - \beta_2^t$
+(and $v$'s, $1 - \beta_2^t$, is by far the smaller one): divide by them (bias correction). The step is
 $\mathrm{lr}\cdot\hat m/(\sqrt{\hat v} + \varepsilon)$, and the weight decay shrinks
 $\theta$ by $\mathrm{lr}\cdot\lambda\,\theta$ directly, apart from the gradient.""",
         r"""```python
@@ -49,7 +49,7 @@ m = beta1 * m + (1 - beta1) * g
 v = ___
 m_hat = ___
 v_hat = ___
-theta = theta - lr * weight_decay * theta - ___
+theta = ___          # the Adam step, and the weight decay apart from it
 return theta, m, v
 ```""",
     ),

@@ -32,7 +32,7 @@ CONVERTED: set[str] = {"00_start_here", "01_dot_products", "02_softmax",
                        "03_simple_self_attention", "04_queries_keys_values",
                        "05_masking_cross_attention", "06_multi_head_attention",
                        "07_transformer_block", "08_language_model", "09_sentence_encoder",
-                       "10_modern_llm", "11_tokenizer", "12_training"}
+                       "10_modern_llm", "11_tokenizer", "12_training", "13_inference"}
 
 CONVERTED_EXERCISES = sorted(n for nb in CONVERTED for n in course.NOTEBOOKS[nb])
 
