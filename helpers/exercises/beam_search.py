@@ -77,6 +77,8 @@ def cases():
              (np.array([1]), m["a"], 2, 4, 3), {"eos_id": 0, "alpha": 0.0}, group="eos"),
         case("crop", "beam_width 3, prompt of 5 ids, 3 new ids, n_ctx = 6 (crop the context)",
              (np.array([0, 4, 1, 3, 2]), m["b"], 2, 3, 3), group="beams"),
+        case("wider_than_deep", "beam_width 4, more beams than new ids: prompt [2], 2 new ids",
+             (np.array([2]), m["a"], 2, 2, 4), group="beams"),
         case("wide", "beam_width 5, prompt [4], 3 new ids, end token 1, alpha 0.7",
              (np.array([4]), m["b"], 1, 3, 5), {"eos_id": 1, "alpha": 0.7}, group="eos",
              hidden=True),

@@ -420,7 +420,8 @@ HELPER_FLOORS = (
     ("framework", ("helpers.course", "helpers._same")),
     ("reference", ("helpers.reference", "helpers.examples", "helpers.environment_check")),
     ("models", ("helpers.llama", "helpers.bert", "helpers.tokenizer", "helpers.training",
-                "helpers.pretrained", "helpers.demos_model")),
+                "helpers.pretrained", "helpers.demos_model", "helpers.inference",
+                "helpers.interpretability")),
     ("exercises", ("helpers.exercises",)),
     ("notebooks", ("helpers.checks", "helpers.plots", "helpers.widgets")),
 )

@@ -5,11 +5,10 @@ diagnosed by name), and every correct one passes them (visible and hidden)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import helpers
-from catalogue import entries, missing
+from catalogue import function_of, entries, missing
 from helpers import checks, course
 
 ENTRIES = entries()
@@ -23,16 +22,7 @@ def test_every_exercise_has_its_catalogue_module():
         "contain; CORRECT: right answers written other ways); see tests/catalogue/__init__.py")
 
 
-def _function(entry):
-    """The entry's function, defined in a namespace like a notebook's: NumPy, the course's
-    helpers (earlier exercises are the course's own), then the entry's cell."""
-    ns = {"np": np, "numpy": np}
-    exec("import helpers\nfrom helpers import *\nimport math\nfrom helpers.checks import check, quiet",
-         ns)
-    for dep in course.get(entry.function).uses:       # earlier functions: the course's
-        ns[dep] = course.get(dep).answer
-    exec(compile(entry.source, f"<{entry.id}>", "exec"), ns)
-    return ns[entry.function]
+_function = function_of
 
 
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.kind == "wrong"],

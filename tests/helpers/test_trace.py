@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from catalogue import entries
+from catalogue import function_of as _function
 from helpers import checks, course
 from helpers.checks import CheckFailed
 from helpers.course import trace
 
-from test_catalogue_instant import _function
 
 TRACED = [e for e in entries() if e.kind == "wrong" and trace.declared(e.function)]
 
