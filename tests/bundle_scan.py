@@ -33,7 +33,13 @@ PROBE = Path(__file__).with_name("bundle_probe.py")
 #: not a leak when it alone answers a visible case: ``pretokenize`` splits between control
 #: tokens and digits "by ``GPT2_PATTERN.findall``" (notebook 11 imports it), which alone
 #: answers the cases with neither. Matched on the end of the probe's label.
-GIVEN = {"pretokenize": (":GPT2_PATTERN.findall",)}
+GIVEN = {"pretokenize": (":GPT2_PATTERN.findall",),
+         # notebook 13 computes an earlier exercise's value by another method (block by
+         # block): that the revealed earlier exercise gives the same value is the point,
+         # not a leak (what the exercise asks is the method; see the closing note of
+         # issue 38 on refusing, not hiding, an earlier exercise's function there)
+         "online_softmax": (":softmax", ":softmax_with_temperature"),
+         "flash_attention": (":scaled_dot_product_attention",)}
 
 #: The homework bundles scanned (tests/autograder/release/test_bundle_answers.py): each
 #: hands out its assignment and reveals the earlier ones. A bundle that reveals more has

@@ -51,7 +51,7 @@ MAX_TABLE_BYTES = 512 * 1024 * 1024
 
 def table_file(spec: str) -> str:
     """The file of :data:`TABLE_DIR` holding the recorded calls of ``spec``
-    (``helpers.training.kernels:block_forward`` -> ``helpers.training.kernels.block_forward.npz``)."""
+    (``helpers.training.kernels:block_forward_cached`` -> ``helpers.training.kernels.block_forward_cached.npz``)."""
     return spec.replace(":", ".") + ".npz"
 
 

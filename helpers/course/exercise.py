@@ -232,6 +232,11 @@ class Exercise:
     def __repr__(self) -> str:
         return f"<Exercise {self.name}>"
 
+    def __copy__(self) -> "Exercise":
+        new = object.__new__(type(self))            # a shallow copy a test may change
+        new.__dict__.update(self.__dict__)
+        return new
+
     def __deepcopy__(self, memo) -> "Exercise":
         return self                  # one object per exercise (a copied case keeps it)
 

@@ -22,7 +22,7 @@ CONTRACT = Contract(
                 "ln2_beta, W1, b1, W2, b2 of the shapes of d and d_ff",))
 
 EXERCISE = Exercise(
-    'transformer_block', reference.transformer_block, contract=CONTRACT, refuse=("helpers.training.kernels:block_forward", "helpers.training.kernels:block_output"), uses=('layer_norm', 'multi_head_attention', 'feed_forward'),
+    'transformer_block', reference.transformer_block, contract=CONTRACT, refuse=("helpers.training.kernels:block_forward_cached", "helpers.training.kernels:block_output"), uses=('layer_norm', 'multi_head_attention', 'feed_forward'),
     difficulty=2, importance=3, minutes=15,
     hints=(
         r"""One line of code per equation, $t^1$ to $h$. Only the attention line looks at

@@ -285,7 +285,7 @@ def transformer_block_with_cache(x, params, n_heads: int, causal: bool = True):
     p = {k: _array(params[k], k) for k in BLOCK_KEYS}
     _check_block(x, p, n_heads)
     with _in_float64_range("the block"):
-        h, (ln1, mha, ln2, t3, t4, z, a) = kernels.block_forward(x, p, n_heads, causal)
+        h, (ln1, mha, ln2, t3, t4, z, a) = kernels.block_forward_cached(x, p, n_heads, causal)
     _, Qh, Kh, Vh, _, merged = mha
     N = x.shape[-2]
     return h, {"t1": mha[0], "Q": Qh, "K": Kh, "V": Vh,
@@ -311,7 +311,7 @@ def transformer_block_backward(x, params, n_heads: int, d_out, causal: bool = Tr
     if dy.shape != h.shape:
         raise ValueError(f"d_out has shape {dy.shape} but the block's output has {h.shape}")
     with _in_float64_range("the block's gradients"):
-        _, cache = kernels.block_forward(x, p, n_heads, causal)
+        _, cache = kernels.block_forward_cached(x, p, n_heads, causal)
         return kernels.block_back(cache, p, dy)
 
 

@@ -110,7 +110,7 @@ def mha_back(cache, W_Q, W_K, W_V, W_O, dy):
     return dX, grads
 
 
-def block_forward(x, p, n_heads, causal=True):
+def block_forward_cached(x, p, n_heads, causal=True):
     t1, ln1 = ln_forward(x, p["ln1_gamma"], p["ln1_beta"])      # [..., N, d]
     t2, mha = mha_forward(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads, causal)
     t3 = t2 + x                                                  # residual
@@ -125,7 +125,7 @@ def block_output(x, p, n_heads, causal=True):
     """The block's output alone, for forward passes that keep no cache (the held-out loss,
     sampling). A student bundle records it without the cache: notebook 12's samples and
     held-out losses take 5 MB there instead of 330."""
-    return block_forward(x, p, n_heads, causal)[0]
+    return block_forward_cached(x, p, n_heads, causal)[0]
 
 
 def block_back(cache, p, dh):
@@ -149,7 +149,7 @@ def model_loss_and_grads(p, ids, tg, n_heads, final_ln):
     x = E[ids] + P[:N]                                           # [..., N, d]
     caches = []
     for block in p["blocks"]:
-        x, cache = block_forward(x, block, n_heads)
+        x, cache = block_forward_cached(x, block, n_heads)
         caches.append(cache)
     if final_ln:
         hf, ln_f = ln_forward(x, p["ln_f_gamma"], p["ln_f_beta"])

@@ -32,7 +32,8 @@ WRONG = {
     heads, _ = scaled_dot_product_attention(q, split_heads(K, n_heads), split_heads(V, n_heads))
     return (merge_heads(heads) @ W_O)[0], K, V
 """, "LAST rows"),
-    "unknown_causal_mask_on_one_row": (_step(keys="K[:1]", values="V[:1]"), "expected"),
+    # on a cache of one row this is exactly the named mistake: the headline names it
+    "first_row_only": (_step(keys="K[:1]", values="V[:1]"), "did not attend to its own key"),
 }
 
 CORRECT = {
