@@ -39,6 +39,8 @@ GIVEN = {"pretokenize": (":GPT2_PATTERN.findall",),
          # not a leak (what the exercise asks is the method; see the closing note of
          # issue 38 on refusing, not hiding, an earlier exercise's function there)
          "online_softmax": (":softmax", ":softmax_with_temperature"),
+         # the nucleus of a p that keeps every token is the whole softmax
+         "top_p_distribution": (":softmax", ":softmax_with_temperature"),
          "flash_attention": (":scaled_dot_product_attention",)}
 
 #: The homework bundles scanned (tests/autograder/release/test_bundle_answers.py): each

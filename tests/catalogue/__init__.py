@@ -216,20 +216,6 @@ def deepcopy_nb(nb: dict) -> dict:
     return copy.deepcopy(nb)
 
 
-#: A learner's central differences, written in an answer cell (the course's step, 1e-5):
-#: the catalogue's "numerical, not analytic, gradient" answers of notebook 12 (issue 36,
-#: finding 7) differentiate their forward pass with it.
-CENTRAL = """def _central(f, x, h=1e-5):
-    x = np.array(x, dtype=float)
-    grad = np.zeros_like(x)
-    for k in range(x.size):
-        up, down = x.copy(), x.copy()
-        up.flat[k] += h
-        down.flat[k] -= h
-        grad.flat[k] = (f(up) - f(down)) / (2 * h)
-    return grad
-"""
-
 
 def function_of(entry: Entry):
     """The entry's function, defined in a namespace like a notebook's: NumPy, the course's
