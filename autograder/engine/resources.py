@@ -12,7 +12,7 @@ from pathlib import Path
 
 from autograder import REPO_ROOT
 from autograder.notebook.source import Source
-from autograder.isolation import client, confine, executor, helpers_copy, runners, seccomp, wire
+from autograder.isolation import client, executor, helpers_copy, runners, safety, seccomp, wire
 
 
 # ---------------------------------------------------------------------------------------
@@ -145,9 +145,9 @@ def _prepare(source: Source) -> None:
 
 def check_safe_to_grade(stream=None) -> str:
     """Decide, before any notebook runs, whether student code may run here (see
-    :func:`autograder.isolation.confine.check_safe_to_grade`); also say so when the
+    :func:`autograder.isolation.safety.check_safe_to_grade`); also say so when the
     seccomp deny-list cannot be installed. Returns the isolation mode."""
-    mode = confine.check_safe_to_grade(stream=stream)
+    mode = safety.check_safe_to_grade(stream=stream)
     ok, why = seccomp.available()
     if not ok:
         print(f"warning: no seccomp filter for student code: {why}. Keyrings, BPF, perf "

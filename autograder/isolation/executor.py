@@ -61,7 +61,7 @@ import sys
 import time
 from pathlib import Path
 
-from autograder.isolation import clock, confine, runners, seccomp, wire
+from autograder.isolation import clock, confine, runners, safety, seccomp, wire
 from autograder.isolation.answerer import Answerer
 
 #: Bytes of result lines the worker accepts from one child.
@@ -465,7 +465,7 @@ def serve(infd: int = 0, outfd: int = 1) -> None:
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)            # nothing printed by a library can corrupt the protocol
     _prewarm()
-    mode = confine.probe_mode()
+    mode = safety.probe_mode()
     zygote, zygote_pid = _start_zygote(mode)     # before any job: it never holds one
     out.write((json.dumps({"ready": True, "mode": mode}) + "\n").encode())
     out.flush()

@@ -138,12 +138,12 @@ def _canary_class(root: Path, example_class: Path) -> tuple[Path, Path]:
 
 def test_grade_refuses_when_student_code_would_run_as_root(tmp_path, capsys, monkeypatch,
                                                           example_class):
-    from autograder.isolation import confine
+    from autograder.isolation import confine, safety
 
     subs, canary = _canary_class(tmp_path, example_class)
     monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
     monkeypatch.delenv(confine.ALLOW_ROOT_FALLBACK_ENV, raising=False)
-    monkeypatch.setattr(confine, "can_drop_privileges", lambda: False)
+    monkeypatch.setattr(safety, "can_drop_privileges", lambda: False)
     out = tmp_path / "out"
     assert main(["grade", str(subs), "--out", str(out), "--jobs", "1"]) == CANNOT_RUN
     err = capsys.readouterr().err
@@ -157,12 +157,12 @@ def test_grade_refuses_when_student_code_would_run_as_root(tmp_path, capsys, mon
 @pytest.mark.slow
 def test_grade_as_root_in_fallback_only_with_the_unsafe_opt_in(tmp_path, capsys, monkeypatch,
                                                               example_class):
-    from autograder.isolation import confine
+    from autograder.isolation import confine, safety
 
     subs, canary = _canary_class(tmp_path, example_class)
     monkeypatch.setenv("AUTOGRADER_ISOLATION", "fallback")
     monkeypatch.setenv(confine.ALLOW_ROOT_FALLBACK_ENV, "1")
-    monkeypatch.setattr(confine, "can_drop_privileges", lambda: False)
+    monkeypatch.setattr(safety, "can_drop_privileges", lambda: False)
     out = tmp_path / "out"
     assert main(["grade", str(subs), "--out", str(out), "--jobs", "1",
                  "--timeout", "120", "--cell-timeout", "30"]) == 0
@@ -177,12 +177,12 @@ def test_grade_as_root_in_fallback_only_with_the_unsafe_opt_in(tmp_path, capsys,
 
 def test_namespaces_mode_is_not_refused(monkeypatch):
     """The check never stands in the way where namespaces work, root or not."""
-    from autograder.isolation import confine
+    from autograder.isolation import confine, safety
 
     monkeypatch.delenv(confine.ALLOW_ROOT_FALLBACK_ENV, raising=False)
-    monkeypatch.setattr(confine, "can_drop_privileges", lambda: False)
-    assert confine.check_safe_to_grade("namespaces") == "namespaces"
+    monkeypatch.setattr(safety, "can_drop_privileges", lambda: False)
+    assert safety.check_safe_to_grade("namespaces") == "namespaces"
     with pytest.raises(confine.UnsafeToGrade, match="refusing to grade"):
-        confine.check_safe_to_grade("fallback")
-    monkeypatch.setattr(confine, "can_drop_privileges", lambda: True)
-    assert confine.check_safe_to_grade("fallback") == "fallback"
+        safety.check_safe_to_grade("fallback")
+    monkeypatch.setattr(safety, "can_drop_privileges", lambda: True)
+    assert safety.check_safe_to_grade("fallback") == "fallback"

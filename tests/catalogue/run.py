@@ -363,9 +363,9 @@ def _grade_once(base: Path | None) -> Run:
     def attacks():
         return [] if only else all_attacks()
 
-    from autograder.isolation import confine
+    from autograder.isolation import safety
 
-    mode = confine.probe_mode()
+    mode = safety.probe_mode()
     tmp = Path(tempfile.mkdtemp(prefix="grading-truth-", dir=base))
     env = {**os.environ, "TMPDIR": str(tmp / "tmp")}
     (tmp / "tmp").mkdir()

@@ -299,9 +299,9 @@ def softmax(z, axis=-1):
 
 
 def test_the_notebooks_process_cannot_find_the_secret(tmp_path):
-    from autograder.isolation import confine
+    from autograder.isolation import safety
 
-    if confine.probe_mode() != "namespaces":
+    if safety.probe_mode() != "namespaces":
         pytest.skip("fallback mode: a child sees every file its user can read "
                     "(docs/threat_model.md)")
     subs, out, tmp = tmp_path / "subs", tmp_path / "out", tmp_path / "tmp"

@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 from autograder import REPO_ROOT, SOLUTIONS_DIR
-from autograder.isolation import client, clock, confine, executor, helpers_copy, runners, wire
+from autograder.isolation import (client, clock, confine, executor, helpers_copy, runners,
+                                  safety, wire)
 from sandbox_jobs import run_cells as _run, stdout_lines as _stdout
 
 pytestmark = pytest.mark.slow
@@ -334,7 +335,7 @@ def test_fallback_mode_still_grades_and_hides_the_reference(helper_copies, monke
 
 def test_probe_mode_on_this_machine():
     """Namespaces are found where they work (as root or with user namespaces)."""
-    mode = confine.probe_mode()
+    mode = safety.probe_mode()
     works = subprocess.run(["unshare", "--mount", "--net", "--map-root-user", "true"],
                            capture_output=True).returncode == 0 if os.path.exists(
         "/usr/bin/unshare") else False
@@ -530,10 +531,10 @@ def test_fallback_child_never_hands_root_to_student_code(tmp_path):
 def test_privilege_probe_matches_what_nobody_can_run():
     """Not root: nothing to drop. Root: nobody must be able to start this Python."""
     if os.getuid() != 0:
-        assert confine.can_drop_privileges()
+        assert safety.can_drop_privileges()
         return
-    readable = confine._world_can_run_python()
-    assert confine.can_drop_privileges() == (readable and subprocess.run(
+    readable = confine.world_can_run_python()
+    assert safety.can_drop_privileges() == (readable and subprocess.run(
         [sys.executable, "-I", "-c", "import numpy"], user=confine.NOBODY, group=confine.NOBODY,
         extra_groups=[], cwd="/", capture_output=True).returncode == 0)
 
@@ -550,7 +551,7 @@ def test_fallback_worker_refuses_root_without_the_opt_in(helper_copies, monkeypa
                             helper_copies, worker=worker)
         assert worker.mode == "fallback"
         ran = _stdout(lines)
-        if confine.can_drop_privileges():
+        if safety.can_drop_privileges():
             assert ran and ran[0].strip() != "0"
         else:
             assert not ran and not os.path.exists(canary)
@@ -654,7 +655,7 @@ def test_a_machine_without_libseccomp_is_told(monkeypatch):
     from autograder.isolation import seccomp
 
     monkeypatch.setattr(seccomp, "available", lambda: (False, "libseccomp cannot be loaded"))
-    monkeypatch.setattr(confine, "check_safe_to_grade", lambda stream=None: "namespaces")
+    monkeypatch.setattr(safety, "check_safe_to_grade", lambda stream=None: "namespaces")
     out = _io.StringIO()
     assert engine.check_safe_to_grade(stream=out) == "namespaces"
     assert "no seccomp filter" in out.getvalue() and "libseccomp" in out.getvalue()

@@ -250,7 +250,7 @@ def _fallback_child(tmp: Path, name: str, action, report: int) -> int:
             if inner == 0:
                 try:
                     ident.in_child()
-                    confine._world_can_run_python = lambda: True
+                    confine.world_can_run_python = lambda: True
                     conf = confine.Confinement("fallback", str(tmp / "root"), str(tmp),
                                                fallback_work=str(work))
                     confine.confine_inner(conf, ident)

@@ -145,7 +145,7 @@ def test_root_with_a_pods_65536_ids_refuses_instead_of_crashing_every_notebook(
 def test_non_root_grader_in_a_user_namespace_grades_confined(two_students, tmp_path):
     prefix = ["unshare", "--user", "--map-user=1000", "--map-group=1000", *POD]
     mode = in_namespace(prefix, [sys.executable, "-c", "from autograder.isolation import "
-                                 "confine; print(confine.check_safe_to_grade())"],
+                                 "safety; print(safety.check_safe_to_grade())"],
                         two_students.parent)
     assert mode.returncode == 0 and mode.stdout.split()[-1] == "namespaces", mode
     r = grade_in(prefix, two_students, tmp_path / "out")
@@ -154,21 +154,21 @@ def test_non_root_grader_in_a_user_namespace_grades_confined(two_students, tmp_p
 
 def test_which_ids_a_root_graders_namespace_lacks(monkeypatch):
     """The check itself, on the maps above and on a host's full map (instant)."""
-    from autograder.isolation import confine
+    from autograder.isolation import safety
 
-    monkeypatch.setattr(confine.os, "getuid", lambda: 0)
+    monkeypatch.setattr(safety.os, "getuid", lambda: 0)
     maps = {"0 0 4294967295": None, "0 0 1": "the children's uids and 'nobody'",
             "0 0 1\n1 100001 65535": "the children's uids,",
             "0 0 65536\n1879048192 200000 4194304": None}
     for text, missing in maps.items():
         extents = [(int(f[0]), int(f[2])) for f in map(str.split, text.splitlines())]
-        monkeypatch.setattr(confine, "_id_map", lambda name, e=extents: e)
-        monkeypatch.setattr(confine.Path, "read_text",
+        monkeypatch.setattr(safety, "_id_map", lambda name, e=extents: e)
+        monkeypatch.setattr(safety.Path, "read_text",
                             lambda self, t=text: "4194304" if "pid_max" in str(self) else t)
-        message = confine.unmapped_child_ids()
+        message = safety.unmapped_child_ids()
         if missing is None:
             assert message is None, text
         else:
             assert f"lack {missing}" in message and "runAsUser" in message, message
-    monkeypatch.setattr(confine.os, "getuid", lambda: 1000)
-    assert confine.unmapped_child_ids() is None                 # a non-root grader
+    monkeypatch.setattr(safety.os, "getuid", lambda: 1000)
+    assert safety.unmapped_child_ids() is None                 # a non-root grader
