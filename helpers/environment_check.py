@@ -29,7 +29,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-#: The repository root: this file lives in ``<root>/helpers/``.
+#: The repository root: this file lives in ``<root>/helpers/``. Found here, not imported
+#: from ``autograder`` (which names the same folder), because this check runs with the
+#: standard library only, and the student bundle ships ``helpers/`` without ``autograder/``.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = REPO_ROOT / "pyproject.toml"
 #: What fixes a missing or wrongly pinned package, run in a terminal at the repository root.
