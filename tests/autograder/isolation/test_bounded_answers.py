@@ -140,24 +140,45 @@ def _ask(serving: answerer.Answerer, sock, spec: str, args: dict) -> dict:
     return wire.decode(got)
 
 
-@pytest.mark.parametrize("rows, refused", [(20_000, True)])
-def test_pairwise_scores_is_refused_only_past_the_runs_memory(rows, refused):
-    """The estimate: 20,000 rows would build 3.2 GB, past the run's 2048 MB: refused
-    unrun. (A call within the memory but with an output too large to send was flaky
-    here, its helper's address space shared with what the test process maps: left for
-    a test of its own.)"""
+def _mapped_mb() -> int:
+    """Megabytes this process maps (VmSize): a helper forked from it starts with as much."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) // 1024
+    raise AssertionError("no VmSize")
+
+
+def _ask_pairwise(rows: int, memory_mb: int) -> str:
     spec = "helpers.reference:pairwise_scores"
     ours, theirs = socket.socketpair()
-    serving = answerer.Answerer(theirs, frozenset([spec]), 2048, 30, 60)
+    serving = answerer.Answerer(theirs, frozenset([spec]), memory_mb, 30, 60)
     try:
-        error = _ask(serving, ours, spec, {"X": np.ones((rows, 1))})["error"]
+        return _ask(serving, ours, spec, {"X": np.ones((rows, 1))})["error"]
     finally:
         serving.close()
         ours.close()
-    if refused:
-        assert error.startswith("OverBudget") and "was not run" in error, error
-    else:
-        assert "too large to send" in error, error
+
+
+def test_pairwise_scores_is_refused_unrun_past_the_runs_memory():
+    """The estimate: 20,000 rows would build 3.2 GB, past the run's 2048 MB: refused
+    unrun."""
+    error = _ask_pairwise(20_000, 2048)
+    assert error.startswith("OverBudget") and "was not run" in error, error
+
+
+def test_an_answer_computed_within_memory_but_too_large_to_send_is_an_error():
+    """2,100 rows: a 2100x2100 float64 output is 35 MB, past the 32 MB a reply may carry
+    (course_calls.MAX_CALL_BYTES), while the estimate (4.4 million entries) is far within
+    the run's memory. The helper computes it and the worker answers with an error naming
+    the size, never sends it. The helper's memory limit is what this process already
+    maps plus 1 GB (it is forked from this process, whose mappings vary with what a test
+    run has imported), so only the size of the reply decides."""
+    rows = 2100
+    assert rows * rows * 8 > course_calls.MAX_CALL_BYTES > 0
+    assert budget.estimate({"X": np.ones((rows, 1))}) == rows * rows
+    error = _ask_pairwise(rows, _mapped_mb() + 1024)
+    assert "too large to send" in error, error
 
 
 def test_a_call_past_its_cpu_limit_is_stopped_and_the_rest_of_the_run_refused():
