@@ -16,7 +16,10 @@ call of :func:`course`. That call answers, in this order:
    exercise uses (credit isolation): with what the trusted grader computes
    (:data:`trusted`, set by the grader's executor; the function's code is never in the
    child, and the grader answers no other function);
-3. else with the learner's own function of that name, defined in the running notebook;
+3. else, for an exercise's reference only (``stand_in``: the function a notebook asks the
+   learner to write, under its name), with the learner's own function of that name,
+   defined in the running notebook; never for another course function a notebook happens
+   to define a function of the same name beside (a kernel, a demo's helper);
 4. else by raising ``NotImplementedError`` with a message naming the exercise.
 
 Arguments are matched by :func:`fingerprint`: everything exactly except floating-point
@@ -502,9 +505,10 @@ class Trusted:
 trusted: Trusted | None = None
 
 
-def course(spec: str, name: str, message: str, args: dict, call):
+def course(spec: str, name: str, message: str, args: dict, call, stand_in: bool = False):
     """What the left-out course function ``spec`` gives on ``args`` (see the module
-    docstring); ``call(fn)`` calls ``fn`` with the stub's own arguments."""
+    docstring); ``call(fn)`` calls ``fn`` with the stub's own arguments; ``stand_in``:
+    ``spec`` is an exercise's reference, which the learner's function ``name`` may answer."""
     hit = table().find(spec, args)
     if hit is not None:
         out, patches = hit
@@ -512,7 +516,7 @@ def course(spec: str, name: str, message: str, args: dict, call):
         return copy.deepcopy(out)
     if trusted is not None and spec in trusted.specs:
         return trusted(spec, name, args)
-    own = yours(name)
+    own = yours(name) if stand_in else None
     if own is not None:
         return call(own)
     raise NotImplementedError(message)

@@ -413,17 +413,28 @@ def trusted_answers_of_notebook(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(({s for n in names for s in trusted_answers(n)} - own) | judging))
 
 
+@lru_cache(maxsize=None)
+def exercise_references() -> frozenset[str]:
+    """The specs of the exercises' references: the functions a notebook asks the learner
+    to write under the same name, which the learner's function may stand in for."""
+    from helpers import course
+
+    return frozenset(course.qualified(course.get(n).reference) for n in course.names())
+
+
 def _stub_body(spec: str, name: str, node: ast.FunctionDef, message: str,
                raises: bool) -> list[ast.stmt]:
     """The body of the stub of function ``node``: ``raise RuntimeError(message)`` when
     ``raises``, else its docstring (what to write) and one call of ``helpers._yours.course``
-    (``name``: the learner's function of that name may stand in for it)."""
+    (the learner's function ``name`` may stand in for it only when ``spec`` is an
+    exercise's reference: :func:`exercise_references`)."""
     if raises:
         return ast.parse(f"raise RuntimeError({message!r})").body
     doc = ast.get_docstring(node, clean=False)
+    stand_in = spec in exercise_references()
     return ([ast.Expr(ast.Constant(doc))] if doc else []) + ast.parse(
         f"return _yours.course({spec!r}, {name!r}, {message!r}, {_arguments_dict(node)}, "
-        f"lambda _fn: _fn({_forward_call(node)}))").body
+        f"lambda _fn: _fn({_forward_call(node)}), stand_in={stand_in!r})").body
 
 
 def _stub_function(node: ast.FunctionDef, spec: str, name: str, message: str,

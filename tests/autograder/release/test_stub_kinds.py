@@ -132,3 +132,40 @@ def test_a_method_stub_is_never_answered_by_a_learners_function_of_its_name(tmp_
     done = subprocess.run([sys.executable, "-I", "-c", script, str(tmp_path)],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.stdout.strip() == "refused hidden", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("is_reference", [False, True], ids=["other_function", "reference"])
+def test_a_learners_function_stands_in_only_for_an_exercises_reference(tmp_path, monkeypatch,
+                                                                      is_reference):
+    """A notebook may define a function of the same name as a course function that is no
+    exercise's reference (notebook 12's own ``block_forward`` beside the course's kernel of
+    that name once was): that stub must not call the learner's function, which means
+    something else there; an exercise's reference, which the notebook asks the learner to
+    write under its name, is answered by it."""
+    spec = "helpers.fake:table"
+    monkeypatch.setattr(student_helpers, "exercise_references",
+                        lambda: frozenset({spec} if is_reference else ()))
+    pkg = _package(tmp_path)
+    student_helpers.stub_answers(pkg, {spec: f"left out ({is_reference})"})
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import __main__\n"
+              "def table():\n    return 'learner'\n"
+              "__main__.table = table\nimport helpers.fake as f\n"
+              "try:\n    print(f.table())\nexcept NotImplementedError as e:\n"
+              "    print('refused', e)\n")
+    done = subprocess.run([sys.executable, "-I", "-c", script, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    expected = "learner" if is_reference else f"refused left out ({is_reference})"
+    assert done.stdout.strip() == expected, done.stdout + done.stderr
+
+
+def test_the_exercises_references_are_the_functions_the_notebooks_ask_for():
+    """Written out by hand: a few references the notebooks ask for by name are in the set
+    (so a learner's function answers their stubs); course functions no exercise asks
+    for, the training kernels' cached block and the plots', are not."""
+    refs = student_helpers.exercise_references()
+    for spec in ("helpers.reference:softmax", "helpers.reference:layer_norm",
+                 "helpers.bert.model:gelu"):
+        assert spec in refs, spec
+    for spec in ("helpers.training.kernels:block_forward_cached", "helpers._yours:course"):
+        assert spec not in refs, spec
+    assert all(spec.startswith("helpers.") and ":" in spec for spec in refs)
