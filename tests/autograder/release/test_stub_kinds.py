@@ -119,19 +119,26 @@ def test_every_kind_of_callable_is_a_stub(tmp_path, graded):
     assert seen["kept"] == ["ok", "'kept'"]               # a method not named stays
 
 
+def _beside_a_learners(tmp_path, definition: str, name: str, call: str) -> str:
+    """What ``call`` of the stubbed ``helpers.fake`` prints in a fresh interpreter whose
+    notebook (``__main__``) defines the learner's ``definition`` as ``name``: its value,
+    or ``refused MESSAGE`` when the stub raises NotImplementedError."""
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import __main__\n"
+              f"{definition}\n__main__.{name} = {name}\nimport helpers.fake as f\n"
+              f"try:\n    print({call})\nexcept NotImplementedError as e:\n"
+              "    print('refused', e)\n")
+    done = subprocess.run([sys.executable, "-I", "-c", script, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    return done.stdout.strip() or done.stderr
+
+
 def test_a_method_stub_is_never_answered_by_a_learners_function_of_its_name(tmp_path):
     """A learner's ``answer`` in the notebook is not ``Open.answer``: the stub does not
     call it (only a function's own name may stand in for it)."""
     pkg = _package(tmp_path)
     student_helpers.stub_answers(pkg, {"helpers.fake:Open.answer": "hidden"})
-    script = ("import sys; sys.path.insert(0, sys.argv[1]); import __main__\n"
-              "def answer(self, x):\n    return 'learner'\n"
-              "__main__.answer = answer\nimport helpers.fake as f\n"
-              "try:\n    print(f.Open().answer(1))\nexcept NotImplementedError as e:\n"
-              "    print('refused', e)\n")
-    done = subprocess.run([sys.executable, "-I", "-c", script, str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert done.stdout.strip() == "refused hidden", done.stdout + done.stderr
+    assert _beside_a_learners(tmp_path, "def answer(self, x):\n    return 'learner'",
+                              "answer", "f.Open().answer(1)") == "refused hidden"
 
 
 @pytest.mark.parametrize("is_reference", [False, True], ids=["other_function", "reference"])
@@ -147,15 +154,9 @@ def test_a_learners_function_stands_in_only_for_an_exercises_reference(tmp_path,
                         lambda: frozenset({spec} if is_reference else ()))
     pkg = _package(tmp_path)
     student_helpers.stub_answers(pkg, {spec: f"left out ({is_reference})"})
-    script = ("import sys; sys.path.insert(0, sys.argv[1]); import __main__\n"
-              "def table():\n    return 'learner'\n"
-              "__main__.table = table\nimport helpers.fake as f\n"
-              "try:\n    print(f.table())\nexcept NotImplementedError as e:\n"
-              "    print('refused', e)\n")
-    done = subprocess.run([sys.executable, "-I", "-c", script, str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    expected = "learner" if is_reference else f"refused left out ({is_reference})"
-    assert done.stdout.strip() == expected, done.stdout + done.stderr
+    got = _beside_a_learners(tmp_path, "def table():\n    return 'learner'", "table",
+                             "f.table()")
+    assert got == ("learner" if is_reference else f"refused left out ({is_reference})"), got
 
 
 def test_the_exercises_references_are_the_functions_the_notebooks_ask_for():
