@@ -134,10 +134,17 @@ def cmd_collect(args: argparse.Namespace) -> int:
     try:
         from autograder.intake.reports import read_ids
 
+        from autograder.intake.sources import SourceError, read_uploads, unknown_times_note
+
         known = read_ids(Path(args.roster)) if args.roster else None
-        outcomes = collect(Path(args.download), Path(args.out), keep=args.keep, known=known)
+        uploads = read_uploads(Path(args.times), args.times_zone) if args.times else None
+        outcomes = collect(Path(args.download), Path(args.out), keep=args.keep, known=known,
+                           uploads=uploads)
     except ZipRefused as exc:
         print(f"collect: error: the download was not unpacked: {exc}", file=sys.stderr)
+        return CANNOT_RUN
+    except SourceError as exc:
+        print(f"collect: error: --times: {exc} (nothing was collected)", file=sys.stderr)
         return CANNOT_RUN
     placed = [o for o in outcomes if o.status in ("placed", "already there")]
     unmatched = [o for o in outcomes if o.status == "unmatched"]
@@ -152,6 +159,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
         print(f"{len(skipped)} file(s) not copied:")
         for o in skipped:
             print(f"  {terminal(o.origin)}: {terminal(o.reason)}")
+    note = unknown_times_note(Path(args.out), bool(args.times))
+    if note:
+        print(f"collect: {note}", file=sys.stderr)
     print(f"details: {Path(args.out) / REPORT}")
     return 0
 
@@ -282,41 +292,29 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from autograder.results.export import export
+    from autograder.intake.sources import late_sources
+    from autograder.results.export import export, parse_rename, parse_weights
 
-    rename = {}
-    for item in args.rename:
-        old, sep, new = item.partition("=")
-        if not sep:
-            raise ValueError(f"--rename takes ASSIGNMENT=NAME, not {item!r}")
-        rename[old] = new
     roster = Path(args.roster) if args.roster else None
     assignments = [a.strip() for a in args.assignments.split(",") if a.strip()] \
         if args.assignments else None
-    weights = {}
-    for item in (args.weights.split(",") if args.weights else []):
-        name, sep, value = item.partition("=")
-        try:
-            weight = float(value)
-        except ValueError:
-            weight = -1.0
-        if not sep or not name.strip() or not weight >= 0:
-            print(f"export: error: --weights takes ASSIGNMENT=NUMBER,..., not {item!r}",
-                  file=sys.stderr)
-            return CANNOT_RUN
-        weights[name.strip()] = weight
     try:
         from autograder.results import late
 
-        policy = late.Policy.parse(args.late_policy)
+        policy = late.Policy.parse(args.late_policy).assuming(args.assume_late_days)
         deadlines = late.parse_deadlines(args.deadline)
         from autograder.results.export import parse_homework
 
+        extensions, anonymous = late_sources(*_paths(args.extensions, args.anonymous_map))
         paths = export(Path(args.out), args.format, Path(args.dest) if args.dest else None,
-                       roster, rename, assignments, weights, deadlines=deadlines,
-                       policy=policy, homeworks=parse_homework(args.homework))
+                       roster, parse_rename(args.rename), assignments,
+                       parse_weights(args.weights), deadlines=deadlines,
+                       policy=policy, homeworks=parse_homework(args.homework),
+                       extensions=extensions, anonymous=anonymous)
     except ValueError as exc:
-        print(f"export: error: {exc}", file=sys.stderr)
+        from autograder.safe_text import terminal
+
+        print(f"export: error: {terminal(str(exc))} (nothing was written)", file=sys.stderr)
         return CANNOT_RUN
     for path in paths:
         print(f"wrote {path}")
@@ -333,7 +331,26 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _late_source_options(p: argparse.ArgumentParser) -> None:
+    """export's and feedback-package's options for what the LMS knows of lateness."""
+    p.add_argument("--extensions", metavar="CSV",
+                   help="per-student deadlines: student_id,assignment,deadline (an assignment "
+                        "or a --homework name); the late policy uses them")
+    p.add_argument("--assume-late-days", type=int, metavar="N",
+                   help="a notebook the LMS flagged late without an upload time (a Canvas "
+                        "download collected without --times) counts N days late; without "
+                        "it, a late policy refuses such notebooks")
+    p.add_argument("--anonymous-map", metavar="FILE",
+                   help="anonymous Canvas grading: anon ids to Canvas user ids (Canvas's "
+                        "Submissions API JSON, or a CSV anonymous_id,user_id)")
+
+
+def _paths(*texts: str | None) -> list[Path | None]:
+    return [Path(t) if t else None for t in texts]
+
+
 def cmd_feedback_package(args: argparse.Namespace) -> int:
+    from autograder.intake.sources import late_sources
     from autograder.results import late
     from autograder.results.export import parse_homework, read_roster
     from autograder.results.package import package
@@ -341,14 +358,17 @@ def cmd_feedback_package(args: argparse.Namespace) -> int:
 
     try:
         stored = None
-        if args.deadline or args.late_policy or args.homework:
+        extensions, anonymous = late_sources(*_paths(args.extensions, args.anonymous_map))
+        if args.deadline or args.late_policy or args.homework or args.extensions:
             stored = late.Stored(late.parse_deadlines(args.deadline),
-                                 late.Policy.parse(args.late_policy),
-                                 parse_homework(args.homework))
+                                 late.Policy.parse(args.late_policy).assuming(
+                                     args.assume_late_days),
+                                 parse_homework(args.homework), extensions)
         packed, skipped = package(Path(args.out), args.lms, Path(args.dest),
-                                  read_roster(Path(args.roster)) if args.roster else None, stored)
+                                  read_roster(Path(args.roster)) if args.roster else None, stored,
+                                  anonymous)
     except ValueError as exc:
-        print(f"feedback-package: error: {exc}", file=sys.stderr)
+        print(f"feedback-package: error: {terminal(str(exc))}", file=sys.stderr)
         return CANNOT_RUN
     for line in skipped:
         print(f"  left out: {terminal(line)}")
@@ -421,6 +441,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the class: a CSV with a student_id column (as export's --roster); "
                         "a file of a student not in it is not placed (_unmatched, with the "
                         "reason), and a Canvas name is read with the ids it holds")
+    p.add_argument("--times", metavar="FILE",
+                   help="the LMS's record of upload times (Canvas and Moodle downloads carry "
+                        "none): Canvas's Submissions API JSON or Moodle's grading worksheet "
+                        "CSV. See docs/grading.md")
+    p.add_argument("--times-zone", metavar="ZONE",
+                   help="the time zone of a Moodle worksheet's times (that of the user who "
+                        "downloaded it), e.g. Europe/Berlin")
     p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser("grade", help="grade every submission",
@@ -508,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("export", help="grades as a CSV for an LMS gradebook")
     p.add_argument("out", help="a grading output folder")
-    p.add_argument("--format", choices=("canvas", "gradescope"), required=True)
+    p.add_argument("--format", choices=("canvas", "gradescope", "moodle"), required=True)
     p.add_argument("--dest", help="where to write (default: the output folder)")
     p.add_argument("--roster", help="CSV with student_id and name/email/sid/sis_user_id/"
                                     "sis_login_id/section (collect writes _roster.csv)")
@@ -528,12 +555,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "zero (late work scores 0). See docs/grading.md")
     p.add_argument("--weights", metavar="A=W,...",
                    help="multiply an assignment's points and maximum by W (default 1)")
+    _late_source_options(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("feedback-package", help="the students' feedback pages as the zip an "
                        "LMS takes back (Moodle's feedback files, Canvas's comment re-upload)")
     p.add_argument("out", help="a grading output folder")
-    p.add_argument("--lms", choices=("canvas", "moodle"), required=True)
+    p.add_argument("--lms", choices=("canvas", "moodle", "gradescope"), required=True)
     p.add_argument("--dest", required=True, help="the zip file to write")
     p.add_argument("--roster", help="names for the files (collect writes _roster.csv)")
     p.add_argument("--deadline", action="append", default=[], metavar="[ASSIGNMENT=]WHEN",
@@ -541,6 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--late-policy", metavar="PERCENT[:CAP]", help="as for export")
     p.add_argument("--homework", action="append", default=[], metavar="NAME=A,B,...",
                    help="as for export: the late policy per homework")
+    _late_source_options(p)
     p.set_defaults(func=cmd_feedback_package)
 
     p = sub.add_parser("make-examples", help="regenerate the example submissions")

@@ -37,6 +37,10 @@ CONFLICT = ("a Canvas name that reads more than one way, and read as Canvas read
 NOT_IN_ROSTER = "user id {ids} is not in the roster"
 
 
+#: Moodle's name of a participant in a worksheet's ``Identifier`` column
+#: (``get_string('hiddenuser', 'assign')``), followed by the participant id.
+MOODLE_PARTICIPANT = "Participant "
+
 def canvas_readings(name: str) -> list[dict]:
     """Every way of reading a Canvas "Download submissions" file name, leftmost first
     (``[]``: not one).

@@ -78,7 +78,7 @@ from pathlib import Path, PurePosixPath
 from autograder import SOLUTIONS_DIR
 from autograder.notebook import source as notebook_source
 from autograder import lms, safe_text
-from autograder.intake import archives, gradescope, reports
+from autograder.intake import archives, gradescope, reports, sources  # noqa: F401
 from autograder.intake.reports import REPORT, REPORTS, ROSTER  # noqa: F401 (its files)
 from autograder.results import late
 
@@ -384,10 +384,13 @@ def _read_file(path: Path, rel: PurePosixPath, mtime: float, ctx: _Context,
 # --------------------------------------------------------------------------- placing
 
 def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
-            keep: str = "latest", *, known: frozenset[str] | None = None) -> list[Outcome]:
+            keep: str = "latest", *, known: frozenset[str] | None = None,
+            uploads: dict[str, "sources.Upload"] | None = None) -> list[Outcome]:
     """Place the notebooks of ``download`` into ``out``; return what became of every file.
     With ``known`` (the student ids of a roster), a file of a student not among them is
-    not placed (``_unmatched``, with the reason).
+    not placed (``_unmatched``, with the reason). With ``uploads`` (``--times``: the LMS's
+    own record, :mod:`autograder.intake.sources`), a Canvas or Moodle file's upload time
+    and late flag are the LMS's record of its student's submission.
 
     ``keep``: which of two uploads of one notebook is graded, ``latest`` (default) or
     ``first``; this holds within one download and across downloads collected into the
@@ -472,7 +475,13 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
                    "submitted_at": late.iso(cand.uploaded) if cand.uploaded is not None else "",
                    "downloaded_at": (late.iso(cand.downloaded) if cand.downloaded is not None
                                      else ""),
-                   "lms_late": "yes" if cand.late else "", "source": cand.origin}
+                   "lms_late": "yes" if cand.late else "", "source": cand.origin,
+                   "lms": cand.lms}
+            recorded = (uploads or {}).get(sid) if cand.lms in late.NO_UPLOAD_TIMES else None
+            if recorded is not None and recorded.submitted_at is not None:
+                row["submitted_at"] = recorded.submitted_at.isoformat(timespec="seconds")
+                if recorded.late is not None:
+                    row["lms_late"] = "yes" if recorded.late else ""
             if dest.exists():
                 if dest.read_bytes() == data:
                     outcomes.append(Outcome(cand.origin, "already there", rel.as_posix(), cand.how))

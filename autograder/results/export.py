@@ -10,6 +10,22 @@
 * ``gradescope``: one file per assignment (``gradescope_<assignment>.csv``) with
   ``Name, SID, Email, Total Score``, the columns Gradescope's "Upload scores" matches on
   (email or SID).
+* ``moodle``: one file per assignment (``moodle_<assignment>.csv``), the grading worksheet
+  an assignment with offline grading takes back ("Upload grading worksheet"). Moodle's
+  importer (``mod/assign/feedback/offline/importgradeslib.php``) finds its columns by
+  their headers, ``Identifier`` (``Participant <id>``: the participant id ``collect``
+  takes from a Moodle download's folder names), ``Grade`` and ``Last modified (grade)``
+  (the export's time, so Moodle does not skip the row as stale), and reads ``Feedback
+  comments``; ``Full name`` and ``Maximum Grade`` are for the reader. Set the Moodle
+  assignment's maximum grade to the ``Maximum Grade`` written. A student whose id is not
+  a Moodle participant id cannot be matched: named on stderr, and an export matching no
+  one is refused.
+
+Anonymous Canvas grading: a student collected as ``anon_<id>`` is written under their
+Canvas user id once ``--anonymous-map FILE`` gives it (Canvas's Submissions API lists
+``user_id`` beside ``anonymous_id`` once anonymity is lifted; or a CSV with
+``anonymous_id,user_id``: :mod:`autograder.intake.sources`); without it the Canvas export
+is refused (Canvas's importer matches no ``anon_`` id).
 
 A homework is the unit of a grade: ``--homework "Homework 2=04_a,05_b,06_c"`` (repeat it)
 writes one column (Canvas) or file (Gradescope) per homework, its points and maximum the
@@ -30,16 +46,20 @@ from __future__ import annotations
 
 import csv
 import re
+import sys
 from pathlib import Path
 
 from autograder.results.records import points_text as _points
 from autograder.results.records import read_records, sort_key, summary_rows, worst_status
 from autograder import safe_text
+from autograder.lms import MOODLE_PARTICIPANT
 from autograder.results import late
 
-FORMATS = ("canvas", "gradescope")
+FORMATS = ("canvas", "gradescope", "moodle")
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 GRADESCOPE_COLUMNS = ["Name", "SID", "Email", "Total Score"]
+MOODLE_COLUMNS = ["Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)",
+                  "Feedback comments"]
 
 
 def read_roster(path: Path | None) -> dict[str, dict[str, str]]:
@@ -69,6 +89,32 @@ def score_table(records: list[dict]) -> tuple[list[str], dict[str, float], dict[
     return sorted(assignments), max_points, scores
 
 
+def parse_rename(items: list[str]) -> dict[str, str]:
+    """``--rename ASSIGNMENT=NAME`` (repeatable) -> ``{assignment: name}``."""
+    rename = {}
+    for item in items:
+        old, sep, new = item.partition("=")
+        if not sep:
+            raise ValueError(f"--rename takes ASSIGNMENT=NAME, not {item!r}")
+        rename[old] = new
+    return rename
+
+
+def parse_weights(text: str | None) -> dict[str, float]:
+    """``--weights A=W,...`` -> ``{assignment: weight}`` (each a number, 0 or more)."""
+    weights = {}
+    for item in (text.split(",") if text else []):
+        name, sep, value = item.partition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = -1.0
+        if not sep or not name.strip() or not weight >= 0:
+            raise ValueError(f"--weights takes ASSIGNMENT=NUMBER,..., not {item!r}")
+        weights[name.strip()] = weight
+    return weights
+
+
 def parse_homework(items: list[str]) -> dict[str, list[str]]:
     """``--homework NAME=A,B,...`` (repeatable) -> ``{name: [assignments]}``, in order."""
     homeworks: dict[str, list[str]] = {}
@@ -90,7 +136,8 @@ def parse_homework(items: list[str]) -> dict[str, list[str]]:
 
 
 def homework_records(records: list[dict], homeworks: dict[str, list[str]],
-                     deadlines: dict | None = None, policy: "late.Policy | None" = None
+                     deadlines: dict | None = None, policy: "late.Policy | None" = None,
+                     extensions: "late.Extensions | None" = None
                      ) -> tuple[list[dict], list[dict]]:
     """One record per student and homework (``assignment`` the homework's name), points
     and maximum summed over its assignments' notebooks, with the late policy applied per
@@ -103,7 +150,7 @@ def homework_records(records: list[dict], homeworks: dict[str, list[str]],
                          f"output; it has: {', '.join(known)}")
     home = {a: name for name, parts in homeworks.items() for a in parts}
     late_of = late.penalties(records, deadlines or {}, policy or late.Policy.parse("none"),
-                             homeworks)
+                             homeworks, extensions)
     groups: dict[tuple[str, str], list[dict]] = {}
     for record in records:
         if record["assignment"] in home:
@@ -216,11 +263,70 @@ def export_gradescope(records: list[dict], dest: Path, roster: dict | None = Non
     return paths
 
 
+def export_moodle(records: list[dict], dest: Path, roster: dict | None = None,
+                  rename: dict[str, str] | None = None, assignments: list[str] | None = None,
+                  weights: dict[str, float] | None = None) -> list[Path]:
+    from datetime import datetime, timezone
+
+    roster, rename = roster or {}, rename or {}
+    assignments, max_points, scores = _select(score_table(records), assignments, weights,
+                                              roster)
+    files = [f"moodle_{_file_part(n)}.csv" for n in _column_names(assignments, rename)]
+    _column_names(files, {})
+    matched = sorted(s for s in scores if s.isdigit() and s.isascii())
+    strangers = sorted(set(scores) - set(matched))
+    if not matched:
+        raise ValueError(f"no student id here is a Moodle participant id (the digits of a "
+                         f"Moodle download's folder names; e.g. {', '.join(strangers[:3])}): "
+                         f"Moodle's worksheet import would match no one. Collect the Moodle "
+                         f"download, grade, then export")
+    for student_id in strangers:
+        print(f"export: warning: {safe_text.terminal(student_id)}: not a Moodle participant "
+              f"id, left out of the Moodle files", file=sys.stderr)
+    now = datetime.now(timezone.utc).strftime("%A, %d %B %Y, %I:%M %p")
+    paths = []
+    for assignment, file_name in zip(assignments, files):
+        path = dest / file_name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            writer = safe_text.writer(f)
+            writer.writerow(MOODLE_COLUMNS)
+            for student_id in matched:
+                info = roster.get(student_id, {})
+                writer.writerow([f"{MOODLE_PARTICIPANT}{student_id}", info.get("name", ""),
+                                 _points(scores[student_id].get(assignment, 0.0)),
+                                 _points(max_points[assignment]), now,
+                                 "Graded by the course's autograder: see your feedback page."])
+        paths.append(path)
+    return paths
+
+
+def map_anonymous(records: list[dict], mapping: dict[str, str] | None, fmt: str) -> list[dict]:
+    """Records of ``anon_<id>`` students under their Canvas user id (``mapping``); a
+    Canvas export of anonymous students without a map is refused."""
+    anonymous = sorted({r["student_id"] for r in records
+                        if str(r["student_id"]).startswith("anon_")})
+    if not anonymous:
+        return records
+    mapping = mapping or {}
+    unmapped = [a for a in anonymous if a not in mapping]
+    if unmapped and fmt == "canvas":
+        raise ValueError(
+            f"{len(unmapped)} student(s) of an anonymously graded Canvas download "
+            f"({', '.join(map(safe_text.terminal, unmapped[:3]))}...) have no Canvas user "
+            f"id, and Canvas's gradebook import matches none: once anonymity is lifted in "
+            f"Canvas, save the assignment's Submissions API JSON (it lists user_id beside "
+            f"anonymous_id) or a CSV anonymous_id,user_id and pass it with --anonymous-map")
+    return [{**r, "student_id": mapping.get(r["student_id"], r["student_id"])} for r in records]
+
+
 def export(out: Path, fmt: str, dest: Path | None = None, roster: Path | None = None,
            rename: dict[str, str] | None = None, assignments: list[str] | None = None,
            weights: dict[str, float] | None = None, deadlines: dict | None = None,
            policy: "late.Policy | None" = None,
-           homeworks: dict[str, list[str]] | None = None) -> list[Path]:
+           homeworks: dict[str, list[str]] | None = None,
+           extensions: "late.Extensions | None" = None,
+           anonymous: dict[str, str] | None = None) -> list[Path]:
     """Write the gradebook file(s) of grading output ``out`` in format ``fmt``: the
     ``assignments`` given (all graded ones by default), each weighted by ``weights``
     (default 1), one row per student graded or on the roster. With ``deadlines`` the
@@ -229,19 +335,30 @@ def export(out: Path, fmt: str, dest: Path | None = None, roster: Path | None = 
     (:func:`homework_records`; ``late.csv`` then lists every late homework)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    writer = export_canvas if fmt == "canvas" else export_gradescope
+    writer = {"canvas": export_canvas, "gradescope": export_gradescope,
+              "moodle": export_moodle}[fmt]
     dest = out if dest is None else dest
     records = read_records(out)
-    penalised = bool(deadlines or (policy and policy.percent_per_day))
+    policy = policy or late.Policy.parse("none")
+    penalised = bool(deadlines or policy.percent_per_day or extensions)
+    unknown = late.require_times(records, policy) if penalised else []
+    if unknown:                       # what is unknown is said, every time
+        how = (f"those the LMS flagged late count {policy.assume_late_days} day(s) late "
+               f"(--assume-late-days), the others on time"
+               if policy.assume_late_days is not None else "none is taken as late")
+        print(f"export: note: {len(unknown)} notebook(s) of a Canvas or Moodle download "
+              f"have no upload time (collect --times reads the LMS's record); {how}",
+              file=sys.stderr)
     rows = None
     if homeworks:
         if assignments:
             raise ValueError("--homework and --assignments do not go together: the "
                              "homeworks name what is exported")
-        records, rows = homework_records(records, homeworks, deadlines, policy)
+        records, rows = homework_records(records, homeworks, deadlines, policy, extensions)
         assignments = list(homeworks)
     elif penalised:
-        records, rows = late.apply(records, deadlines or {}, policy or late.Policy.parse("none"))
+        records, rows = late.apply(records, deadlines or {}, policy, extensions)
+    records = map_anonymous(records, anonymous, fmt)
     paths = writer(records, dest, read_roster(roster), rename, assignments, weights)
     if penalised:           # after the gradebook file: a refused export writes nothing
         dest.mkdir(parents=True, exist_ok=True)
@@ -250,6 +367,6 @@ def export(out: Path, fmt: str, dest: Path | None = None, roster: Path | None = 
         # the students' pages show the penalty the gradebook got (feedback-package too)
         from autograder.results.outputs import write_feedback_pages
 
-        late.save_policy(out, deadlines or {}, policy or late.Policy.parse("none"), homeworks)
+        late.save_policy(out, deadlines or {}, policy, homeworks, extensions)
         write_feedback_pages(read_records(out), out)
     return paths

@@ -341,7 +341,7 @@ def due_dates(out: Path, assignments, deadlines: dict | None = None) -> dict[str
     home = {a: name for name, parts in homeworks.items() for a in parts}
     found = {}
     for assignment in assignments:
-        when = late._deadline_for({"assignment": assignment}, deadlines, home)
+        when = late.notebook_deadline({"assignment": assignment}, deadlines, home)
         if when is not None:
             found[assignment] = when
     return found

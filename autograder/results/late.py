@@ -18,9 +18,16 @@ every entry with the time of the download (see ``autograder.intake.collect``).
 * ``--late-policy PERCENT[:CAP]``: ``PERCENT`` of the notebook's points off per day or
   part of a day after the deadline, at most ``CAP`` percent (default 100). ``none`` (the
   default) takes nothing off; ``zero`` gives late work 0.
-* A notebook with no known upload time is never penalised, unless the LMS flagged it
-  late: then it counts as one day late. The export's ``late.csv`` lists every late
-  notebook with its days and the percentage taken off.
+* Canvas and Moodle downloads carry no upload time: ``collect --times FILE`` takes each
+  notebook's from the LMS's own record (:mod:`autograder.intake.sources`; the ``lms``
+  column says which LMS a row came from). A policy that takes points off refuses the
+  notebooks of such a download that have no time (:func:`require_times`) unless
+  ``--assume-late-days N`` says how late one the LMS flagged late counts; a penalty is
+  never guessed. A notebook from elsewhere without a time and flagged late counts one
+  day. The export's ``late.csv`` lists every late notebook with its days and the
+  percentage taken off.
+* ``--extensions FILE``: a student's own deadline for an assignment or a homework
+  (:func:`deadline_for`, below).
 * ``export --homework NAME=A,B,...``: a homework is as late as its latest notebook
   (:func:`penalties`), and its percentage comes off every notebook of it, so once off
   the homework's sum.
@@ -33,16 +40,21 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
 
 from autograder import safe_text
+from autograder.safe_text import terminal
 
 SUBMISSIONS_CSV = "_submissions.csv"
 SUBMISSION_COLUMNS = ["student_id", "assignment", "notebook", "submitted_at", "lms_late",
-                      "source", "downloaded_at"]
+                      "source", "downloaded_at", "lms"]
+#: The LMSs whose downloads carry no upload time (every zip entry has the download's
+#: time): their notebooks' times come from ``collect --times`` or are unknown.
+NO_UPLOAD_TIMES = ("canvas", "moodle")
 LATE_COLUMNS = ["student_id", "assignment", "notebook", "submitted_at", "deadline",
                 "days_late", "percent_off", "points_before", "points_after"]
 
@@ -81,12 +93,108 @@ def write_submissions(submissions: Path, rows: dict[tuple[str, str, str], dict])
         writer.writerows(rows[k] for k in sorted(rows))
 
 
+# --------------------------------------------------------------------------- extensions
+
+# Per-student extensions: a student's own deadline for an assignment or a homework.
+#
+# ``--extensions FILE`` (``export``, ``feedback-package``; stored with the late policy in
+# ``OUT/late_policy.json``, so the feedback pages agree) is a CSV with the columns
+# ``student_id``, ``assignment`` (an assignment such as ``04_queries_keys_values``, or a
+# homework's name as ``--homework`` gives it) and ``deadline`` (ISO 8601; no zone: UTC)::
+#
+#    student_id,assignment,deadline
+#    4712,Homework 2,2026-10-08T23:59
+#    s1234,04_queries_keys_values,2026-10-05 12:00+02:00
+#
+# The late policy judges that student's notebooks of that assignment or homework against
+# the new deadline (a homework's extension covers its assignments; an assignment's own
+# extension wins over its homework's). :func:`deadline_for` is the one rule, used
+# everywhere a deadline is looked up.
+
+EXTENSION_COLUMNS = ("student_id", "assignment", "deadline")
+#: Bytes an extensions file may have.
+MAX_EXTENSION_BYTES = 8 * 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class Extensions:
+    """``{(student, assignment or homework): deadline}`` (aware datetimes, UTC)."""
+
+    deadlines: tuple[tuple[tuple[str, str], datetime], ...] = ()
+
+    def get(self, student: str, name: str | None) -> datetime | None:
+        if name is None:
+            return None
+        return dict(self.deadlines).get((student, name))
+
+    def to_json(self) -> list[list[str]]:
+        return [[s, a, when.isoformat()] for (s, a), when in self.deadlines]
+
+    @classmethod
+    def from_json(cls, rows) -> "Extensions":
+        return cls(tuple(((str(s), str(a)), parse_time(str(w))) for s, a, w in rows or []))
+
+
+def deadline_for(student: str, assignment: str, default: datetime | None,
+                 extensions: Extensions | None = None, homework: str | None = None
+                 ) -> datetime | None:
+    """The deadline ``student``'s notebooks of ``assignment`` are judged against: their own
+    extension of the assignment, else of its ``homework``, else ``default``."""
+    if extensions is not None:
+        for name in (assignment, homework):
+            when = extensions.get(student, name)
+            if when is not None:
+                return when
+    return default
+
+
+def read_extensions(path: Path | None) -> Extensions:
+    """The extensions of a CSV file (see the module docstring); empty without one."""
+    if path is None:
+        return Extensions()
+    where = terminal(str(path))
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ValueError(f"--extensions {where}: cannot be read ({exc.strerror})") from None
+    if len(data) > MAX_EXTENSION_BYTES:
+        raise ValueError(f"--extensions {where}: larger than {MAX_EXTENSION_BYTES // 2**20} MB")
+    rows = list(csv.DictReader(io.StringIO(data.decode("utf-8-sig", errors="replace"))))
+    if rows and not set(EXTENSION_COLUMNS) <= set(rows[0]):
+        raise ValueError(f"--extensions {where}: needs the columns {', '.join(EXTENSION_COLUMNS)}")
+    seen: dict[tuple[str, str], datetime] = {}
+    for n, row in enumerate(rows, start=2):
+        key = (str(row["student_id"] or "").strip(), str(row["assignment"] or "").strip())
+        if not all(key):
+            raise ValueError(f"--extensions {where}, line {n}: a student_id and an "
+                             f"assignment are needed")
+        try:
+            when = parse_time(str(row["deadline"] or ""))
+        except ValueError as exc:
+            raise ValueError(f"--extensions {where}, line {n}: {terminal(str(exc))}") from None
+        if key in seen and seen[key] != when:
+            raise ValueError(f"--extensions {where}, line {n}: {terminal(key[0])} has two "
+                             f"deadlines for {terminal(key[1])}")
+        seen[key] = when
+    return Extensions(tuple(sorted(seen.items())))
+
+
 # --------------------------------------------------------------------------- the policy
 
 @dataclasses.dataclass(frozen=True)
 class Policy:
     percent_per_day: float = 0.0
     cap: float = 100.0
+    #: ``--assume-late-days N``: the days late of a notebook the LMS flagged late whose
+    #: upload time it did not give (a Canvas download without ``collect --times``); None:
+    #: a policy that takes points off refuses such notebooks (:func:`require_times`).
+    assume_late_days: int | None = None
+
+    def assuming(self, days: int | None) -> "Policy":
+        if days is not None and not (isinstance(days, int) and 0 <= days <= 3650):
+            raise ValueError(f"--assume-late-days takes a whole number of days (0 or more), "
+                             f"not {days!r}")
+        return dataclasses.replace(self, assume_late_days=days)
 
     @classmethod
     def parse(cls, text: str | None) -> "Policy":
@@ -120,22 +228,58 @@ def parse_deadlines(items: list[str]) -> dict[str | None, datetime]:
     return deadlines
 
 
-def days_late(record: dict, deadline: datetime | None) -> int:
-    """Days or parts of a day after ``deadline`` (0: on time or unknown)."""
+def time_unknown(record: dict) -> bool:
+    """A notebook of a Canvas or Moodle download whose upload time no source gave."""
+    return (record.get("lms") in NO_UPLOAD_TIMES and not record.get("submitted_at")
+            and record.get("status") != "missing")
+
+
+def days_late(record: dict, deadline: datetime | None, policy: "Policy | None" = None) -> int:
+    """Days or parts of a day after ``deadline`` (0: on time). A notebook without an upload
+    time: from a Canvas or Moodle download, the policy's ``assume_late_days`` when the LMS
+    flagged it late, else 0 (:func:`require_times` refuses a penalty on such a guess); from
+    elsewhere, one day when the LMS flagged it late."""
     when = record.get("submitted_at") or ""
     if deadline is not None and when:
         seconds = (parse_time(when) - deadline).total_seconds()
         return max(0, math.ceil(seconds / 86400))
-    return 1 if record.get("lms_late") == "yes" else 0
+    if record.get("lms_late") != "yes":
+        return 0
+    if record.get("lms") in NO_UPLOAD_TIMES:
+        assumed = policy.assume_late_days if policy is not None else None
+        return assumed or 0
+    return 1
+
+
+def require_times(records: list[dict], policy: "Policy") -> list[dict]:
+    """The notebooks whose upload time is unknown (:func:`time_unknown`). Raises when the
+    policy takes points off for lateness and neither ``collect --times`` nor
+    ``--assume-late-days`` said how late they are: a penalty is never guessed."""
+    unknown = [r for r in records if time_unknown(r)]
+    if unknown and policy.percent_per_day > 0 and policy.assume_late_days is None:
+        lms = sorted({str(r.get("lms")) for r in unknown})
+        flagged = sum(1 for r in unknown if r.get("lms_late") == "yes")
+        raise ValueError(
+            f"{len(unknown)} notebook(s) of a {' and '.join(lms).title()} download have no "
+            f"upload time ({flagged} of them flagged late by the LMS): the download's file "
+            f"times are the download's, not the uploads'. Give the LMS's record of the "
+            f"times to collect (`collect DOWNLOAD --times FILE`: Canvas's Submissions API "
+            f"JSON, or Moodle's grading worksheet with --times-zone; docs/grading.md), "
+            f"then grade again; or say how late a notebook the LMS flagged late counts "
+            f"with --assume-late-days N (Moodle flags none)")
+    return unknown
 
 
 def apply(records: list[dict], deadlines: dict[str | None, datetime],
-          policy: Policy) -> tuple[list[dict], list[dict]]:
+          policy: Policy, extensions: Extensions | None = None
+          ) -> tuple[list[dict], list[dict]]:
     """``(records with late points taken off, one row per late notebook)``."""
     out, late = [], []
     for record in records:
-        deadline = deadlines.get(record["assignment"], deadlines.get(None))
-        days = days_late(record, deadline)
+        deadline = deadline_for(record["student_id"], record["assignment"],
+                                deadlines.get(record["assignment"], deadlines.get(None)),
+                                extensions)
+        days = days_late(record, deadline, policy)
         if days == 0 or record["status"] == "missing":
             out.append(record)
             continue
@@ -160,16 +304,22 @@ def write_late(rows: list[dict], path: Path) -> None:
 
 # --------------------------------------------------------------------------- per homework
 
-def _deadline_for(record: dict, deadlines: dict, home: dict[str, str]) -> datetime | None:
-    """A notebook's deadline: its homework's, else its assignment's, else the common one."""
+def notebook_deadline(record: dict, deadlines: dict, home: dict[str, str],
+                      extensions: Extensions | None = None) -> datetime | None:
+    """A notebook's deadline: the student's extension (:func:`deadline_for`), else its
+    homework's, else its assignment's, else the common one."""
+    common = deadlines.get(None)
     for key in (home.get(record["assignment"]), record["assignment"]):
         if key is not None and key in deadlines:
-            return deadlines[key]
-    return deadlines.get(None)
+            common = deadlines[key]
+            break
+    return deadline_for(record.get("student_id", ""), record["assignment"], common, extensions,
+                        home.get(record["assignment"]))
 
 
 def penalties(records: list[dict], deadlines: dict, policy: Policy,
-              homeworks: dict[str, list[str]] | None = None) -> dict[tuple, dict]:
+              homeworks: dict[str, list[str]] | None = None,
+              extensions: Extensions | None = None) -> dict[tuple, dict]:
     """``{(student, assignment, notebook): penalty}`` for every late notebook handed in.
 
     A notebook outside any homework is judged alone (as :func:`apply`). A notebook of a
@@ -184,9 +334,9 @@ def penalties(records: list[dict], deadlines: dict, policy: Policy,
     for record in records:
         if record["status"] == "missing":
             continue
-        deadline = _deadline_for(record, deadlines, home)
+        deadline = notebook_deadline(record, deadlines, home, extensions)
         key = (record["student_id"], record["assignment"], record["notebook"])
-        own[key] = (days_late(record, deadline), deadline, record)
+        own[key] = (days_late(record, deadline, policy), deadline, record)
         unit = _unit(record, home)
         if unit not in worst or own[key][0] > worst[unit][0]:
             worst[unit] = own[key]
@@ -221,13 +371,17 @@ class Stored:
     deadlines: dict
     policy: Policy
     homeworks: dict[str, list[str]]
+    extensions: Extensions = dataclasses.field(default_factory=Extensions)
 
 
 def save_policy(out: Path, deadlines: dict, policy: Policy,
-                homeworks: dict[str, list[str]] | None) -> None:
+                homeworks: dict[str, list[str]] | None,
+                extensions: Extensions | None = None) -> None:
     data = {"deadlines": [[k, v.isoformat()] for k, v in deadlines.items()],
             "percent_per_day": policy.percent_per_day, "cap": policy.cap,
-            "homeworks": homeworks or {}}
+            "assume_late_days": policy.assume_late_days,
+            "homeworks": homeworks or {},
+            "extensions": (extensions or Extensions()).to_json()}
     tmp = out / (POLICY_FILE + ".tmp")
     tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
     tmp.replace(out / POLICY_FILE)
@@ -239,11 +393,14 @@ def load_policy(out: Path) -> Stored | None:
     if not path.is_file():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
+    assumed = data.get("assume_late_days")
     return Stored({k: parse_time(v) for k, v in data.get("deadlines", [])},
-                  Policy(float(data["percent_per_day"]), float(data["cap"])),
-                  {str(k): list(v) for k, v in (data.get("homeworks") or {}).items()})
+                  Policy(float(data["percent_per_day"]), float(data["cap"]),
+                         int(assumed) if assumed is not None else None),
+                  {str(k): list(v) for k, v in (data.get("homeworks") or {}).items()},
+                  Extensions.from_json(data.get("extensions")))
 
 
 def penalties_of(records: list[dict], stored: Stored | None) -> dict[tuple, dict]:
     return {} if stored is None else penalties(records, stored.deadlines, stored.policy,
-                                               stored.homeworks)
+                                               stored.homeworks, stored.extensions)

@@ -43,6 +43,14 @@ from autograder.results.feedback import render, render_combined, render_index
 from autograder.results.records import read_records, sort_key
 
 LMS = ("canvas", "moodle")
+#: Why there is no Gradescope package: what its "Upload scores" takes is a CSV of scores
+#: (``export --format gradescope``); feedback files reach students through its
+#: autograder's results (``python -m autograder gradescope``), not through an upload.
+GRADESCOPE = ("Gradescope takes no feedback files from an instructor's upload: its "
+              "\"Upload scores\" reads scores only (export --format gradescope writes that "
+              "CSV). To give students their feedback in Gradescope, grade there on submit: "
+              "`python -m autograder gradescope ASSIGNMENT --out DIR` builds the autograder "
+              "zip whose results show each student the same feedback (docs/grading.md)")
 
 def _downloaded(record: dict) -> float:
     try:
@@ -67,14 +75,22 @@ def _canvas_ids(student_id: str, records: list[dict]) -> tuple[str, str] | None:
 
 
 def package(out: Path, lms: str, dest: Path, roster: dict[str, dict] | None = None,
-            stored: "late.Stored | None" = None) -> tuple[int, list[str]]:
+            stored: "late.Stored | None" = None,
+            anonymous: dict[str, str] | None = None) -> tuple[int, list[str]]:
     """Write the zip; return ``(students packed, one line per student left out)``.
-    ``stored``: the late policy (default: the one export stored in ``out``)."""
+    ``stored``: the late policy (default: the one export stored in ``out``);
+    ``anonymous``: Canvas's ``anon_<id>`` -> user id (:mod:`autograder.intake.sources`).
+    A package that would hold no student is refused (nothing written)."""
+    if lms == "gradescope":
+        raise ValueError(GRADESCOPE)
     if lms not in LMS:
         raise ValueError(f"unknown LMS {lms!r}: choose one of {', '.join(LMS)}")
-    roster = roster or {}
+    roster, anonymous = roster or {}, anonymous or {}
     records = read_records(out)
-    penalties = late.penalties_of(records, stored if stored is not None else late.load_policy(out))
+    stored = stored if stored is not None else late.load_policy(out)
+    if stored is not None:
+        late.require_times(records, stored.policy)
+    penalties = late.penalties_of(records, stored)
     by_student: dict[str, list[dict]] = {}
     for record in records:
         by_student.setdefault(record["student_id"], []).append(record)
@@ -83,7 +99,13 @@ def package(out: Path, lms: str, dest: Path, roster: dict[str, dict] | None = No
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-        for student_id, own in sorted(by_student.items()):
+        for collected_as, own in sorted(by_student.items()):
+            student_id = anonymous.get(collected_as, collected_as) if lms == "canvas" \
+                else collected_as
+            if student_id.startswith("anon_"):
+                skipped.append(f"{student_id}: anonymously graded in Canvas; its Canvas user "
+                               f"id is needed (--anonymous-map, once anonymity is lifted)")
+                continue
             if not student_id.isdigit() or not student_id.isascii():
                 skipped.append(f"{student_id}: not a {lms.capitalize()} "
                                f"{'participant' if lms == 'moodle' else 'user'} id")
@@ -98,7 +120,7 @@ def package(out: Path, lms: str, dest: Path, roster: dict[str, dict] | None = No
                                     f"{Path(record['notebook']).stem}.html",
                                     render(record, penalties.get(sort_key(record))))
             else:
-                ids = _canvas_ids(student_id, own)
+                ids = _canvas_ids(collected_as, own)
                 if ids is None:
                     skipped.append(f"{student_id}: no Canvas file name recorded (collect the "
                                    f"Canvas download, then grade)")
@@ -107,5 +129,10 @@ def package(out: Path, lms: str, dest: Path, roster: dict[str, dict] | None = No
                 zf.writestr(f"{lms_names.canvas_part(name or first)}_{student_id}_{attachment}_feedback.html",
                             render_combined(student_id, own, penalties))
             packed += 1
+    if not packed:
+        tmp.unlink()
+        raise ValueError(f"no student could be packed for {lms.capitalize()}, so no zip was "
+                         f"written: " + "; ".join(skipped[:5])
+                         + (f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""))
     tmp.replace(dest)
     return packed, skipped

@@ -560,7 +560,7 @@ def run(submissions: Path, out: Path, *, jobs: int | None = None, limits: Limits
         row = uploads.get(sort_key(record))
         if row is not None:
             record.update(submitted_at=row.get("submitted_at", ""),
-                          lms_late=row.get("lms_late", ""),
+                          lms_late=row.get("lms_late", ""), lms=row.get("lms", ""),
                           source=row.get("source", ""),   # the LMS's file name (feedback-package)
                           downloaded_at=row.get("downloaded_at") or "")   # which download
     write_outputs(records, out)

@@ -47,7 +47,7 @@ import pytest
 
 from autograder import REPO_ROOT
 from benchmark_term import notebook_texts
-from lms import canvas
+from lms import canvas, canvas_api
 from lms.canvas import canvas_target
 from notebook_helpers import png_texts
 
@@ -98,6 +98,12 @@ def make_downloads(home: Path) -> tuple[dict, dict[str, set[str]]]:
         students.append(canvas.Student(uid, name, uploads))
     first = canvas.download(downloads / "homework1.zip", students, DEADLINE + timedelta(days=2),
                             first_attachment_id=FIRST_ATTACHMENT)
+    # Canvas's record of the upload times, saved from its API with each download
+    canvas_api.write(downloads / "homework1-times.json", [
+        canvas_api.submission(uid, DEADLINE - timedelta(hours=uid - 4700), DEADLINE)
+        for uid, _, _ in CLASS])
+    canvas_api.write(downloads / "homework1-late-times.json", [
+        canvas_api.submission(4712, DEADLINE + timedelta(hours=20), DEADLINE)])
     current: dict[str, set[str]] = {}
     for member in zipfile.ZipFile(first).namelist():
         uid, attachment = canvas_target(member)

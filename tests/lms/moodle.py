@@ -103,3 +103,41 @@ def download(path: Path, students: list[Student], downloaded_at: datetime,
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, data)
     return path
+
+
+# --------------------------------------------------------------------------- the worksheet
+
+#: "Download grading worksheet" (assignment with offline grading): ``mod/assign/
+#: gradingtable.php`` in download mode writes these headers (``lang/en/assign.php`` and
+#: core strings: ``recordid`` "Identifier", ``fullnameuser``, the identity field "Email
+#: address", ``status``, ``grade``, ``maxgrade`` "Maximum Grade", ``gradecanbechanged``,
+#: ``timesubmitted`` "Last modified (submission)", ``lastmodifiedgrade``, the feedback
+#: comments plugin's "Feedback comments").
+WORKSHEET_HEADERS = ["Identifier", "Full name", "Email address", "Status", "Grade",
+                     "Maximum Grade", "Grade can be changed", "Last modified (submission)",
+                     "Last modified (grade)", "Feedback comments"]
+
+
+def userdate(when: datetime, zone) -> str:
+    """``userdate($time)`` with its default format ``strftimedaydatetime`` (English
+    language pack: ``%A, %d %B %Y, %I:%M %p``) in the downloading user's time zone;
+    ``%d`` without its leading zero, as Moodle strips it (``core_date::strftime``'s
+    ``$fixday``)."""
+    local = when.astimezone(zone)
+    return local.strftime(f"%A, {local.day} %B %Y, %I:%M %p")
+
+
+def worksheet(path: Path, students: list[tuple[Student, datetime | None]], zone) -> Path:
+    """The worksheet CSV of ``students`` (each with their submission's time, None when
+    nothing was submitted: ``-``), times in ``zone``."""
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(WORKSHEET_HEADERS)
+        for student, when in students:
+            writer.writerow([f"Participant {student.participant_id}", student.fullname,
+                             f"{student.participant_id}@example.org",
+                             "Submitted for grading" if when else "No submission", "",
+                             "100.00", "Yes", userdate(when, zone) if when else "-", "-", ""])
+    return path

@@ -42,9 +42,11 @@ def collect(download: Path, out: Path, tmp: Path) -> subprocess.CompletedProcess
 @pytest.mark.slow
 def test_canvas_lateness_is_its_late_mark_not_the_entry_times(tmp_path):
     """A Canvas class downloaded three days after the deadline: every entry carries the
-    download's time. collect, grade and export with a late policy take 10 % off the one
-    submission Canvas marked LATE (one day: its upload time is unknown), and nothing off
-    the others, whose entry time is also three days late."""
+    download's time. collect, grade and export with a late policy told how late a
+    notebook Canvas marked LATE counts (``--assume-late-days 1``: its upload time is
+    unknown; without it the export is refused, tests/autograder/intake/test_lms_times.py)
+    take 10 % off that one submission, and nothing off the others, whose entry time is
+    also three days late."""
     source = (SOLUTIONS_DIR / NB / f"{NB}.ipynb").read_bytes()
     students = [canvas.Student(4711, "Doe, Jane", [(f"{NB}.ipynb", source)]),
                 canvas.Student(4712, "Smith, Bob", [(f"{NB}.ipynb", source)], late=True),
@@ -59,7 +61,8 @@ def test_canvas_lateness_is_its_late_mark_not_the_entry_times(tmp_path):
     assert {r["submitted_at"] for r in table.values()} == {""}     # not the download's
     run("grade", subs, "--out", out, "--jobs", "1", tmp=tmp)
     run("export", out, "--format", "canvas", "--assignments", NB,
-        "--deadline", DEADLINE.isoformat(), "--late-policy", "10:40", tmp=tmp)
+        "--deadline", DEADLINE.isoformat(), "--late-policy", "10:40",
+        "--assume-late-days", "1", tmp=tmp)
     grades = {r["ID"]: r for r in rows(out / "canvas_grades.csv") if r["ID"]}
     full = float(grades["4711"][NB])
     assert full > 0
