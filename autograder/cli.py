@@ -1,7 +1,6 @@
 """The instructor's command line: ``python -m autograder COMMAND ...``.
 
-Its commands, each with what it does, are listed by ``--help`` (from the ``help`` of each
-parser in :func:`build_parser`: the one list of them).
+Its commands are listed by ``--help`` (the ``help`` of each parser of :func:`build_parser`).
 
 Exit status: 0 when the command did its job (for grade: every submission was graded,
 whatever the scores), 2 when it could not run (e.g. a folder is missing, or student code
@@ -571,6 +570,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="as for export: the late policy per homework")
     _late_source_options(p)
     p.set_defaults(func=cmd_feedback_package)
+
+    from autograder.submit import gradescope  # on-submit grading: its parser is its own
+    gradescope.add_parser(sub)
 
     p = sub.add_parser("make-examples", help="regenerate the example submissions")
     p.add_argument("--dest", default=str(EXAMPLES_DIR),
