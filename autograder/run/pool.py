@@ -18,8 +18,7 @@ module only organises the run:
   (one row per graded cell), ``OUT/summary.csv`` (one row per student and assignment)
   and ``OUT/feedback/<student>/<assignment>/<notebook>.html``.
 
-Nothing under SUBMISSIONS is ever written: every notebook is copied to a private
-temporary folder before the engine sees it.
+Nothing under SUBMISSIONS is written: the engine sees a private copy of each notebook.
 """
 
 from __future__ import annotations
