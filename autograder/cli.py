@@ -150,14 +150,12 @@ def cmd_collect(args: argparse.Namespace) -> int:
     skipped = [o for o in outcomes if o.status == "skipped"]
     students = {o.where.split("/")[0] for o in placed}
     print(f"collect: {len(placed)} notebook(s) of {len(students)} student(s) in {args.out}")
-    if unmatched:
-        print(f"{len(unmatched)} file(s) not matched (copied to {args.out}/_unmatched/):")
-        for o in unmatched:       # names from the download: escaped for the terminal
-            print(f"  {terminal(o.origin)}: {terminal(o.reason)}")
-    if skipped:
-        print(f"{len(skipped)} file(s) not copied:")
-        for o in skipped:
-            print(f"  {terminal(o.origin)}: {terminal(o.reason)}")
+    for group, what in ((unmatched, f"not matched (copied to {args.out}/_unmatched/)"),
+                        (skipped, "not copied")):
+        if group:
+            print(f"{len(group)} file(s) {what}:")
+            for o in group:       # names from the download: escaped for the terminal
+                print(f"  {terminal(o.origin)}: {terminal(o.reason)}")
     note = unknown_times_note(Path(args.out), bool(args.times))
     if note:
         print(f"collect: {note}", file=sys.stderr)

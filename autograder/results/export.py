@@ -339,6 +339,9 @@ def export(out: Path, fmt: str, dest: Path | None = None, roster: Path | None = 
               "moodle": export_moodle}[fmt]
     dest = out if dest is None else dest
     records = read_records(out)
+    if not records:
+        raise ValueError(f"no graded notebook in {out} (no results.jsonl records): grade "
+                         f"the submissions into it first")
     policy = policy or late.Policy.parse("none")
     penalised = bool(deadlines or policy.percent_per_day or extensions)
     unknown = late.require_times(records, policy) if penalised else []

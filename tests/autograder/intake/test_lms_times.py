@@ -241,3 +241,14 @@ def test_a_times_file_past_its_cap_is_refused_unread(tmp_path, monkeypatch):
     path.write_text("[" + ",".join(['{"user_id": 1}'] * 20) + "]")
     with pytest.raises(sources.SourceError, match="more than"):
         sources.read_uploads(path)
+
+
+def test_an_export_of_no_graded_notebook_writes_nothing(tmp_path):
+    """An output folder with no record gave a header-only gradebook file, exit 0."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text("")
+    for fmt in ("canvas", "gradescope", "moodle"):
+        done = run("export", out, "--format", fmt, tmp=tmp_path / "tmp", check=False)
+        assert done.returncode == 2 and "no graded notebook" in done.stderr, done
+    assert [p.name for p in out.iterdir()] == ["results.jsonl"]
