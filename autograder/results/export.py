@@ -219,6 +219,21 @@ def _select(table, assignments: list[str] | None, weights: dict[str, float] | No
     return known, max_points, scores
 
 
+def _one_file_each(prefix: str, assignments: list[str], rename: dict[str, str]) -> list[str]:
+    """The file name of each exported column (two names, one file: refused too)."""
+    files = [f"{prefix}_{_file_part(n)}.csv" for n in _column_names(assignments, rename)]
+    _column_names(files, {})
+    return files
+
+
+def _write(path: Path, rows: list[list]) -> Path:
+    """A gradebook CSV, every cell escaped (:func:`autograder.safe_text.writer`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        safe_text.writer(f).writerows(rows)
+    return path
+
+
 def export_canvas(records: list[dict], dest: Path, roster: dict | None = None,
                   rename: dict[str, str] | None = None, assignments: list[str] | None = None,
                   weights: dict[str, float] | None = None) -> list[Path]:
@@ -226,19 +241,14 @@ def export_canvas(records: list[dict], dest: Path, roster: dict | None = None,
     assignments, max_points, scores = _select(score_table(records), assignments, weights,
                                               roster)
     columns = _column_names(assignments, rename)       # refused before anything is written
-    path = dest / "canvas_grades.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = safe_text.writer(f)
-        writer.writerow(CANVAS_FIXED + columns)
-        writer.writerow(["Points Possible", "", "", "", ""] + [_points(max_points[a]) for a in assignments])
-        for student_id in sorted(scores):
-            info = roster.get(student_id, {})
-            writer.writerow([
-                info.get("name") or student_id, student_id,
-                info.get("sis_user_id", ""), info.get("sis_login_id", ""), info.get("section", ""),
-            ] + [_points(scores[student_id].get(a, 0.0)) for a in assignments])
-    return [path]
+    rows = [CANVAS_FIXED + columns,
+            ["Points Possible", "", "", "", ""] + [_points(max_points[a]) for a in assignments]]
+    for student_id in sorted(scores):
+        info = roster.get(student_id, {})
+        rows.append([info.get("name") or student_id, student_id, info.get("sis_user_id", ""),
+                     info.get("sis_login_id", ""), info.get("section", "")]
+                    + [_points(scores[student_id].get(a, 0.0)) for a in assignments])
+    return [_write(dest / "canvas_grades.csv", rows)]
 
 
 def export_gradescope(records: list[dict], dest: Path, roster: dict | None = None,
@@ -246,21 +256,11 @@ def export_gradescope(records: list[dict], dest: Path, roster: dict | None = Non
                       weights: dict[str, float] | None = None) -> list[Path]:
     roster, rename = roster or {}, rename or {}
     assignments, _, scores = _select(score_table(records), assignments, weights, roster)
-    files = [f"gradescope_{_file_part(n)}.csv" for n in _column_names(assignments, rename)]
-    _column_names(files, {})                          # two names, one file: refused too
-    paths = []
-    for assignment, file_name in zip(assignments, files):
-        path = dest / file_name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            writer = safe_text.writer(f)
-            writer.writerow(GRADESCOPE_COLUMNS)
-            for student_id in sorted(scores):
-                info = roster.get(student_id, {})
-                writer.writerow([info.get("name") or student_id, info.get("sid") or student_id,
-                                 info.get("email", ""), _points(scores[student_id].get(assignment, 0.0))])
-        paths.append(path)
-    return paths
+    files = _one_file_each("gradescope", assignments, rename)
+    return [_write(dest / file_name, [GRADESCOPE_COLUMNS] + [
+        [roster.get(s, {}).get("name") or s, roster.get(s, {}).get("sid") or s,
+         roster.get(s, {}).get("email", ""), _points(scores[s].get(assignment, 0.0))]
+        for s in sorted(scores)]) for assignment, file_name in zip(assignments, files)]
 
 
 def export_moodle(records: list[dict], dest: Path, roster: dict | None = None,
@@ -271,8 +271,7 @@ def export_moodle(records: list[dict], dest: Path, roster: dict | None = None,
     roster, rename = roster or {}, rename or {}
     assignments, max_points, scores = _select(score_table(records), assignments, weights,
                                               roster)
-    files = [f"moodle_{_file_part(n)}.csv" for n in _column_names(assignments, rename)]
-    _column_names(files, {})
+    files = _one_file_each("moodle", assignments, rename)
     matched = sorted(s for s in scores if s.isdigit() and s.isascii())
     strangers = sorted(set(scores) - set(matched))
     if not matched:
@@ -284,21 +283,11 @@ def export_moodle(records: list[dict], dest: Path, roster: dict | None = None,
         print(f"export: warning: {safe_text.terminal(student_id)}: not a Moodle participant "
               f"id, left out of the Moodle files", file=sys.stderr)
     now = datetime.now(timezone.utc).strftime("%A, %d %B %Y, %I:%M %p")
-    paths = []
-    for assignment, file_name in zip(assignments, files):
-        path = dest / file_name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            writer = safe_text.writer(f)
-            writer.writerow(MOODLE_COLUMNS)
-            for student_id in matched:
-                info = roster.get(student_id, {})
-                writer.writerow([f"{MOODLE_PARTICIPANT}{student_id}", info.get("name", ""),
-                                 _points(scores[student_id].get(assignment, 0.0)),
-                                 _points(max_points[assignment]), now,
-                                 "Graded by the course's autograder: see your feedback page."])
-        paths.append(path)
-    return paths
+    note = "Graded by the course's autograder: see your feedback page."
+    return [_write(dest / file_name, [MOODLE_COLUMNS] + [
+        [f"{MOODLE_PARTICIPANT}{s}", roster.get(s, {}).get("name", ""),
+         _points(scores[s].get(assignment, 0.0)), _points(max_points[assignment]), now, note]
+        for s in matched]) for assignment, file_name in zip(assignments, files)]
 
 
 def map_anonymous(records: list[dict], mapping: dict[str, str] | None, fmt: str) -> list[dict]:
