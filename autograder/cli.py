@@ -579,6 +579,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write only EXPECTED.json and EXPECTED.md (make examples: into "
                         "tests/fixtures/examples/)")
     p.set_defaults(func=cmd_make_examples)
+    from autograder.ondemand.service.app import add_parser as add_serve  # the hub's service
+    add_serve(sub)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""Grading on submit: the JupyterHub service (service/) and the Gradescope zip."""
