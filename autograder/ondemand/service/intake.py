@@ -58,7 +58,7 @@ class RateLimit:
         with self._lock:
             now = self.clock()
             seen = self._seen.setdefault(student_id, collections.deque())
-            while seen and seen[0] <= now - self.window:
+            while seen and now - seen[0] >= self.window:
                 seen.popleft()
             if len(seen) >= self.count:
                 wait = int(seen[0] + self.window - now) + 1
