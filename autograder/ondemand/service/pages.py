@@ -97,7 +97,7 @@ def index_page(student_id: str, records: list[dict], state: dict, course: list[t
             body.append(f"<li>{_e(a)}/{_e(n)}: {_e(what)}</li>")
     for (a, n), r in sorted(graded.items()):
         now = state.get((a, n), "graded")
-        body.append(f"<li><a href=\"{_e(prefix)}feedback/{_e(a)}/{_e(n)}\">{_e(a)}/{_e(n)}</a>"
+        body.append(f"<li><a href=\"{_e(prefix)}feedback/{_e(student_id)}/{_e(a)}/{_e(n)}\">{_e(a)}/{_e(n)}</a>"
                     f" ({_e(now)}; received {_e(r.get('submitted_at', ''))})</li>")
     body.append("</ul><h2>Submit for grading</h2>")
     options = "".join(f"<option value=\"{_e(a)}/{_e(n)}\">{_e(a)}/{_e(n)}</option>"

@@ -7,7 +7,8 @@ Routes under the service's prefix (``/services/grader/``):
 * ``POST /submit``                    a notebook (form field ``file``, ``notebook`` =
   ``ASSIGNMENT/NOTEBOOK.ipynb``; or the raw notebook JSON with ``?notebook=...``): 202
   with the receipt, or 400/403/404/413/429 with the reason;
-* ``GET  /feedback/A/N``              the student's feedback page of that notebook;
+* ``GET  /feedback/S/A/N``            student S's feedback page of that notebook (S
+  alone, and instructors, may read it: 403 for anyone else);
 * ``POST /release``                   (instructors) ``assignment=A`` [``hidden=0`` to undo];
 * ``GET  /oauth_callback``            JupyterHub's OAuth.
 
@@ -84,13 +85,14 @@ def make_handlers(base):
 
     class Feedback(base):
         @web.authenticated
-        def get(self, assignment: str, notebook: str):
-            own = pages.own_records(self.service.settings.out, self.student)
+        def get(self, student: str, assignment: str, notebook: str):
+            if student != self.student and not self.is_instructor():
+                return self.refuse(403, "a feedback page is its student's alone")
+            own = pages.own_records(self.service.settings.out, student)
             record = next((r for r in own if (r["assignment"], r["notebook"])
                            == (assignment, notebook)), None)
             if record is None:
-                return self.refuse(404, "no graded notebook of yours by that name "
-                                        "(a page is yours alone)")
+                return self.refuse(404, "no graded notebook by that name")
             self.finish(pages.notebook_page(self.service.settings.out, record,
                                             self.service.releases.released()))
 
@@ -105,7 +107,7 @@ def make_handlers(base):
             self.service.releases.release(assignment, self.get_argument("hidden", "1") != "0")
             self.finish({"released": sorted(self.service.releases.released())})
 
-    return [("", Index), ("submit", Submit), (r"feedback/([^/]+)/([^/]+)", Feedback),
+    return [("", Index), ("submit", Submit), (r"feedback/([^/]+)/([^/]+)/([^/]+)", Feedback),
             ("release", Release)]
 
 
