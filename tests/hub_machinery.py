@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -73,8 +74,11 @@ class Hub:
     def fetch(self, method: str, path: str, token: str, body: bytes | None = None,
               timeout: float = 60) -> tuple[int, str]:
         """``(status, text)`` of any answer, errors included (a refusal is an answer)."""
+        headers = {"Authorization": f"token {token}"}
+        if body is not None:
+            headers["Content-Type"] = "application/octet-stream"
         req = urllib.request.Request(self.base + path, data=body, method=method,
-                                     headers={"Authorization": f"token {token}"})
+                                     headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return resp.status, resp.read().decode()

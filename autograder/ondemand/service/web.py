@@ -33,8 +33,8 @@ def _base():
     from jupyterhub.services.auth import HubOAuthenticated
 
     class Base(HubOAuthenticated, web.RequestHandler):
-        def initialize(self, service: GradingService):
-            self.service = service
+        def initialize(self, service: GradingService, prefix: str):
+            self.service, self.prefix = service, prefix
 
         @property
         def student(self) -> str:
@@ -64,7 +64,7 @@ def make_handlers(base):
         def get(self):
             own = pages.own_records(self.service.settings.out, self.student)
             self.finish(pages.index_page(self.student, own, self.service.state_of(self.student),
-                                         self.service.course, self.hub_auth.service_prefix,
+                                         self.service.course, self.prefix,
                                          self.xsrf_token.decode(), self.is_instructor()))
 
     class Submit(base):
@@ -118,7 +118,7 @@ def make_app(service: GradingService, prefix: str, extra_handlers=(), cookie_sec
     from jupyterhub.services.auth import HubOAuthCallbackHandler
 
     prefix = prefix.rstrip("/") + "/"
-    routes = [(prefix + path, handler, {"service": service})
+    routes = [(prefix + path, handler, {"service": service, "prefix": prefix})
               for path, handler in make_handlers(_base())]
     routes.append((prefix + "oauth_callback", HubOAuthCallbackHandler))
     routes += [(prefix + route[0], *route[1:]) for route in extra_handlers]
