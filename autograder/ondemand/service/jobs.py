@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -86,7 +87,7 @@ def run_local(command: list[str], folders: JobFolders, settings: Settings) -> No
 def run_slurm(command: list[str], folders: JobFolders, settings: Settings) -> None:
     """``sbatch --wait``: Slurm runs the command on some node; the call returns at its end."""
     script = folders.root / "job.sh"
-    script.write_text("#!/bin/sh\nexec " + " ".join(_quote(c) for c in command) + "\n")
+    script.write_text("#!/bin/sh\nexec " + shlex.join(command) + "\n")
     script.chmod(0o755)
     _finish(subprocess.run(["sbatch", "--wait", "--parsable", "--job-name", "grader",
                             "--output", str(folders.root / "slurm.log"),
@@ -126,12 +127,6 @@ def run_kubernetes(command: list[str], folders: JobFolders, settings: Settings) 
 
 
 BACKENDS = {"local": run_local, "slurm": run_slurm, "kubernetes": run_kubernetes}
-
-
-def _quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
 
 
 class Outcome:

@@ -257,10 +257,10 @@ def test_the_service_grades_as_the_grade_command_does(tmp_path):
     from benchmark_term import notebook_texts
 
     texts = notebook_texts([ASSIGNMENT])
-    settings = Settings(submissions=tmp_path / "subs", out=tmp_path / "out", workers=2)
+    seen: list[dict] = []
+    settings = Settings(submissions=tmp_path / "subs", out=tmp_path / "out", workers=2,
+                        after_grading=(seen.append,))
     service = GradingService(settings)
-    seen = []
-    service.queue._after = (seen.append,)
     try:
         for student, kind in (("ann", "perfect"), ("bob", "mistake_1")):
             service.submit(student, ASSIGNMENT, NOTEBOOK, texts[kind][ASSIGNMENT].encode())
