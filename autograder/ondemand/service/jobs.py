@@ -137,15 +137,23 @@ class Outcome:
         self._lock = threading.Lock()
 
     def join(self, new: list[dict]) -> None:
-        """OUT's records with these notebooks' replaced by ``new``; every file rewritten."""
-        keys = {(r["student_id"], r["assignment"]) for r in new}
+        """OUT's records with these notebooks' replaced by ``new``; every file rewritten.
+        A record of a later submission already there wins (two jobs of one student can
+        finish in either order)."""
         with self._lock:
             try:
                 kept = read_records(self.out)
             except FileNotFoundError:
                 kept = []
-            kept = [r for r in kept if (r["student_id"], r["assignment"]) not in keys]
+            newer = {_key(r): r.get("submitted_at", "") for r in kept}
+            new = [r for r in new if r.get("submitted_at", "") >= newer.get(_key(r), "")]
+            keys = {_key(r) for r in new}
+            kept = [r for r in kept if _key(r) not in keys]
             write_outputs(kept + new, self.out)
+
+
+def _key(record: dict) -> tuple[str, str, str]:
+    return record["student_id"], record["assignment"], record["notebook"]
 
 
 def grade(settings: Settings, receipt: Receipt, outcome: Outcome) -> list[dict]:
@@ -153,7 +161,8 @@ def grade(settings: Settings, receipt: Receipt, outcome: Outcome) -> list[dict]:
     folders = prepare(settings, receipt)
     try:
         BACKENDS[settings.backend](grade_command(settings, receipt, folders), folders, settings)
-        new = read_records(folders.out)
+        mine = (receipt.student_id, receipt.assignment, receipt.notebook)
+        new = [r for r in read_records(folders.out) if _key(r) == mine]   # not "missing" others
         outcome.join(new)
         return new
     finally:

@@ -223,6 +223,17 @@ def test_a_job_replaces_only_its_own_students_assignment_in_out(tmp_path):
     assert (tmp_path / "out" / "feedback" / "bob" / "01_a" / "01_a.html").is_file()
 
 
+def test_a_job_of_an_earlier_submission_finishing_last_does_not_replace_a_later_one(tmp_path):
+    outcome = jobs.Outcome(tmp_path / "out")
+    later, earlier = _record("ann", "01_a", 2.0), _record("ann", "01_a", 0.0)
+    later["submitted_at"], earlier["submitted_at"] = ("2026-03-01T10:05:00+00:00",
+                                                      "2026-03-01T10:00:00+00:00")
+    outcome.join([later])
+    outcome.join([earlier])
+    [kept] = read_records(tmp_path / "out")
+    assert (kept["points"], kept["submitted_at"]) == (2.0, later["submitted_at"])
+
+
 # --------------------------------------------------------------------------- pages
 
 def test_the_page_before_release_shows_no_points_and_no_hidden_line_and_escapes():
