@@ -13,6 +13,7 @@ import csv
 import datetime
 import json
 import os
+import pwd
 import subprocess
 import sys
 import threading
@@ -34,6 +35,7 @@ from autograder.results.records import read_records
 ASSIGNMENT, NOTEBOOK = "01_dot_products", "01_dot_products.ipynb"
 COURSE = {(ASSIGNMENT, NOTEBOOK)}
 GRADE_DEADLINE = 600
+ME = pwd.getpwuid(os.getuid()).pw_name          # who owns what this test makes
 
 
 class Clock:
@@ -120,7 +122,7 @@ def test_the_receipt_time_is_the_services_clock_and_lands_where_grade_reads_it(t
 
 def test_an_exchange_files_own_time_is_ignored(tmp_path):
     inbound = tmp_path / "inbound"
-    folder = inbound / f"root+{ASSIGNMENT}+2001-01-01 00:00:00.000000 UTC+abc"
+    folder = inbound / f"{ME}+{ASSIGNMENT}+2001-01-01 00:00:00.000000 UTC+abc"
     folder.mkdir(parents=True)
     (folder / NOTEBOOK).write_text("{}")
     old = datetime.datetime(2001, 1, 1, tzinfo=datetime.timezone.utc).timestamp()
@@ -142,6 +144,28 @@ def test_an_exchange_folder_named_for_another_user_is_not_taken(tmp_path):
     service = _service(tmp_path, inbound=inbound, grade=lambda r: [])
     assert service.scan_inbound() == []
     assert not (tmp_path / "subs" / "nosuchuser").exists()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "other owner"])
+def test_an_exchange_entry_that_is_not_the_students_own_file_is_not_read(tmp_path, kind):
+    inbound = tmp_path / "inbound"
+    folder = inbound / f"{ME}+{ASSIGNMENT}+2026-01-01 00:00:00 UTC"
+    folder.mkdir(parents=True)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root's own")
+    entry = folder / NOTEBOOK
+    if kind == "symlink":
+        entry.symlink_to(secret)
+    elif kind == "fifo":
+        os.mkfifo(entry)
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("giving a file to another user needs root (CI runs as root)")
+        entry.write_text("{}")
+        os.chown(entry, 65534, 65534)
+    service = _service(tmp_path, inbound=inbound, grade=lambda r: [])
+    assert service.scan_inbound() == []
+    assert not (tmp_path / "subs" / ME).exists()
 
 
 def _service(tmp_path, grade, **kw) -> GradingService:
