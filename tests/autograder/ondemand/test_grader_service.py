@@ -104,6 +104,27 @@ def test_a_name_that_is_not_a_student_or_a_course_notebook_is_refused(
     assert sorted(p.name for p in (tmp_path / "subs").iterdir()) == []
 
 
+NAMES = st.one_of(st.text(max_size=30), st.sampled_from(
+    ["..", ".", "/", "a/../..", "ann", ASSIGNMENT, NOTEBOOK, f"../{NOTEBOOK}", "\x00", "_x"]))
+
+
+@given(student=NAMES, assignment=NAMES, notebook=NAMES)
+def test_whatever_the_names_a_submission_lands_inside_submissions_or_is_refused(
+        tmp_path_factory, student, assignment, notebook):
+    root = tmp_path_factory.mktemp("subs")
+    intake = Intake(root, COURSE, max_bytes=100, rate=RateLimit(100, 60))
+    try:
+        intake.accept(student, assignment, notebook, b"{}", "upload")
+    except Refused as refused:
+        assert refused.status in (403, 404)
+        assert [p.name for p in root.iterdir()] == []
+        return
+    assert (assignment, notebook) in COURSE
+    stored = root / student / assignment / notebook
+    assert stored.resolve().is_relative_to(root.resolve()) and stored.read_bytes() == b"{}"
+    assert stored.parent.parent.parent == root and not student.startswith((".", "_"))
+
+
 # --------------------------------------------------------------------------- receipt time
 
 def test_the_receipt_time_is_the_services_clock_and_lands_where_grade_reads_it(tmp_path):
