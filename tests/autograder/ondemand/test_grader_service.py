@@ -350,3 +350,28 @@ def test_the_service_grades_as_the_grade_command_does(tmp_path):
         done = subprocess.run([sys.executable, "-m", "autograder", *command], cwd=REPO_ROOT,
                               capture_output=True, text=True, timeout=GRADE_DEADLINE)
         assert done.returncode == 0, (command, done.stderr[-2000:])
+
+
+# --------------------------------------------------------------------------- backends
+
+def test_every_backend_runs_the_grade_command_with_the_course_secret(tmp_path):
+    settings = Settings(submissions=tmp_path / "subs", out=tmp_path / "out", workers=1,
+                        backend="kubernetes", cluster_options=("course:1", "course-claim"),
+                        grade_options=("--credit", "cases"))
+    receipt = Receipt("ann", ASSIGNMENT, NOTEBOOK, "t", "upload")
+    folders = jobs.JobFolders(tmp_path / "j", tmp_path / "j" / "s", tmp_path / "j" / "o")
+    command = jobs.grade_command(settings, receipt, folders)
+    assert command[1:5] == ["-m", "autograder", "grade", str(folders.submissions)]
+    assert command[command.index("--secret-file") + 1] == str(tmp_path / "out"
+                                                              / "grading-secret.key")
+    assert command[-2:] == ["--credit", "cases"]
+    manifest = jobs.kubernetes_manifest(command, folders, settings)
+    [container] = manifest["spec"]["template"]["spec"]["containers"]
+    assert (container["image"], container["command"]) == ("course:1", command)
+    [volume] = manifest["spec"]["template"]["spec"]["volumes"]
+    assert volume["persistentVolumeClaim"]["claimName"] == "course-claim"
+    bare = Settings(submissions=tmp_path / "subs", out=tmp_path / "out", backend="kubernetes")
+    with pytest.raises(ValueError, match="--cluster-option IMAGE"):
+        jobs.kubernetes_manifest(command, folders, bare)
+    with pytest.raises(ValueError, match="choose one of local, slurm, kubernetes"):
+        Settings(submissions=tmp_path, out=tmp_path, backend="condor")
