@@ -19,8 +19,10 @@
 #
 #   COURSE_USERS="instructor student1 student2" /opt/course-hub/bin/jupyterhub -f jupyterhub_config.py
 #
-# tests/notebooks/test_jupyterhub.py loads this file as it is and overrides only the ports, the
-# folders (a temporary one) and the user names.
+# (with GRADER_PYTHON, GRADER_REPO and GRADER_COURSE for the grading service, below).
+#
+# tests/notebooks/test_jupyterhub.py and test_grader_hub.py load this file as it is and
+# override only the ports, the folders (a temporary one) and the user names.
 
 import os
 import sys
