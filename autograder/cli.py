@@ -569,9 +569,6 @@ def build_parser() -> argparse.ArgumentParser:
     _late_source_options(p)
     p.set_defaults(func=cmd_feedback_package)
 
-    from autograder.submit import gradescope  # on-submit grading: its parser is its own
-    gradescope.add_parser(sub)
-
     p = sub.add_parser("make-examples", help="regenerate the example submissions")
     p.add_argument("--dest", default=str(EXAMPLES_DIR),
                    help="default: grading-output/example-class/")
@@ -579,6 +576,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write only EXPECTED.json and EXPECTED.md (make examples: into "
                         "tests/fixtures/examples/)")
     p.set_defaults(func=cmd_make_examples)
+    from autograder.ondemand import gradescope  # grading on submit: each its own parser
+    from autograder.ondemand.service import app as service
+    gradescope.add_parser(sub)
+    service.add_parser(sub)
     return parser
 
 

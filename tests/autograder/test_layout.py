@@ -28,7 +28,7 @@ STAGES = {
     "results": {"notebook"},
     "run": {"engine", "notebook", "results"},
     "intake": {"notebook", "results"},
-    "submit": {"run", "results", "intake", "notebook"},
+    "ondemand": {"run", "results", "intake", "notebook"},
     "release": {"engine", "notebook", "results"},
 }
 #: Modules at the package's root: the command line (which may import every stage), its

@@ -24,109 +24,31 @@ hub to answer, 3 minutes for each user's server, 10 minutes to grade.
 from __future__ import annotations
 
 import csv
-import json
 import os
-import pwd
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from autograder import REPO_ROOT
 from autograder.release import bundle as bundle_mod
+from hub_machinery import (CONFIG_DIR, Hub, add_users, free_port as _free_port, hub_venv,
+                           pin as _pin, remove_users, run as _run,
+                           skip_unless_root_with_tools)
 from notebook_helpers import stop_process_group
 
-CONFIG_DIR = REPO_ROOT / "docs" / "jupyterhub"
-SYSTEM_PYTHON = "/usr/bin/python3"
 INSTALL_DEADLINE, HUB_DEADLINE, SERVER_DEADLINE, GRADE_DEADLINE = 1800, 180, 180, 600
 COURSE = "tfc"
 ASSIGNMENT = "02_softmax"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _pin(name: str) -> str:
-    for line in (REPO_ROOT / "constraints.txt").read_text().splitlines():
-        if line.lower().startswith(name + "=="):
-            return line.strip()
-    raise AssertionError(f"{name} is not pinned in constraints.txt")
-
-
-class Hub:
-    def __init__(self, port: int, token: str):
-        self.base = f"http://127.0.0.1:{port}"
-        self.token = token
-
-    def request(self, method: str, path: str, data: dict | None = None,
-                form: dict | None = None, timeout: float = 60):
-        body, headers = None, {"Authorization": f"token {self.token}"}
-        if data is not None:
-            body, headers["Content-Type"] = json.dumps(data).encode(), "application/json"
-        if form is not None:
-            body = urllib.parse.urlencode(form).encode()
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        req = urllib.request.Request(self.base + path, data=body, headers=headers,
-                                     method=method)
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            text = resp.read().decode()
-            return resp.status, (json.loads(text) if text.strip() else None)
-
-    def wait(self, what: str, ok, deadline: float):
-        end, last = time.monotonic() + deadline, None
-        while time.monotonic() < end:
-            try:
-                if ok():
-                    return
-            except Exception as exc:          # not up yet
-                last = exc
-            time.sleep(1)
-        raise AssertionError(f"{what}: not ready within {deadline:.0f} s (last: {last})")
-
-
-def _processes_of(uids: set[int]) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid in uids:
-                    pids.append(int(entry.name))
-            except OSError:
-                pass
-    return pids
-
-
-def _run(cmd, **kw):
-    kw.setdefault("capture_output", True)
-    kw.setdefault("text", True)
-    kw.setdefault("timeout", 600)
-    result = subprocess.run(cmd, **kw)
-    assert result.returncode == 0, (cmd, result.stdout[-3000:], result.stderr[-3000:])
-    return result
-
-
 @pytest.mark.slow
 def test_jupyterhub_with_the_nbgrader_exchange_from_release_to_grade(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("needs root: it creates three local Unix users and runs a hub "
-                    "that starts servers as them (CI runs as root)")
-    for tool in ("useradd", "userdel", "runuser"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not available")
-    if not Path(SYSTEM_PYTHON).exists():
-        pytest.skip(f"{SYSTEM_PYTHON} (an interpreter every user can run) is missing")
+    skip_unless_root_with_tools()
 
     # Other users must enter this folder: pytest's own (under a 0700 folder) cannot be used.
     base = Path(tempfile.mkdtemp(prefix="tfc-hub-", dir="/tmp"))
@@ -138,23 +60,13 @@ def test_jupyterhub_with_the_nbgrader_exchange_from_release_to_grade(tmp_path):
     try:
         # 1. a venv every user can run
         venv = base / "venv"
-        _run([SYSTEM_PYTHON, "-m", "venv", str(venv)], timeout=INSTALL_DEADLINE)
-        _run([str(venv / "bin" / "pip"), "install", "-q", "--upgrade", "pip"],
-             timeout=INSTALL_DEADLINE)                  # Debian's is too old for the pins
         # The hub's own packages with the course's pins of nbgrader and JupyterLab (what a
         # hub's shared environment needs; the course's whole constraints.txt is for .venv).
-        _run([str(venv / "bin" / "pip"), "install", "-q", "jupyterhub==6.1.1",
-              "configurable-http-proxy==0.4.0", _pin("nbgrader"), _pin("jupyterlab")],
-             timeout=INSTALL_DEADLINE)
+        hub_venv(venv, [_pin("nbgrader"), _pin("jupyterlab")], INSTALL_DEADLINE)
         os.chmod(base, 0o755)
 
         # the users, homes inside the folder
-        (base / "home").mkdir(mode=0o755)
-        for u in users:
-            _run(["useradd", "--create-home", "--home-dir", str(base / "home" / u),
-                  "--shell", "/bin/sh", u])
-            created.append(u)
-        uid = {u: pwd.getpwnam(u).pw_uid for u in users}
+        uid = add_users(base, users, created)
 
         # nbgrader's exchange and the shipped nbgrader config (for every user)
         exchange = base / "exchange"
@@ -272,17 +184,5 @@ c.JupyterHub.load_roles = [{{"name": "course-test", "services": ["course-test"],
     finally:
         if hub_proc is not None and hub_proc.poll() is None:
             stop_process_group(hub_proc, timeout=60, after_kill=30)          # the hub stops every server
-        uids = set()
-        for u in created:
-            try:
-                uids.add(pwd.getpwnam(u).pw_uid)
-            except KeyError:
-                pass
-        for pid in _processes_of(uids):                  # whatever our users still run
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for u in created:
-            subprocess.run(["userdel", "--force", u], capture_output=True, timeout=60)
+        remove_users(created)
         shutil.rmtree(base, ignore_errors=True)

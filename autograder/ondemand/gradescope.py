@@ -110,7 +110,7 @@ RUN_AUTOGRADER = r"""#!/usr/bin/env bash
 set -uo pipefail
 cd /autograder/source
 export OPENBLAS_NUM_THREADS=1
-exec /autograder/venv/bin/python -m autograder.submit.gradescope --root /autograder
+exec /autograder/venv/bin/python -m autograder.ondemand.gradescope --root /autograder
 """
 
 
