@@ -54,7 +54,8 @@ SHARED = {
 LONG = ("tests/notebooks/test_notebooks.py", "tests/autograder/release/test_bundle_answers.py",
         "tests/autograder/engine/test_engine.py", "tests/notebooks/test_jupyterhub.py",
         "tests/autograder/release/test_authoring.py", "tests/autograder/results/test_gradebook.py",
-        "tests/autograder/engine/test_hidden_seed.py")
+        "tests/autograder/engine/test_hidden_seed.py", "tests/notebooks/test_grader_hub.py",
+        "tests/autograder/ondemand/test_gradescope.py")
 #: A module's group: the first fixture of :data:`SHARED` that lists it (a fixture built
 #: from another, such as the graded example class, runs in that one's group).
 GROUP_OF: dict[str, str] = {}
