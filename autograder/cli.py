@@ -1,6 +1,4 @@
-"""The instructor's command line: ``python -m autograder COMMAND ...``.
-
-Its commands are listed by ``--help`` (the ``help`` of each parser of :func:`build_parser`).
+"""The instructor's command line: ``python -m autograder COMMAND ...`` (see ``--help``).
 
 Exit status: 0 when the command did its job (for grade: every submission was graded,
 whatever the scores), 2 when it could not run (e.g. a folder is missing, or student code
@@ -571,8 +569,10 @@ def build_parser() -> argparse.ArgumentParser:
     _late_source_options(p)
     p.set_defaults(func=cmd_feedback_package)
 
+    from autograder.lti import commands as lti  # the LTI tool: lti ..., roster --lti
     from autograder.submit import gradescope  # on-submit grading: its parser is its own
     gradescope.add_parser(sub)
+    lti.add_parsers(sub)
 
     p = sub.add_parser("make-examples", help="regenerate the example submissions")
     p.add_argument("--dest", default=str(EXAMPLES_DIR),
