@@ -85,10 +85,13 @@ class Store(LaunchDataStorage):
 
 
 class _Session(SessionService):
+    """pylti1p3's session on the tool's store; a nonce is used up by :meth:`use_nonce`,
+    once the whole launch is verified (a forged token does not burn the real one's)."""
+
     def __init__(self, store: Store):
         self.data_storage = store
 
-    def check_nonce(self, nonce: str) -> bool:
+    def use_nonce(self, nonce: str) -> bool:
         return self.data_storage.take(self._get_key("nonce", nonce))
 
 
@@ -178,10 +181,15 @@ def verify(home: ToolHome, store: Store, params: Mapping[str, str],
            cookies: Mapping[str, str] | None = None, secure: bool = True) -> Launch:
     """The launch (``id_token`` and ``state`` posted by the platform), verified."""
     request = Params(params, secure)
-    message = _MessageLaunch(request, home.tool_conf(), _Session(store), Cookies(cookies))
+    session = _Session(store)
+    message = _MessageLaunch(request, home.tool_conf(), session, Cookies(cookies))
     try:
         # PyJWT checks signature and expiry; pylti1p3 the audience against the client id
         body = message.validate().get_launch_data()
+        if not session.use_nonce(str(body.get("nonce"))):
+            raise LaunchRefused("the nonce was used already (a replayed launch)")
+    except LaunchRefused:
+        raise
     except LtiException as exc:
         raise LaunchRefused(str(exc)) from exc
     except Exception as exc:   # a malformed token is a refusal too, never a crash
