@@ -10,11 +10,13 @@ scores, results and memberships. ``down = True`` makes its services answer 503.
 from __future__ import annotations
 
 import html
+import json
 import socket
 import threading
 import time
 import typing as t
 from dataclasses import dataclass, field
+from urllib.parse import parse_qsl
 
 import uvicorn
 from cryptography.hazmat.primitives import serialization
@@ -69,10 +71,16 @@ class _Request(LtiRequest):
         return request
 
 
+async def form_of(request: Request) -> dict:
+    """A url-encoded form body (parsed here: no multipart library needed)."""
+    if "form-urlencoded" not in request.headers.get("content-type", ""):
+        return {}
+    return dict(parse_qsl((await request.body()).decode("utf-8")))
+
+
 async def as_lti(request: Request) -> _Request:
-    form = dict(await request.form()) if "form" in request.headers.get("content-type", "") else {}
+    form = await form_of(request)
     body = await request.body()
-    import json
     data = json.loads(body) if body and "json" in request.headers.get("content-type", "") else None
     return _Request({"method": request.method, "form_data": form,
                      "get_data": dict(request.query_params), "headers": request.headers,
@@ -171,7 +179,7 @@ class LoopbackPlatform:
 
         @app.post("/token")
         async def token(request: Request):
-            data = dict(await request.form())
+            data = await form_of(request)
             try:
                 return platform.config().get_access_token(data)
             except Exception as exc:   # what the tool gets back when its assertion is wrong
@@ -192,9 +200,12 @@ class LoopbackPlatform:
             service = await ags(request)
             if service is None:
                 return JSONResponse({"error": "down"}, 503)
-            handler = (service.handle_get_lineitems if request.method == "GET"
-                       else service.handle_create_lineitem)
-            return answer(service.handle_resp(handler))
+            if request.method == "POST":
+                return answer(service.handle_resp(service.handle_create_lineitem))
+            page = service.handle_resp(service.handle_get_lineitems)
+            if page.code == 200:      # the container is the JSON array of the line items
+                page.result = page.result["content"]
+            return answer(page)
 
         @app.get("/lineitems/{item}")
         async def lineitem(item: str, request: Request):
@@ -275,9 +286,9 @@ class _Ags(AssignmentsGradesService):
         raise NotImplementedError
 
     def update_score(self, line_item_id: str, score):
-        self.find_lineitem(line_item_id)
-        self.course.posts.append({"lineitem": line_item_id, **score})
-        self.course.scores.setdefault(line_item_id, {})[score["userId"]] = score
+        item = self.find_lineitem(line_item_id)["id"]
+        self.course.posts.append({"lineitem": item, **score})
+        self.course.scores.setdefault(item, {})[score["userId"]] = score
         return UpdateScoreStatus.SUCCESS
 
     def get_results(self, line_item_id, page=1, limit=None, user_id=None):
