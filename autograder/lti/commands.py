@@ -1,4 +1,4 @@
-"""``python -m autograder lti register|config|push`` and ``roster --lti``.
+"""``python -m autograder lti register|config|serve|push`` and ``roster --lti``.
 
 Exit status 0 when done, 1 when some grade stayed pending (the platform did not take it:
 it is kept and the next ``push`` retries it), 2 when the command could not run.
@@ -79,6 +79,25 @@ def cmd_push(args) -> int:
     return 1 if report.pending else 0
 
 
+def cmd_serve(args) -> int:
+    """The tool's routes on their own (without the grading service of the hub)."""
+    import asyncio
+
+    import tornado.web
+
+    from autograder.lti.web import routes
+
+    async def serve():
+        app = tornado.web.Application(routes(ToolHome.at(args.tool_dir), args.prefix))
+        app.listen(args.port, args.ip)
+        print(f"lti serve: the tool on http://{args.ip}:{args.port}{args.prefix}/lti/ "
+              "(put it behind HTTPS for an LMS)", flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(serve())
+    return 0
+
+
 def cmd_roster(args) -> int:
     from autograder.lti.nrps import members, roster_rows, write_roster
 
@@ -115,6 +134,12 @@ def add_parsers(sub) -> None:
                    "https://hub.example.edu/services/grader")
     _tool_dir(p)
     p.set_defaults(func=cmd_config)
+    p = actions.add_parser("serve", help="serve the tool's login, launch and JWKS alone")
+    p.add_argument("--ip", default="127.0.0.1", help="the address (default: %(default)s)")
+    p.add_argument("--port", type=int, default=8890, help="the port (default: %(default)s)")
+    p.add_argument("--prefix", default="", help="a path before /lti/ (e.g. /services/grader)")
+    _tool_dir(p)
+    p.set_defaults(func=cmd_serve)
     p = actions.add_parser("push", help="send every grade of a grading output to the LMS")
     p.add_argument("out", help="a grading output folder")
     p.add_argument("--issuer", help="the platform (default: the only one registered)")

@@ -123,3 +123,28 @@ def test_replayed_id_token_is_refused(loopback):
     assert loopback.post_launch(browser, fields).status_code == 200
     again = loopback.post_launch(browser, fields)
     assert again.status_code == 403 and "launch refused" in again.text
+
+
+def test_lti_serve_serves_the_tools_jwks(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from autograder import REPO_ROOT
+    from autograder.lti.store import ToolHome
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    home = ToolHome.at(tmp_path / "tool")
+    server = subprocess.Popen([sys.executable, "-m", "autograder", "lti", "serve", "--tool-dir",
+                               str(home.root), "--port", str(port), "--prefix", "/services/grader"],
+                              cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert "lti serve: the tool on" in server.stdout.readline()
+        served = requests.get(f"http://127.0.0.1:{port}/services/grader/lti/jwks",
+                              timeout=HTTP_DEADLINE).json()
+        assert served == home.jwks()
+    finally:
+        server.terminate()
+        server.wait(HTTP_DEADLINE)
