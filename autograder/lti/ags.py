@@ -10,7 +10,9 @@ the feedback page's address. A score the platform did not take is kept in
 
 from __future__ import annotations
 
+import fcntl
 import json
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
@@ -110,9 +112,27 @@ def write_pending(home: ToolHome, scores: list[Score]) -> None:
     tmp.replace(home.path(PENDING))
 
 
+@contextmanager
+def _locked(home: ToolHome):
+    """One push at a time per tool folder (the service's hook and ``lti push`` may meet)."""
+    home.root.mkdir(parents=True, exist_ok=True)
+    with open(home.path("pending.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def push(home: ToolHome, platform: Platform, lineitems_url: str, scores: list[Score],
          resource_links: dict[str, str] | None = None) -> PushReport:
     """Post ``scores`` and every score still pending; what fails stays pending."""
+    with _locked(home):
+        return _push(home, platform, lineitems_url, scores, resource_links)
+
+
+def _push(home: ToolHome, platform: Platform, lineitems_url: str, scores: list[Score],
+          resource_links: dict[str, str] | None) -> PushReport:
     todo: dict[tuple[str, str], Score] = {(s.user_id, s.assignment): s for s in read_pending(home)}
     todo.update({(s.user_id, s.assignment): s for s in scores})   # the newest grade wins
     write_pending(home, list(todo.values()))       # nothing is lost if this run dies

@@ -174,6 +174,8 @@ def login(home: ToolHome, store: Store, params: Mapping[str, str], launch_url: s
         location = oidc.disable_check_cookies().redirect(launch_url)
     except LtiException as exc:
         raise LaunchRefused(str(exc)) from exc
+    except Exception as exc:   # e.g. an issuer never registered: a refusal, never a crash
+        raise LaunchRefused(f"invalid login: {type(exc).__name__}: {exc}") from exc
     return LoginRedirect(location, cookies.to_set)
 
 

@@ -39,6 +39,7 @@ class _Base(tornado.web.RequestHandler):
     def refuse(self, why: str) -> None:
         self.set_status(403)
         self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.set_header("X-Content-Type-Options", "nosniff")
         self.finish(f"launch refused: {why}"[:500])
 
 

@@ -148,3 +148,18 @@ def test_lti_serve_serves_the_tools_jwks(tmp_path):
     finally:
         server.terminate()
         server.wait(HTTP_DEADLINE)
+
+
+def test_launch_without_the_logins_state_cookie_is_refused(loopback):
+    """A launch posted from another browser (a cross-site forgery of a real token)."""
+    loopback.register()
+    _, fields, _ = loopback.start_launch("lms-user-ada", "02_softmax")
+    page = requests.post(f"{loopback.tool.url}/lti/launch", data=fields, timeout=HTTP_DEADLINE)
+    assert page.status_code == 403 and "launch refused" in page.text
+
+
+def test_login_from_an_unregistered_platform_is_refused(loopback):
+    page = requests.get(f"{loopback.platform.url}/launch/lms-user-ada",  # never registered
+                        timeout=HTTP_DEADLINE)
+    assert page.status_code == 403 and "launch refused" in page.text
+    assert page.url.startswith(f"{loopback.tool.url}/lti/login")
