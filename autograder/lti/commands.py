@@ -107,12 +107,15 @@ def cmd_roster(args) -> int:
         return 2
     home = ToolHome.at(args.tool_dir)
     platform = home.platform(args.issuer)
-    rows = roster_rows(members(home, platform,
-                               _context(home, platform, "memberships", args.memberships)),
-                       args.everyone)
-    write_roster(rows, Path(args.dest))
-    print(f"roster: {len(rows)} member(s) written to {args.dest}")
-    return 0 if rows else 1
+    roster = roster_rows(members(home, platform,
+                                 _context(home, platform, "memberships", args.memberships)),
+                         args.everyone)
+    for user in roster.refused:
+        print(f"roster: left out the member {user!r}: an id that cannot name a student's "
+              "folder", file=sys.stderr)
+    write_roster(list(roster.rows), Path(args.dest))
+    print(f"roster: {len(roster.rows)} member(s) written to {args.dest}")
+    return 0 if roster.rows else 1
 
 
 def add_parsers(sub) -> None:

@@ -7,12 +7,14 @@ students by the LMS's own ids. Only learners are listed unless ``everyone``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from pylti1p3.names_roles import NamesRolesProvisioningService
 from pylti1p3.service_connector import ServiceConnector
 
 from autograder import safe_text
+from autograder.intake.collect import safe_id
 from autograder.lti.ags import TimeoutSession
 from autograder.lti.store import Platform, ToolHome
 
@@ -34,18 +36,32 @@ def is_learner(member: dict) -> bool:
                for role in member.get("roles", []))
 
 
-def roster_rows(found: list[dict], everyone: bool = False) -> list[dict]:
-    rows = {}
+@dataclass(frozen=True)
+class Roster:
+    rows: tuple[dict, ...]
+    refused: tuple[str, ...]     # user ids that cannot name a student's folder (escaped)
+
+
+def _text(value) -> str:
+    return safe_text.shorten(safe_text.terminal(value or ""), MAX_FIELD)
+
+
+def roster_rows(found: list[dict], everyone: bool = False) -> Roster:
+    """The active learners (everyone: all members), one row each. The LMS's user id is the
+    student id, so it must be one ``collect`` would keep as it is (a folder name): others
+    are left out and named in ``refused``."""
+    rows, refused = {}, []
     for m in found:
-        if not m.get("user_id") or (m.get("status", "Active") != "Active"):
+        if m.get("status", "Active") != "Active" or not (everyone or is_learner(m)):
             continue
-        if everyone or is_learner(m):
-            rows[str(m["user_id"])] = {
-                "student_id": str(m["user_id"])[:MAX_FIELD],
-                "name": str(m.get("name") or "")[:MAX_FIELD],
-                "email": str(m.get("email") or "")[:MAX_FIELD],
-                "sid": str(m.get("lis_person_sourcedid") or "")[:MAX_FIELD], "lms": "lti"}
-    return [rows[k] for k in sorted(rows)]
+        user = str(m.get("user_id") or "")
+        if not user or safe_id(user) != user:
+            refused.append(_text(user))
+            continue
+        rows[user] = {"student_id": user, "name": _text(m.get("name")),
+                      "email": _text(m.get("email")),
+                      "sid": _text(m.get("lis_person_sourcedid")), "lms": "lti"}
+    return Roster(tuple(rows[k] for k in sorted(rows)), tuple(refused))
 
 
 def write_roster(rows: list[dict], dest: Path) -> None:

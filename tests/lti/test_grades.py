@@ -192,3 +192,27 @@ def test_roster_from_the_lms_is_a_roster_collect_takes(loopback, tmp_path):
     everyone = cli("roster", "--lti", "--everyone", "--dest", str(dest),
                    "--tool-dir", str(loopback.home.root))
     assert everyone.returncode == 0 and "lms-user-prof" in read_ids(dest)
+
+
+HOSTILE_NAMES = ["=HYPERLINK(\"http://evil\",\"x\")", "+1+1", "-2", "@SUM(A1)",
+                 "\x1b[2J\x1b[31mred", "bidi \u202eevil", "tab\tname", "x" * 5000]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_roster_from_a_hostile_lms_is_safe_in_a_csv(loopback, tmp_path, name):
+    from platform_app import LEARNER
+
+    loopback.platform.add_member("lms-user-eve", name, name, [LEARNER])
+    loopback.platform.add_member("../../etc", "Path", "p@example.edu", [LEARNER])
+    _launched(loopback)
+    dest = tmp_path / "roster.csv"
+    done = cli("roster", "--lti", "--dest", str(dest), "--tool-dir", str(loopback.home.root))
+    assert done.returncode == 0, done.stderr
+    assert "left out the member '../../etc'" in done.stderr
+    assert read_ids(dest) == {PERFECT, BLANK, "lms-user-eve"}
+    text = dest.read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\u202e" not in text and len(text) < 2000
+    with open(dest, newline="", encoding="utf-8") as f:
+        eve = next(r for r in csv.DictReader(f) if r["student_id"] == "lms-user-eve")
+    for cell in (eve["name"], eve["email"]):
+        assert cell[:1] not in ("=", "+", "-", "@") and "\t" not in cell
