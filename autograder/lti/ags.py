@@ -124,6 +124,15 @@ def _locked(home: ToolHome):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def keep_pending(home: ToolHome, scores: list[Score]) -> None:
+    """Add ``scores`` to the pending ones without posting (no line items URL known yet:
+    the next ``lti push`` sends them)."""
+    with _locked(home):
+        todo = {(s.user_id, s.assignment): s for s in read_pending(home)}
+        todo.update({(s.user_id, s.assignment): s for s in scores})
+        write_pending(home, list(todo.values()))
+
+
 def push(home: ToolHome, platform: Platform, lineitems_url: str, scores: list[Score],
          resource_links: dict[str, str] | None = None) -> PushReport:
     """Post ``scores`` and every score still pending; what fails stays pending."""

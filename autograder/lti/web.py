@@ -15,7 +15,7 @@ from typing import Callable
 import tornado.web
 
 from autograder.lti import launch as lti_launch
-from autograder.lti.ags import Score, now, push
+from autograder.lti.ags import Score, keep_pending, now, push
 from autograder.lti.grades import feedback_link
 from autograder.lti.store import ToolHome
 
@@ -100,13 +100,14 @@ def after_grading(home: ToolHome, issuer: str | None = None,
         platform = home.platform(issuer)
         contexts = home.read_json("contexts.json", {}).get(platform.issuer, {})
         urls = {c["lineitems"] for c in contexts.values() if c.get("lineitems")}
-        if len(urls) != 1:
-            return
         student, assignment = str(record["student_id"]), str(record["assignment"])
         link = feedback_link(feedback_url, student, assignment) if feedback_url else ""
-        push(home, platform, urls.pop(), [Score(
-            student, assignment, float(record["points"]), float(record["max_points"]),
-            f"Feedback: {link}" if link else "Graded by the course's autograder", now())])
+        score = Score(student, assignment, float(record["points"]), float(record["max_points"]),
+                      f"Feedback: {link}" if link else "Graded by the course's autograder", now())
+        if len(urls) == 1:
+            push(home, platform, urls.pop(), [score])
+        else:      # no launch (or several courses') told where: kept for `lti push`
+            keep_pending(home, [score])
     return send
 
 

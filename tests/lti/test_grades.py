@@ -216,3 +216,19 @@ def test_roster_from_a_hostile_lms_is_safe_in_a_csv(loopback, tmp_path, name):
         eve = next(r for r in csv.DictReader(f) if r["student_id"] == "lms-user-eve")
     for cell in (eve["name"], eve["email"]):
         assert cell[:1] not in ("=", "+", "-", "@") and "\t" not in cell
+
+
+def test_after_grading_hook_without_a_known_course_keeps_the_grade_pending(loopback, tmp_path):
+    assert loopback.register().returncode == 0          # registered, never launched
+    out = _grade(tmp_path)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    for record in records:
+        after_grading(loopback.home)(record)
+    pending = loopback.home.path("pending.jsonl").read_text().splitlines()
+    assert {json.loads(p)["user_id"] for p in pending} == {PERFECT, BLANK}
+    later = _push(loopback, out, "--assignments", "no_such_assignment",
+                  "--lineitems", f"{loopback.platform.url}/lineitems")
+    assert "2 score(s) delivered, 0 pending" in later.stdout, later.stderr
+    [item] = loopback.platform.course.lineitems.values()
+    given = {u: float(s["scoreGiven"]) for u, s in loopback.platform.course.scores[item["id"]].items()}
+    assert given == {r["student_id"]: float(r["points"]) for r in records}
