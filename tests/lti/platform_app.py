@@ -14,7 +14,6 @@ import json
 import socket
 import threading
 import time
-import typing as t
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
@@ -158,7 +157,6 @@ class LoopbackPlatform:
         def start_launch(user_id: str, resource_link: str = "link-1", assignment: str = ""):
             login = _OIDCLogin(None, platform.config())
             login.set_lti_message_hint(resource_link=resource_link, assignment=assignment)
-            login._lti_message_hint = f"{resource_link}|{assignment}"
             return login.initiate_login(user_id)
 
         @app.get("/authorize")
