@@ -1,6 +1,4 @@
-"""The instructor's command line: ``python -m autograder COMMAND ...``.
-
-Its commands are listed by ``--help`` (the ``help`` of each parser of :func:`build_parser`).
+"""The instructor's command line: ``python -m autograder COMMAND ...`` (see ``--help``).
 
 Exit status: 0 when the command did its job (for grade: every submission was graded,
 whatever the scores), 2 when it could not run (e.g. a folder is missing, or student code
@@ -576,10 +574,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write only EXPECTED.json and EXPECTED.md (make examples: into "
                         "tests/fixtures/examples/)")
     p.set_defaults(func=cmd_make_examples)
+    from autograder.lti import commands as lti  # the LTI tool: lti ..., roster --lti
     from autograder.ondemand import gradescope  # grading on submit: each its own parser
     from autograder.ondemand.service import app as service
-    gradescope.add_parser(sub)
-    service.add_parser(sub)
+    for add in (gradescope.add_parser, service.add_parser, lti.add_parsers):
+        add(sub)
     return parser
 
 
