@@ -36,6 +36,11 @@ class _Base(tornado.web.RequestHandler):
     def url(self, name: str) -> str:
         return f"{self.request.protocol}://{self.request.host}{self.prefix}/lti/{name}"
 
+    def check_xsrf_cookie(self) -> None:
+        """The platform's cross-site form posts carry no XSRF token of ours: a launch is
+        proven by its signed ``id_token``, its one-use nonce and the login's state
+        cookie, so the grading service's XSRF check (its own forms) is not theirs."""
+
     def refuse(self, why: str) -> None:
         self.set_status(403)
         self.set_header("Content-Type", "text/plain; charset=utf-8")
@@ -112,3 +117,29 @@ def after_grading(home: ToolHome, issuer: str | None = None,
 
 
 
+
+
+# -- the grading service's hooks (``python -m autograder serve``) --------------------------
+
+#: The feedback pages' address as students reach them (the hub's public URL and the
+#: service's ``feedback/`` path), for the comment that goes with each score.
+FEEDBACK_URL_ENV = "AUTOGRADER_FEEDBACK_URL"
+
+
+def service_routes(service) -> list:
+    """``serve --extra-routes autograder.lti.web:service_routes``: the tool's login, launch
+    and JWKS under the service's prefix (``/services/grader/lti/...``), the tool's folder
+    from ``$AUTOGRADER_LTI_DIR``. The service prefixes each pattern itself."""
+    import os
+
+    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/grader/").rstrip("/")
+    return [(pattern[len(prefix):].lstrip("/"), handler, kwargs)
+            for pattern, handler, kwargs in routes(ToolHome.at(None), prefix)]
+
+
+def service_after_grading(record: dict) -> None:
+    """``serve --after-grading autograder.lti.web:service_after_grading``: each graded
+    record's score to the LMS line item the launches named (kept pending otherwise)."""
+    import os
+
+    after_grading(ToolHome.at(None), feedback_url=os.environ.get(FEEDBACK_URL_ENV))(record)

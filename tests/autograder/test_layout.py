@@ -29,6 +29,7 @@ STAGES = {
     "run": {"engine", "notebook", "results"},
     "intake": {"notebook", "results"},
     "ondemand": {"run", "results", "intake", "notebook"},
+    "lti": {"results", "intake", "notebook"},
     "release": {"engine", "notebook", "results"},
 }
 #: Modules at the package's root: the command line (which may import every stage), its

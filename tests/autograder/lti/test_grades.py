@@ -232,3 +232,24 @@ def test_after_grading_hook_without_a_known_course_keeps_the_grade_pending(loopb
     [item] = loopback.platform.course.lineitems.values()
     given = {u: float(s["scoreGiven"]) for u, s in loopback.platform.course.scores[item["id"]].items()}
     assert given == {r["student_id"]: float(r["points"]) for r in records}
+
+
+def test_the_services_hook_sends_a_graded_record_to_the_launched_course(loopback, tmp_path,
+                                                                        monkeypatch):
+    """After a launch told the tool where the course's line items are, the service's hook
+    (configured by name, as `serve --after-grading` does) posts the record's score."""
+    from autograder.ondemand.service.app import load_object
+    from autograder.lti import web as lti_web
+
+    _launched(loopback)
+    out = _grade(tmp_path)
+    [record] = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()
+                if json.loads(line)["student_id"] == PERFECT]
+    monkeypatch.setenv("AUTOGRADER_LTI_DIR", str(loopback.home.root))
+    monkeypatch.setenv(lti_web.FEEDBACK_URL_ENV, "https://hub.example.edu/services/grader/feedback")
+    hook = load_object("autograder.lti.web:service_after_grading")
+    hook(record)
+    [item] = loopback.platform.course.lineitems.values()
+    score = loopback.platform.course.scores[item["id"]][PERFECT]
+    assert float(score["scoreGiven"]) == record["points"]
+    assert "hub.example.edu/services/grader/feedback" in score.get("comment", "")
