@@ -17,7 +17,15 @@ diverged and how (a known variant of the step: "the 1/√d_k scaling is missing"
 constant factor; a constant offset; a transpose). Its words name steps, the learner's
 variables and lines only: never a case's inputs or expected values.
 
-    where(ex, fn, case)      "Where it goes wrong: ..." or None
+    where(ex, fn, case)      "Where it goes wrong: ..." or None (the instant check)
+    record(fn, args, kwargs) what the learner's lines held (the grader: in its child)
+    to_plain / from_plain    that record as plain data for the wire, capped and checked
+    explain(ex, case, seen)  the words, from a record (the grader: in its trusted process)
+
+The grader runs :func:`record` in the sandboxed child on the failing case only, sends
+:func:`to_plain` of it over the wire (no step of the reference ever reaches the child),
+and matches it against the steps in the trusted process (:func:`from_plain` checks its
+every field; :func:`explain` with ``brief`` names steps and the learner's lines only).
 """
 
 from __future__ import annotations
@@ -28,12 +36,17 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Step", "Seen", "steps", "declared", "record", "where", "MARK"]
+__all__ = ["Step", "Seen", "steps", "declared", "record", "where", "explain", "to_plain",
+           "from_plain", "MARK"]
 
 #: How the feedback line begins (the instant check and the grader's page alike).
 MARK = "Where it goes wrong:"
 #: At most this many arrays are kept from one traced call (a loop over rows stays small).
 MAX_SEEN = 400
+#: At most this many bytes of arrays are kept from one traced call (what a child sends).
+MAX_SEEN_BYTES = 4 * 1024 * 1024
+#: A variable's name as recorded is cut to this many characters.
+MAX_NAME = 60
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,7 +114,16 @@ def record(fn, args: tuple, kwargs: dict) -> list[Seen]:
     code = _code_of(fn)
     seen: list[Seen] = []
     last: dict[str, np.ndarray] = {}
-    state = {"line": None}
+    state = {"line": None, "bytes": 0}
+
+    def keep(line, key, arr) -> np.ndarray | None:
+        """``arr`` as a recorded float64 copy, or None past the caps."""
+        if len(seen) >= MAX_SEEN or state["bytes"] + 8 * arr.size > MAX_SEEN_BYTES:
+            return None
+        state["bytes"] += 8 * arr.size
+        kept = np.array(arr, dtype=np.float64)
+        seen.append(Seen(line, str(key)[:MAX_NAME], kept))
+        return kept
 
     def snapshot(frame):
         line = state["line"]
@@ -112,9 +134,9 @@ def record(fn, args: tuple, kwargs: dict) -> list[Seen]:
                 if old is not None and old.shape == arr.shape and np.array_equal(
                         old, arr, equal_nan=True):
                     continue
-                if len(seen) < MAX_SEEN:
-                    last[key] = np.array(arr, dtype=np.float64)
-                    seen.append(Seen(line, key, last[key]))
+                kept = keep(line, key, arr)
+                if kept is not None:
+                    last[key] = kept
 
     def local(frame, event, arg):
         if event in ("line", "return"):
@@ -123,9 +145,7 @@ def record(fn, args: tuple, kwargs: dict) -> list[Seen]:
             state["line"] = frame.f_lineno
             if event == "return":
                 for k, arr in enumerate(_arrays(arg)):
-                    if len(seen) < MAX_SEEN:
-                        seen.append(Seen(frame.f_lineno, f"return[{k}]",
-                                         np.array(arr, dtype=np.float64)))
+                    keep(frame.f_lineno, f"return[{k}]", arr)
         return local
 
     def outer(frame, event, arg):
@@ -140,6 +160,40 @@ def record(fn, args: tuple, kwargs: dict) -> list[Seen]:
     finally:
         sys.settrace(previous)
     return seen
+
+
+# ---------------------------------------------------------------------------------------
+# The record as plain data (the grader's wire): read back as hostile
+# ---------------------------------------------------------------------------------------
+
+
+def to_plain(seen: list[Seen]) -> list:
+    """``seen`` as ``[[line, name, array], ...]`` (what :mod:`autograder.isolation.wire`
+    carries)."""
+    return [[int(s.line), str(s.name), s.value] for s in seen]
+
+
+def from_plain(value) -> list[Seen]:
+    """The record a child sent (``to_plain``'s form), every field checked: at most
+    :data:`MAX_SEEN` entries of a line number, a name of at most :data:`MAX_NAME`
+    characters and a numeric array, :data:`MAX_SEEN_BYTES` of them in all. Anything
+    else is ValueError."""
+    if not isinstance(value, list) or len(value) > MAX_SEEN:
+        raise ValueError("a trace that is not a list of at most MAX_SEEN entries")
+    out, total = [], 0
+    for entry in value:
+        if not isinstance(entry, (list, tuple)) or len(entry) != 3:
+            raise ValueError("a trace entry that is not [line, name, array]")
+        line, name, arr = entry
+        if type(line) is not int or not 0 <= line < 1 << 31 or not isinstance(name, str) \
+                or len(name) > MAX_NAME or not isinstance(arr, np.ndarray) \
+                or arr.dtype.kind not in "biuf":
+            raise ValueError("a trace entry of the wrong kinds")
+        total += 8 * arr.size
+        if total > MAX_SEEN_BYTES:
+            raise ValueError("a trace past its size cap")
+        out.append(Seen(line, name, arr.astype(np.float64)))
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -197,15 +251,20 @@ def _how(step: Step, got: np.ndarray, rtol: float, atol: float) -> str:
 
 def _where_text(matched: list[tuple[Step, Seen]], missed: Step, how: str,
                 shown: Seen | None) -> str:
-    done = "; ".join(f"your `{s.name}` (line {s.line}) matches {st.what}"
+    done = "; ".join(f"your `{_tick(s.name)}` (line {s.line}) matches {st.what}"
                      for st, s in matched[-3:])
     head = f"{MARK} {done}; " if done else f"{MARK} "
     if shown is None:
         return (head + f"no array of yours matches the next step, the {missed.name} "
                 f"({missed.what})")
     tail = f": {how}" if how else ""
-    return (head + f"your `{shown.name}` (line {shown.line}) differs from the {missed.name}, "
-            f"{missed.what}{tail}")
+    return (head + f"your `{_tick(shown.name)}` (line {shown.line}) differs from the "
+            f"{missed.name}, {missed.what}{tail}")
+
+
+def _tick(name: str) -> str:
+    """A learner's variable name as shown between backticks (none inside it)."""
+    return name.replace("`", "'")
 
 
 def where(ex, fn, case) -> str | None:
@@ -216,13 +275,23 @@ def where(ex, fn, case) -> str | None:
     if not declared(ex.name) or case.scenario:
         return None
     args, kwargs = case.fresh_args()
+    return explain(ex, case, record(fn, args, kwargs))
+
+
+def explain(ex, case, seen: list[Seen], brief: bool = False) -> str | None:
+    """"Where it goes wrong: ..." from ``seen``, what the learner's function held on
+    ``case`` (:func:`record`), matched against exercise ``ex``'s steps on it; None when
+    it declares none, the case is a scenario or every step was reproduced. ``brief``
+    (a hidden case's words): the steps' names and the learner's lines only, not how
+    their value differs."""
+    if not declared(ex.name) or case.scenario:
+        return None
+    args, kwargs = case.fresh_args()
     try:
         with np.errstate(all="ignore"):
             reference = _STEPS[ex.name](*args, **kwargs)
     except Exception:
         return None
-    args, kwargs = case.fresh_args()
-    seen = record(fn, args, kwargs)
     rtol, atol = max(ex.rtol, 1e-6), max(ex.atol, 1e-8)
     matched: list[tuple[Step, Seen]] = []
     start = 0
@@ -235,7 +304,7 @@ def where(ex, fn, case) -> str | None:
             step = next((later for later in reference[i:] if _variant_seen(later, after,
                                                                            rtol, atol)), step)
             shown = _closest(step, after, rtol, atol)
-            how = _how(step, shown.value, rtol, atol) if shown is not None else ""
+            how = _how(step, shown.value, rtol, atol) if shown is not None and not brief else ""
             return _where_text(matched, step, how, shown)
         start = hit[0] + 1
         matched.append((step, hit[1]))
