@@ -45,7 +45,7 @@ MARK = "Where it goes wrong:"
 MAX_SEEN = 400
 #: At most this many bytes of arrays are kept from one traced call (what a child sends).
 MAX_SEEN_BYTES = 4 * 1024 * 1024
-#: A variable's name as recorded is cut to this many characters.
+#: A variable of a longer name (with its item's index) is not recorded.
 MAX_NAME = 60
 
 
@@ -118,11 +118,12 @@ def record(fn, args: tuple, kwargs: dict) -> list[Seen]:
 
     def keep(line, key, arr) -> np.ndarray | None:
         """``arr`` as a recorded float64 copy, or None past the caps."""
-        if len(seen) >= MAX_SEEN or state["bytes"] + 8 * arr.size > MAX_SEEN_BYTES:
+        if len(seen) >= MAX_SEEN or state["bytes"] + 8 * arr.size > MAX_SEEN_BYTES \
+                or not _variable(key):
             return None
         state["bytes"] += 8 * arr.size
         kept = np.array(arr, dtype=np.float64)
-        seen.append(Seen(line, str(key)[:MAX_NAME], kept))
+        seen.append(Seen(line, key, kept))
         return kept
 
     def snapshot(frame):
@@ -185,15 +186,24 @@ def from_plain(value) -> list[Seen]:
         if not isinstance(entry, (list, tuple)) or len(entry) != 3:
             raise ValueError("a trace entry that is not [line, name, array]")
         line, name, arr = entry
-        if type(line) is not int or not 0 <= line < 1 << 31 or not isinstance(name, str) \
-                or len(name) > MAX_NAME or not isinstance(arr, np.ndarray) \
-                or arr.dtype.kind not in "biuf":
+        if type(line) is not int or not 0 <= line < 1 << 31 or not _variable(name) \
+                or not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
             raise ValueError("a trace entry of the wrong kinds")
         total += 8 * arr.size
         if total > MAX_SEEN_BYTES:
             raise ValueError("a trace past its size cap")
         out.append(Seen(line, name, arr.astype(np.float64)))
     return out
+
+
+def _variable(name) -> bool:
+    """Whether ``name`` is what :func:`record` names an array: a Python identifier of
+    at most :data:`MAX_NAME` characters, or one with an item's index (``out[1]``; no
+    control, markup or backtick character can be in one)."""
+    if not isinstance(name, str) or len(name) > MAX_NAME:
+        return False
+    base, bracket, index = name.partition("[")
+    return base.isidentifier() and (not bracket or (index[:-1].isdigit() and index[-1:] == "]"))
 
 
 # ---------------------------------------------------------------------------------------
