@@ -267,6 +267,10 @@ def _where_text(matched: list[tuple[Step, Seen]], missed: Step, how: str,
     if shown is None:
         return (head + f"no array of yours matches the next step, the {missed.name} "
                 f"({missed.what})")
+    if np.shape(shown.value) != np.shape(missed.value):     # the step is in no variable
+        return (head + f"no variable of yours holds the {missed.name} ({missed.what}); "
+                f"your `{_tick(shown.name)}` (line {shown.line}) is the first of yours "
+                f"after them, and it is wrong")
     tail = f": {how}" if how else ""
     return (head + f"your `{_tick(shown.name)}` (line {shown.line}) differs from the "
             f"{missed.name}, {missed.what}{tail}")
@@ -303,6 +307,9 @@ def explain(ex, case, seen: list[Seen], brief: bool = False) -> str | None:
     except Exception:
         return None
     rtol, atol = max(ex.rtol, 1e-6), max(ex.atol, 1e-8)
+    if reference and any(_same(reference[-1].value, s.value, rtol, atol) is not None
+                         for s in seen):
+        return None        # its output is the right one: no step of it went wrong
     matched: list[tuple[Step, Seen]] = []
     start = 0
     for i, step in enumerate(reference):
