@@ -83,7 +83,15 @@ def steps(name: str) -> Callable:
 
 
 def declared(name: str) -> bool:
-    """Whether exercise ``name`` declares its steps."""
+    """Whether exercise ``name`` declares its steps (its module loaded first: the steps
+    are declared where the exercise is)."""
+    if name not in _STEPS:
+        from helpers.course import registry
+
+        try:
+            registry.get(name)
+        except (KeyError, ValueError, ImportError):
+            return False
     return name in _STEPS
 
 
