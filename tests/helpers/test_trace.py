@@ -97,3 +97,26 @@ def test_a_right_answer_reproduces_every_declared_step(entry):
                 warnings.simplefilter("ignore")
                 told = trace.where(ex, fn, case)
             assert told is None, (case.name, told)
+
+
+#: A line naming the learner's mistake: a single named mistake, or where it goes wrong
+#: on a line of theirs (issue 37's count; a list of candidates is not counted).
+NAMES_IT = re.compile(r"^\s*Likely mistake: |^\s*Where it goes wrong: .*your `[^`]+` "
+                      r"\(line \d+\)", re.M)
+#: The share of the catalogue's wrong answers whose instant check names the mistake:
+#: 81.2 % (276 of 340) before the steps of notebooks 02-07 and 10; issue 37 asks for 90 %.
+#: The floor is what the catalogue holds now: it may only rise.
+NAMED_FLOOR = 0.84
+
+
+def _instant_text(entry) -> str:
+    with warnings.catch_warnings(), pytest.raises(CheckFailed) as failed:
+        warnings.simplefilter("ignore")
+        checks.check(entry.function, _function(entry))
+    return str(failed.value)
+
+
+def test_the_instant_check_names_the_mistake_of_most_wrong_answers(capsys):
+    wrong = [e for e in entries() if e.kind == "wrong"]
+    named = [e.id for e in wrong if NAMES_IT.search(_instant_text(e))]
+    assert len(named) / len(wrong) >= NAMED_FLOOR, (len(named), len(wrong))
