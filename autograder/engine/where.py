@@ -12,9 +12,14 @@ nothing adds no words: the tracer never changes a verdict and never stops gradin
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from autograder.isolation import client, wire
+
+#: Set (to anything but "" or "0") in the grader's environment, no case is traced: how
+#: ``tools/benchmark_grading.py --tracer-share`` measures what tracing costs.
+NO_TRACE_ENV = "AUTOGRADER_NO_TRACE"
 
 #: The most bytes of a child's record the grader decodes: the record's own cap and the
 #: wire's framing (names, line numbers, ``.npy`` headers) of its at most MAX_SEEN entries.
@@ -37,7 +42,7 @@ def traced_cases(ex, case_set, problems: list, inconclusive: list) -> list[int]:
     steps."""
     from helpers.course import judge, trace
 
-    if not trace.declared(ex.name):
+    if os.environ.get(NO_TRACE_ENV, "") not in ("", "0") or not trace.declared(ex.name):
         return []
     out = []
     for hidden in (False, True):
