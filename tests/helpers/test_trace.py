@@ -33,7 +33,8 @@ def test_every_traced_wrong_answer_is_told_where_it_goes_wrong(entry):
     text = str(failed.value)
     line = next((ln for ln in text.splitlines() if ln.strip().startswith(trace.MARK)), "")
     if not line:      # its output's values are the right ones (changed inputs, the order
-        assert "Likely mistake: " in text, text    # of what it returns): named, untraced
+        # of what it returns, the dtype): the check names that, in the catalogue's words
+        assert "Likely mistake: " in text or entry.words.lower() in text.lower(), text
         return
     assert re.search(r"your `\w+(\[\d\])?` \(line \d+\)", line), text
 
@@ -104,9 +105,10 @@ def test_a_right_answer_reproduces_every_declared_step(entry):
 NAMES_IT = re.compile(r"^\s*Likely mistake: |^\s*Where it goes wrong: .*your `[^`]+` "
                       r"\(line \d+\)", re.M)
 #: The share of the catalogue's wrong answers whose instant check names the mistake:
-#: 81.2 % (276 of 340) before the steps of notebooks 02-07 and 10; issue 37 asks for 90 %.
+#: 81.2 % (276 of 340) before the steps of notebooks 02-08 and 10, 86.2 % (293) after;
+#: issue 37 asks for 90 %.
 #: The floor is what the catalogue holds now: it may only rise.
-NAMED_FLOOR = 0.84
+NAMED_FLOOR = 0.86
 
 
 def _instant_text(entry) -> str:
