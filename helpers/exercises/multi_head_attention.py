@@ -180,10 +180,10 @@ def _steps(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
                                            "with a causal mask although causal=False"),
                          _rows(other(raw / np.sqrt(d_h)))))),
             trace.Step("output", "the heads side by side, times W_O",
-                       _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal))]
+                       _head_by_head(X, W_Q, W_K, W_V, W_O, n_heads, causal))]
 
 
-def _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal):
+def _head_by_head(X, W_Q, W_K, W_V, W_O, n_heads, causal):
     """The output, head by head (the reference is refused while this exercise is checked)."""
     N, d = X.shape
     d_h = d // n_heads
