@@ -14,6 +14,13 @@ i.e. under 0.25 s per notebook of wall time with ``--jobs 2``. The CPU time coun
 process the run started, those whose parent ended first included (this script is their
 subreaper); it depends much less than the wall time on what else the machine is doing.
 
+With ``--tracer-share``, it measures instead what Where it goes wrong costs (issue 37):
+a class where half the answers are wrong (right and typical-mistake students in turn)
+graded twice with ``--jobs 1``, with the tracer and without (``AUTOGRADER_NO_TRACE``),
+and prints the tracer's share of the grading CPU (target: at most 10 %)::
+
+    .venv/bin/python tools/benchmark_grading.py --tracer-share --students 4
+
 Not a test: it takes minutes and all the machine's cores.
 """
 
@@ -41,10 +48,15 @@ from autograder.release.notebooks import assignments, generate, nbgrader_command
 KINDS = ("perfect", "typical_mistakes_1", "perfect", "typical_mistakes_2", "unanswered",
          "perfect", "calls_reference")
 TARGET_NOTEBOOKS, TARGET_SECONDS = 2400, 600
+#: A class where half the answers are wrong: right and typical-mistake students in turn.
+HALF_WRONG = ("perfect", "typical_mistakes_1", "perfect", "typical_mistakes_2")
+#: The tracer's target share of grading CPU (issue 37).
+TRACER_TARGET = 0.10
 
 
-def make_class(dest: Path, n_students: int) -> int:
-    """Write ``n_students`` synthetic students into ``dest``; return the notebook count."""
+def make_class(dest: Path, n_students: int, kinds: tuple[str, ...] = KINDS) -> int:
+    """Write ``n_students`` synthetic students into ``dest``, their answers of ``kinds``
+    in turn; return the notebook count."""
     files, _ = build()
     by_kind: dict[str, dict[str, str]] = {}
     for rel, text in files.items():
@@ -52,7 +64,7 @@ def make_class(dest: Path, n_students: int) -> int:
         by_kind.setdefault(student, {})[notebook_rel] = text
     count = 0
     for i in range(n_students):
-        kind = KINDS[i % len(KINDS)]
+        kind = kinds[i % len(kinds)]
         for notebook_rel, text in by_kind[kind].items():
             path = dest / f"student{i:04d}" / notebook_rel
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,14 +101,16 @@ def reap_orphans(timeout: float = 10.0) -> None:
             time.sleep(0.05)
 
 
-def time_ours(submissions: Path, out: Path, jobs: int) -> tuple[float, float]:
+def time_ours(submissions: Path, out: Path, jobs: int, env: dict | None = None
+              ) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of ``grade --jobs N``: the CPU time counts every process
     of the run (grader, grading processes, workers, each notebook's children), so it does
     not depend on what else the machine is doing."""
     cpu, start = children_cpu(), time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
-         "--jobs", str(jobs)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+         "--jobs", str(jobs)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, env={**os.environ, **(env or {})})
     seconds = time.perf_counter() - start
     reap_orphans()
     if result.returncode != 0:
@@ -135,15 +149,41 @@ def time_nbgrader(submissions: Path, course_root: Path, n_students: int) -> tupl
     return seconds, children_cpu() - cpu, count
 
 
+def tracer_share(n_students: int) -> int:
+    """Grade a half-wrong class with and without the tracer; print the tracer's share
+    of the grading CPU (every process of the run) and the load it was measured at."""
+    from autograder.engine.where import NO_TRACE_ENV
+
+    with tempfile.TemporaryDirectory(prefix="bench-trace-") as tmp:
+        tmp = Path(tmp)
+        notebooks = make_class(tmp / "submissions", n_students, HALF_WRONG)
+        print(f"{n_students} students (half the answers wrong), {notebooks} notebooks; "
+              f"load average before: {os.getloadavg()[0]:.1f}", flush=True)
+        cpu = {}
+        for label, env in (("without", {NO_TRACE_ENV: "1"}), ("with", {NO_TRACE_ENV: "0"})):
+            seconds, cpu[label] = time_ours(tmp / "submissions", tmp / f"out-{label}", 1, env)
+            print(f"  {label} the tracer: {cpu[label]:.1f} CPU s, {seconds:.1f} s (load "
+                  f"average {os.getloadavg()[0]:.1f})", flush=True)
+    share = (cpu["with"] - cpu["without"]) / cpu["with"]
+    verdict = "meets" if share <= TRACER_TARGET else "misses"
+    print(f"\nthe tracer's share of grading CPU: {100 * share:.1f} % ({verdict} the "
+          f"{100 * TRACER_TARGET:.0f} % target)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=300, help="synthetic students (default 300)")
     parser.add_argument("--jobs", default="1,2", help="--jobs values to time (default 1,2)")
     parser.add_argument("--nbgrader-students", type=int, default=10,
                         help="students graded by plain nbgrader (it is slow; default 10, 0 to skip)")
+    parser.add_argument("--tracer-share", action="store_true",
+                        help="measure Where it goes wrong's share of grading CPU instead")
     args = parser.parse_args(argv)
 
     count_orphans_too()
+    if args.tracer_share:
+        return tracer_share(args.students)
     rows, per_assignment = [], {}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"{cores} cores; load average before: {os.getloadavg()[0]:.1f} (timings are wall"

@@ -185,19 +185,28 @@ def _feedback(line: dict | None, scrub: _Scrubber, extra: list[str]) -> str:
         shown = [i for i, p in enumerate(parts) if _same_case(e, p)]
         if not shown:
             parts.append(e)
-        elif _DIAGNOSIS in e and _DIAGNOSIS not in parts[shown[0]]:
-            parts[shown[0]] += _DIAGNOSIS + e.split(_DIAGNOSIS, 1)[1]
+            continue
+        for mark in (_DIAGNOSIS, _WHERE):
+            if mark in e and mark not in parts[shown[0]]:
+                parts[shown[0]] += mark + e.split(mark, 1)[1].split(_other(mark), 1)[0]
     text = "\n\n".join(parts)
     return safe_text.shorten(text, FEEDBACK_CHARS)
 
 
 #: Where a failing case's explanation names a known mistake (helpers.course.judge's wording).
 _DIAGNOSIS = "\n  Likely mistake"
+#: Where it says where the learner's computation left the reference's steps.
+_WHERE = "\n  Where it goes wrong:"
+
+
+def _other(mark: str) -> str:
+    """The other of the two marks (each one's words end where the other's begin)."""
+    return _WHERE if mark == _DIAGNOSIS else _DIAGNOSIS
 
 
 def _same_case(text: str, shown: str) -> bool:
     """Whether ``text`` (an explanation of a failing case) is already part of ``shown``."""
-    head = " ".join(text.split(_DIAGNOSIS, 1)[0].split())
+    head = " ".join(text.split(_DIAGNOSIS, 1)[0].split(_WHERE, 1)[0].split())
     return bool(head) and head in " ".join(shown.split())   # the notebook's text is wrapped
 
 
@@ -288,8 +297,12 @@ def _exercise_cell(scell: SourceCell, specs: list[CaseSpec], verdicts: dict[str,
             continue
         shown = failed[judge.headline([v.problems[k] for k in failed])]   # a named
         first = v.problems[shown]                         # mistake first (helpers.course.judge)
-        if hidden_feedback == "brief" and v.hidden[shown]:
+        brief = hidden_feedback == "brief" and v.hidden[shown]
+        if brief:
             first = _brief(spec.function, v.groups[shown], first)
+        if shown in v.wheres:
+            w = v.wheres[shown]
+            first += "\n  " + (w.brief if brief else w.full)
         extra.append(first)
         first = _summary(first)
         if spec.function in missing:

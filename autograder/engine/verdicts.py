@@ -10,7 +10,7 @@ docs/threat_model.md). A run the machine was too busy to finish is run again
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from autograder import safe_text
@@ -36,6 +36,8 @@ class Verdict:
     inconclusive: list[bool]
     status: str               # ok | timeout | crashed
     note: str = ""
+    #: case index -> where it goes wrong (:class:`autograder.engine.where.Where`)
+    wheres: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -159,8 +161,28 @@ def verdict(ex, merged: Merged, specs_of: dict[str, list[CaseSpec]], source: Sou
         # The run that decides gets the full limits: a case that timed out in the first
         # run (the learner's slow earlier function, say) must not leave it less time.
         job = dict(job, uses=dict(case_set.uses), watch=[])
-        return _run_calls(function, job, case_set, source, res, limits, notebook_timeout)[0]
-    return first
+        first = _run_calls(function, job, case_set, source, res, limits, notebook_timeout)[0]
+    return _with_where(ex, first, job, case_set, source, res, limits)
+
+
+def _with_where(ex, v: Verdict, job: dict, case_set: CaseSet, source: Source,
+                res: _Resources, limits: confine.Limits) -> Verdict:
+    """``v`` with where it goes wrong on its headline failing cases, from a traced run
+    of the learner's function on those cases only (:mod:`autograder.engine.where`)."""
+    from autograder.engine import where
+
+    if v.status == "invalid":
+        return v
+    chosen = where.traced_cases(ex, case_set, v.problems, v.inconclusive)
+    if not chosen:
+        return v
+    try:
+        reply = run_unbusied(res, where.trace_job(job, case_set, chosen),
+                             res.conf(ex.name, source), limits)
+    except client.WorkerError:        # words only: a busy machine costs them, not the grade
+        return v
+    v.wheres = where.where_of(ex, case_set, chosen, where.reply_lines(reply))
+    return v
 
 
 def _run_calls(function: str, job: dict, case_set: CaseSet, source: Source,

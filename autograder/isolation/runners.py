@@ -315,6 +315,7 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
     # Bound before the learner's cells run, looked up by no name afterwards: the scenario
     # drivers (frozen copies), the wire and the pipe (docs/threat_model.md).
     drivers = observers(job.get("scenarios") or [None] * len(job["cases"]))
+    traced = _tracer() if job.get("trace") else None
     _trusted_answers(job)
     encode, decode, b64, unb64, send = wire.encode, wire.decode, wire.b64, wire.unb64, send_line
     array_bytes, most = wire.array_bytes, wire.MAX_VALUE_BYTES
@@ -369,6 +370,8 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
                     warnings.simplefilter("ignore")
                     if drivers[k] is not None:       # raw observations, judged outside
                         value = drivers[k](fn, *args, **kwargs)
+                    elif traced is not None:         # what its lines held, matched outside
+                        value = traced(fn, args, kwargs)
                     else:
                         value = fn(*args, **kwargs)
                     # the raw observation only (which inputs differ from fresh copies);
@@ -402,6 +405,16 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
             line["own_uses"] = True
         send(fd, line)
     send(fd, {"done": True, "cpu": _cpu_seconds()})
+
+
+def _tracer():
+    """``(fn, args, kwargs) -> plain record`` of what ``fn``'s lines hold on a call
+    (``helpers.course.trace``), bound before any learner code runs. Only the record
+    crosses: the reference's steps are matched with it in the trusted process."""
+    from helpers.course import trace
+
+    record, to_plain = trace.record, trace.to_plain
+    return lambda fn, args, kwargs: to_plain(record(fn, args, kwargs))
 
 
 def _is_learners(fn) -> bool:

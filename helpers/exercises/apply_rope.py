@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 from helpers.exercises._llama_variants import rope_variant
 from helpers.llama import model
 
@@ -103,3 +103,29 @@ def _positions_ignored(x, positions, theta=10000.0):
 @EXERCISE.mistake("not_rotated", "nothing was rotated")
 def _not_rotated(x, positions, theta=10000.0):
     return np.asarray(x, dtype=np.float64)
+
+
+@trace.steps("apply_rope")
+def _steps(x, positions, theta=10000.0):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    x = np.asarray(x, dtype=float)
+    d = x.shape[-1]
+    half = d // 2
+    pos = np.asarray(positions, dtype=float)
+    if pos.ndim != 1:
+        raise ValueError("steps are declared for positions of shape [N]")
+    angles = np.outer(pos, theta ** (-2.0 * np.arange(half) / d))
+    x1, x2 = x[..., :half], x[..., half:]
+    out = np.concatenate([x1 * np.cos(angles) - x2 * np.sin(angles),
+                          x2 * np.cos(angles) + x1 * np.sin(angles)], axis=-1)
+    backwards = np.concatenate([x1 * np.cos(angles) + x2 * np.sin(angles),
+                                x2 * np.cos(angles) - x1 * np.sin(angles)], axis=-1)
+    return [trace.Step("angles", "position p times theta^(-2m/d_h), [N, d_h/2]", angles,
+                       (("p theta^(-m/d_h): the exponent's 2 is missing",
+                         np.outer(pos, theta ** (-np.arange(half) / d))),
+                        ("the angles of positions 0 ... N-1, not of `positions`",
+                         np.outer(np.arange(x.shape[-2], dtype=float),
+                                  theta ** (-2.0 * np.arange(half) / d))))),
+            trace.Step("output", "each pair (x[m], x[m + d_h/2]) rotated by its angle", out,
+                       (("the pairs rotated by minus their angle (the wrong way)",
+                         backwards),))]

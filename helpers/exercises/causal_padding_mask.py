@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.course import Arg, Contract, Exercise, case
+from helpers.course import Arg, Contract, Exercise, case, trace
 
 
 def causal_padding_mask(n, n_real):
@@ -103,3 +103,17 @@ def _upper(n, n_real):
 def _off_by_one(n, n_real):
     j, i = _pos(n)
     return (j <= i) & (j <= n_real)
+
+
+@trace.steps("causal_padding_mask")
+def _steps(n, n_real):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    i = np.arange(n)
+    causal = i[None, :] <= i[:, None]
+    real = i < n_real
+    return [trace.Step("mask", "causal (key j <= query i) and only real keys "
+                       "(columns j < n_real)", causal & real[None, :],
+                       (("the padded query rows masked too (padding is a matter of keys, "
+                         "the columns, only)", causal & real[:, None]),
+                        ("the padded rows and columns both masked (padding is a matter of "
+                         "keys, the columns, only)", causal & real[:, None] & real[None, :])))]

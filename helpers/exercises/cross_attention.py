@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 from helpers.exercises._variants import _xattn
 
 
@@ -118,3 +118,35 @@ def _xa_axis0(X_dec, H_enc, W_Q, W_K, W_V):
 def _xa_weights(X_dec, H_enc, W_Q, W_K, W_V):
     return _xattn(X_dec, H_enc, W_Q, W_K, W_V)[1]
 
+
+def _rows(s, axis=-1):
+    e = np.exp(s - s.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@trace.steps("cross_attention")
+def _steps(X_dec, H_enc, W_Q, W_K, W_V):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    X_dec, H_enc, W_Q, W_K, W_V = (np.asarray(a, dtype=float)
+                                   for a in (X_dec, H_enc, W_Q, W_K, W_V))
+    Q, K, V = X_dec @ W_Q, H_enc @ W_K, H_enc @ W_V
+    raw = Q @ K.T
+    scaled = raw / np.sqrt(Q.shape[-1])
+    weights = _rows(scaled)
+    swapped = X_dec.shape[-1] == H_enc.shape[-1]          # the roles swapped can compute
+    return [trace.Step("queries", "X_dec W_Q (queries from the decoder)", Q,
+                       (("H_enc W_Q: the queries come from the decoder, not the encoder",
+                         H_enc @ W_Q),) if swapped else ()),
+            trace.Step("keys", "H_enc W_K (keys from the encoder)", K,
+                       (("X_dec W_K: the keys come from the encoder, not the decoder",
+                         X_dec @ W_K),) if swapped else ()),
+            trace.Step("values", "H_enc W_V (values from the encoder)", V,
+                       (("X_dec W_V: the values come from the encoder, not the decoder",
+                         X_dec @ W_V),) if swapped else ()),
+            trace.Step("scores", "Q Kᵀ / √d_k", scaled,
+                       (("Q Kᵀ: the 1/√d_k scaling is missing", raw),
+                        ("Q Kᵀ / √d_model: scaled by the model width, not d_k",
+                         raw / np.sqrt(X_dec.shape[-1])))),
+            trace.Step("weights", "softmax(scores) over the encoder's tokens (last axis)",
+                       weights, (("softmax(Q Kᵀ): the scaling is missing", _rows(raw)),)),
+            trace.Step("output", "weights V", weights @ V)]

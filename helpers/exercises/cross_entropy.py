@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 from helpers.exercises._variants import _f, _ids, _naive_softmax, _nll_rows
 
 
@@ -170,3 +170,26 @@ def _ce_no_softmax(logits, targets):
     t = _ids(targets)
     return float(-np.log(z[np.arange(len(t)), t]).mean())
 
+
+@trace.steps("cross_entropy")
+def _steps(logits, targets):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    z = np.asarray(logits, dtype=float)
+    t = np.asarray(targets)
+    with np.errstate(all="ignore"):
+        shifted = z - z.max(axis=-1, keepdims=True)
+        logp = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+        naive = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
+        nll = -logp[np.arange(len(t)), t]
+        return [trace.Step("probabilities", "softmax(logits) along the last axis",
+                           np.exp(logp),
+                           (("exp(logits) / sum exp(logits) without the max shift "
+                             "(it overflows)", naive),)),
+                trace.Step("log-probabilities", "log softmax(logits), computed as "
+                           "(z - max) - log sum exp(z - max) (never the log of a rounded 0)",
+                           logp, (("log(softmax(logits)): -inf where a probability "
+                                   "rounded to 0", np.log(np.exp(logp))),)),
+                trace.Step("losses", "-log p[target] of each row", nll),
+                trace.Step("output", "the mean of the losses", np.asarray(nll.mean()),
+                           (("the sum of the losses, not their mean",
+                             np.asarray(nll.sum())),))]

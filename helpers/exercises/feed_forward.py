@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 from helpers.exercises._variants import _ffn
 
 
@@ -92,3 +92,20 @@ def _ffn_gelu(x, W1, b1, W2, b2):
 def _ffn_abs(x, W1, b1, W2, b2):
     return _ffn(x, W1, b1, W2, b2, act=np.abs)
 
+
+@trace.steps("feed_forward")
+def _steps(x, W1, b1, W2, b2):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    x, W1, b1, W2, b2 = (np.asarray(a, dtype=float) for a in (x, W1, b1, W2, b2))
+    pre = x @ W1 + b1
+    hidden = np.maximum(0.0, pre)
+    return [trace.Step("pre-activation", "x W1 + b1", pre,
+                       (("x W1: b1 is missing", x @ W1),)),
+            trace.Step("hidden", "ReLU(x W1 + b1)", hidden,
+                       (("x W1 + b1: the ReLU is missing", pre),
+                        ("ReLU(x W1) + b1: b1 added after the ReLU",
+                         np.maximum(0.0, x @ W1) + b1))),
+            trace.Step("output", "hidden W2 + b2", hidden @ W2 + b2,
+                       (("hidden W2: b2 is missing", hidden @ W2),
+                        ("ReLU(hidden W2 + b2): a ReLU on the output too",
+                         np.maximum(0.0, hidden @ W2 + b2))))]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 from helpers.exercises._llama_variants import gqa_variant
 from helpers.llama import model
 
@@ -99,3 +99,31 @@ def _scale_d(Q, K, V):
                   "N_q positions, so query i may see keys j <= N_k - N_q + i")
 def _mask_from_0(Q, K, V):
     return gqa_variant(Q, K, V, mask="start")
+
+
+def _rows(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@trace.steps("grouped_query_attention")
+def _steps(Q, K, V):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    if Q.ndim != 3 or K.ndim != 3 or Q.shape[0] % K.shape[0]:
+        raise ValueError("steps are declared for [heads, N, d_h] inputs")
+    rep = Q.shape[0] // K.shape[0]
+    K, V = np.repeat(K, rep, axis=0), np.repeat(V, rep, axis=0)
+    n_q, n_k = Q.shape[-2], K.shape[-2]
+    mask = np.arange(n_k)[None, :] <= n_k - n_q + np.arange(n_q)[:, None]
+    raw = Q @ np.swapaxes(K, -1, -2)
+    with np.errstate(all="ignore"):
+        weights = _rows(np.where(mask, raw / np.sqrt(Q.shape[-1]), -np.inf))
+        unscaled = _rows(np.where(mask, raw, -np.inf))
+    return [trace.Step("keys", "each query head's key head (head c // (n_heads / "
+                       "n_kv_heads)), repeated", K),
+            trace.Step("weights", "softmax(Q Kᵀ / √d_h, causal from the last N_q "
+                       "positions)", weights,
+                       (("softmax(Q Kᵀ): the 1/√d_h scaling is missing", unscaled),)),
+            trace.Step("output", "weights V", weights @ V,
+                       (("the output without the 1/√d_h scaling", unscaled @ V),))]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import bert
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 
 CONTRACT = Contract(
     args={"h": Arg("[..., N, d]", lists=True),
@@ -90,3 +90,22 @@ def _by_n(h, key_mask):
 @EXERCISE.mistake("first_token", "this is the first token's vector, not the mean")
 def _first(h, key_mask):
     return _hm(h, key_mask)[0][..., 0, :]
+
+
+@trace.steps("mean_pool")
+def _steps(h, key_mask):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    h = np.asarray(h, dtype=float)
+    m = np.asarray(key_mask, dtype=float)[..., None]
+    total, count = (h * m).sum(axis=-2), m.sum(axis=-2)
+    with np.errstate(all="ignore"):
+        return [trace.Step("masked sum", "the sum of the real tokens' vectors (over the "
+                           "tokens, axis -2)", total,
+                           (("the sum of every token's vector, padding included",
+                             h.sum(axis=-2)),)),
+                trace.Step("output", "that sum over the number of real tokens",
+                           total / np.maximum(count, 1e-9),
+                           (("the sum over all N positions, padding included",
+                             total / h.shape[-2]),
+                            ("the mean over every position, padding included",
+                             h.mean(axis=-2))))]

@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 from helpers.exercises._variants import _mha
 from helpers.exercises.merge_heads import _merge_interleaved
 from helpers.exercises.merge_heads import _merge_reshape
@@ -147,3 +147,51 @@ def _mha_one_head(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
 def _mha_axis0(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
     return _mha(X, W_Q, W_K, W_V, W_O, n_heads, causal, axis=0)
 
+
+def _rows(s, axis=-1):
+    e = np.exp(s - s.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@trace.steps("multi_head_attention")
+def _steps(X, W_Q, W_K, W_V, W_O, n_heads, causal=True):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong.
+    The heads' steps are the first head's (a loop over heads holds it first)."""
+    X, W_Q, W_K, W_V, W_O = (np.asarray(a, dtype=float) for a in (X, W_Q, W_K, W_V, W_O))
+    if X.ndim != 2:
+        raise ValueError("steps are declared for one sequence [N, d]")
+    N, d = X.shape
+    d_h = d // n_heads
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    raw = Q[:, :d_h] @ K[:, :d_h].T
+    tril = np.tril(np.ones((N, N), dtype=bool))
+    mask = (lambda s: np.where(tril, s, -np.inf)) if causal else (lambda s: s)
+    weights = _rows(mask(raw / np.sqrt(d_h)))
+    other = (lambda s: s) if causal else (lambda s: np.where(tril, s, -np.inf))
+    return [trace.Step("queries", "X W_Q", Q), trace.Step("keys", "X W_K", K),
+            trace.Step("values", "X W_V", V),
+            trace.Step("first head's weights",
+                       "softmax(Q₁ K₁ᵀ / √d_h" + (", causally masked)" if causal else ")"),
+                       weights,
+                       (("softmax(Q₁ K₁ᵀ): the 1/√d_h scaling is missing", _rows(mask(raw))),
+                        ("softmax(Q₁ K₁ᵀ / √d_model): scaled by the model width, not d_h",
+                         _rows(mask(raw / np.sqrt(d)))),
+                        ("the weights " + ("without the causal mask" if causal else
+                                           "with a causal mask although causal=False"),
+                         _rows(other(raw / np.sqrt(d_h)))))),
+            trace.Step("output", "the heads side by side, times W_O",
+                       _head_by_head(X, W_Q, W_K, W_V, W_O, n_heads, causal))]
+
+
+def _head_by_head(X, W_Q, W_K, W_V, W_O, n_heads, causal):
+    """The output, head by head (the reference is refused while this exercise is checked)."""
+    N, d = X.shape
+    d_h = d // n_heads
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    tril = np.tril(np.ones((N, N), dtype=bool))
+    heads = []
+    for c in range(n_heads):
+        cols = slice(c * d_h, (c + 1) * d_h)
+        s = Q[:, cols] @ K[:, cols].T / np.sqrt(d_h)
+        heads.append(_rows(np.where(tril, s, -np.inf) if causal else s) @ V[:, cols])
+    return np.concatenate(heads, axis=1) @ W_O

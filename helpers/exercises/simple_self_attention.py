@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 from helpers.exercises._variants import _f, _naive_softmax, _simple
 
 
@@ -99,3 +99,25 @@ def _simple_xx(X):
 def _simple_unstable(X):
     return _simple(X, lambda X: np.sqrt(X.shape[1]), softmax=_naive_softmax)
 
+
+def _rows(s, axis=-1):
+    e = np.exp(s - s.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@trace.steps("simple_self_attention")
+def _steps(X):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    X = np.asarray(X, dtype=float)
+    raw = X @ np.swapaxes(X, -1, -2)
+    scaled = raw / np.sqrt(X.shape[-1])
+    weights = _rows(scaled)
+    return [trace.Step("scores", "X Xᵀ / √d", scaled,
+                       (("X Xᵀ: the 1/√d scaling is missing", raw),
+                        ("X Xᵀ / √N: scaled by the number of tokens, not d",
+                         raw / np.sqrt(X.shape[-2])))),
+            trace.Step("weights", "softmax(scores) over each row (last axis)", weights,
+                       (("softmax(X Xᵀ): the scaling is missing", _rows(raw)),
+                        ("a softmax over the columns (axis -2), not the rows",
+                         _rows(scaled, axis=-2)))),
+            trace.Step("output", "weights X", weights @ X)]

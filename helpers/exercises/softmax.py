@@ -6,7 +6,7 @@ import numpy as np
 
 from helpers import examples as ex
 from helpers import reference
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 from helpers.exercises._variants import _f, _naive_softmax, _softmax_any
 
 
@@ -187,3 +187,27 @@ def _a_distribution_exists(z, axis=-1):
         raise ValueError(f"softmax over an empty axis {axis} (z has shape {z.shape})")
     if np.isneginf(z).all(axis=axis).any():
         raise ValueError("softmax is undefined where every entry along the axis is -inf")
+
+
+def _softmax(z, axis=-1):
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@trace.steps("softmax")
+def _steps(z, axis=-1):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    z = np.asarray(z, dtype=float)
+    with np.errstate(all="ignore"):
+        shifted = z - z.max(axis=axis, keepdims=True)
+        e = np.exp(shifted)
+        total = e.sum(axis=axis, keepdims=True)
+        others = [k for k in range(z.ndim) if k != axis % max(z.ndim, 1)]
+        variants = [("a sum over the whole array, not along axis", e / e.sum())] + [
+            (f"a softmax along axis {k}, not along axis", _softmax(z, k)) for k in others[-1:]]
+    return [trace.Step("shifted", "z - max(z) along axis", shifted,
+                       (("z minus the maximum of the whole array, not along axis",
+                         z - z.max()),)),
+            trace.Step("exponentials", "exp(z - max(z))", e),
+            trace.Step("output", "the exponentials over their sum along axis", e / total,
+                       tuple(variants))]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 from helpers.llama import model
 
 CONTRACT = Contract(
@@ -96,3 +96,28 @@ def _sigmoid_gate(x, W_gate, W_up, W_down):
 def _no_gate(x, W_gate, W_up, W_down):
     g, u, Wd = _gu(x, W_gate, W_up, W_down)
     return u @ Wd
+
+
+def _silu(g):
+    return g / (1.0 + np.exp(-g))
+
+
+@trace.steps("swiglu")
+def _steps(x, W_gate, W_up, W_down):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    x, W_gate, W_up, W_down = (np.asarray(a, dtype=float) for a in (x, W_gate, W_up, W_down))
+    with np.errstate(all="ignore"):
+        g, up = x @ W_gate, x @ W_up
+        gate = _silu(g)
+        variants = (("ReLU(x W_gate): a ReLU, not SiLU, on the gate", np.maximum(g, 0.0)),
+                    ("sigmoid(x W_gate): the sigmoid without the factor x W_gate",
+                     1.0 / (1.0 + np.exp(-g))),
+                    ("x W_gate: the SiLU is missing", g))
+        return [trace.Step("gate", "SiLU(x W_gate)", gate, variants),
+                trace.Step("up", "x W_up", up),
+                trace.Step("product", "gate * up (element by element)", gate * up,
+                           tuple((f"{w.split(':')[0]} * up: {w.split(': ', 1)[-1]}", v * up)
+                                 for w, v in variants)),
+                trace.Step("output", "(gate * up) W_down", (gate * up) @ W_down,
+                           (("(gate W_down) * (up W_down): W_down applied before the product",
+                             (gate @ W_down) * (up @ W_down)),))]

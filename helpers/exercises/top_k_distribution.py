@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import reference
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 
 
 def top_k_distribution(logits, k, temperature=1.0):
@@ -126,3 +126,23 @@ def _t_ignored(logits, k, temperature=1.0):
 def _t_times(logits, k, temperature=1.0):
     kept = _kept(logits, np.argsort(np.asarray(logits, dtype=np.float64))[-k:])
     return reference.softmax((kept - kept.max()) * temperature)
+
+
+@trace.steps("top_k_distribution")
+def _steps(logits, k, temperature=1.0):
+    """The named steps an answer goes through (helpers.course.trace): where it goes wrong."""
+    logits = np.asarray(logits, dtype=float)
+    kept = np.full_like(logits, -np.inf)
+    keep = np.argsort(logits)[-k:]
+    kept[keep] = logits[keep]
+    with np.errstate(all="ignore"):
+        e = np.exp((kept - kept.max()) / temperature)
+        zeroed = np.where(np.isfinite(kept), kept, 0.0)
+        small = np.full_like(logits, -np.inf)
+        small[np.argsort(logits)[:k]] = logits[np.argsort(logits)[:k]]
+        return [trace.Step("kept logits", "the k largest logits, -inf elsewhere", kept,
+                           (("the k smallest logits, not the largest", small),
+                            ("the k largest logits, 0 (not -inf) elsewhere", zeroed))),
+                trace.Step("output", "softmax(kept logits / temperature)", e / e.sum(),
+                           (("softmax(kept logits): the temperature is ignored",
+                             np.exp(kept - kept.max()) / np.exp(kept - kept.max()).sum()),))]

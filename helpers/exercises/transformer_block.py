@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from helpers import reference
-from helpers.course import Arg, Contract, Exercise, draw, case
+from helpers.course import Arg, Contract, Exercise, draw, case, trace
 from helpers.exercises._variants import _block, _f
 
 
@@ -167,3 +169,32 @@ def _tb_no_ffn(x, params, n_heads, causal=True):
 def _tb_causal_ignored(x, params, n_heads, causal=True):
     return _block(x, params, n_heads, causal, mha_causal=True)
 
+
+@trace.steps("transformer_block")
+def _steps(x, params, n_heads, causal=True):
+    """The named steps an answer goes through (helpers.course.trace): the slides'
+    t1 ... t5 and h."""
+    p = {k: np.asarray(v, dtype=float) for k, v in params.items()}
+    x = np.asarray(x, dtype=float)
+    ln, mha, ffn = reference.layer_norm, reference.multi_head_attention, reference.feed_forward
+    t1 = ln(x, p["ln1_gamma"], p["ln1_beta"])
+    t2 = mha(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads, causal=causal)
+    t3 = t2 + x
+    t4 = ln(t3, p["ln2_gamma"], p["ln2_beta"])
+    t5 = ffn(t4, p["W1"], p["b1"], p["W2"], p["b2"])
+    return [trace.Step("t1", "LayerNorm1(x)", t1),
+            trace.Step("t2", "MultiHeadAttention(t1)", t2,
+                       (("the attention without the causal argument passed on",
+                         mha(t1, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads)),
+                        ("MultiHeadAttention(x): the attention of x, not of LayerNorm1(x)",
+                         mha(x, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], n_heads,
+                             causal=causal)))),
+            trace.Step("t3", "t2 + x (the first residual)", t3,
+                       (("t2: the residual x is not added", t2),)),
+            trace.Step("t4", "LayerNorm2(t3)", t4,
+                       (("LayerNorm1's gamma and beta on t3, not LayerNorm2's",
+                         ln(t3, p["ln1_gamma"], p["ln1_beta"])),)),
+            trace.Step("t5", "FFN(t4)", t5),
+            trace.Step("h", "t5 + t3 (the second residual)", t5 + t3,
+                       (("t5: the residual t3 is not added", t5),
+                        ("t5 + x: the residual adds x, not t3", t5 + x)))]

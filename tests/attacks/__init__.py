@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 MODULES = ("tampering", "reference", "disk", "writes", "metadata", "processes", "values",
-           "boundary", "siblings", "scenarios", "hiding", "gradients", "oracle")
+           "boundary", "siblings", "scenarios", "hiding", "gradients", "oracle",
+           "tracing")
 
 
 @dataclass(frozen=True)
