@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 import csv
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,46 +28,13 @@ from helpers import course
 from helpers.checks import CheckFailed, check
 from catalogue.multi_head_attention import WRONG as WRONG_MHA
 from catalogue.transformer_block import CORRECT as CORRECT_BLOCKS
+from one_answer import feedback_of as _feedback, grade_one
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 _nbg = nbcells.nbgrader
 
 
 _source = nbcells.source_of
-
-
-def _with_answer(assignment: str, answers: dict[str, str]) -> dict:
-    nb = json.loads((SOLUTIONS_DIR / assignment / f"{assignment}.ipynb").read_text("utf-8"))
-    for cell in nb["cells"]:
-        gid = _nbg(cell).get("grade_id")
-        if gid in answers:
-            cell["source"] = answers[gid]
-    return nb
-
-
-def grade_one(tmp_path: Path, assignment: str, answers: dict[str, str], *extra: str
-              ) -> tuple[dict[str, dict], dict]:
-    """``python -m autograder grade`` on a one-student class: (grades.csv rows by
-    grade_id, the student's record of results.jsonl)."""
-    subs, out = tmp_path / "subs", tmp_path / "out"
-    path = subs / "student" / assignment / f"{assignment}.ipynb"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(_with_answer(assignment, answers)), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out",
-                           str(out), "--jobs", "1", *extra], cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=1200,
-                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    with open(out / "grades.csv", newline="", encoding="utf-8") as f:
-        rows = {r["grade_id"]: r for r in csv.DictReader(f) if r["assignment"] == assignment}
-    record = next(r for r in map(json.loads, (out / "results.jsonl").read_text("utf-8")
-                                 .splitlines()) if r["assignment"] == assignment)
-    return rows, record
-
-
-def _feedback(record: dict, grade_id: str) -> str:
-    cell = next(c for c in record["cells"] if c["grade_id"] == grade_id)
-    return f"{cell['message']}\n{cell['feedback']}"
 
 
 def _define(source: str, name: str):

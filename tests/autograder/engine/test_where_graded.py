@@ -14,7 +14,7 @@ import pytest
 from attacks.tracing import TRICKS
 from catalogue import assignments, entries
 from helpers.course import trace
-from test_grading_truth import grade_one, _feedback
+from one_answer import feedback_of as _feedback, grade_one
 
 #: "your `name` (line N)": a line the learner wrote, named.
 NAMED_LINE = re.compile(r"your `[^`]+` \(line \d+\)")
