@@ -239,13 +239,13 @@ def place(submission: Path, student: str, assignments: list[str], dest: Path
           ) -> tuple[list[tuple[str, str]], list[str]]:
     """Lay the submission's notebooks out as ``dest/<student>/<assignment>/<notebook>``;
     return what was placed and one note per file that was not."""
-    from autograder.intake.collect import course_notebooks, match_notebook
+    from autograder.intake.collect import course_notebooks, match_notebook, not_a_submission
 
     course = [c for c in course_notebooks() if c[0] in assignments]
     placed, notes = [], []
     for path in sorted(p for p in submission.rglob("*") if p.is_file()):
         rel = path.relative_to(submission).as_posix()
-        if ".ipynb_checkpoints" in rel.split("/") or path.is_symlink():
+        if not_a_submission(tuple(rel.split("/"))) or path.is_symlink():
             continue
         target, how = match_notebook(path.name, course, path.parent.name)
         if target is None:

@@ -245,3 +245,23 @@ def test_a_build_time_extension_of_any_group_member_covers_the_group(tmp_path):
     assert due == DUE + timedelta(days=3) and received > DUE
     alone = _metadata("s1007", DUE + timedelta(hours=30))
     assert gs.lateness(alone, config, ASSIGNMENT)[1] == DUE
+
+
+@pytest.mark.parametrize("fake", [f"__MACOSX/hw/._{ASSIGNMENT}.ipynb", f"hw/._{ASSIGNMENT}.ipynb",
+                                  f"__MACOSX/._{ASSIGNMENT}.ipynb", f"._{ASSIGNMENT}.ipynb",
+                                  f"hw/.ipynb_checkpoints/{ASSIGNMENT}-checkpoint.ipynb"])
+@pytest.mark.parametrize("real", [f"{ASSIGNMENT}.ipynb", f"hw/{ASSIGNMENT}.ipynb"])
+def test_a_zip_made_on_a_mac_is_graded_by_its_notebook_not_its_metadata(tmp_path, fake, real):
+    """Gradescope unpacks an uploaded zip into ``/autograder/submission``; one made on a
+    Mac carries ``._NAME`` copies (under ``__MACOSX/`` or beside the file), which sort
+    before the notebook. The notebook is what is placed."""
+    from autograder.ondemand import gradescope as gs
+
+    submission = tmp_path / "submission"
+    for name, data in ((fake, b"\x00\x05\x16\x07Mac OS X"), (real, b'{"cells": []}')):
+        (submission / name).parent.mkdir(parents=True, exist_ok=True)
+        (submission / name).write_bytes(data)
+    placed, notes = gs.place(submission, "s1", [ASSIGNMENT], tmp_path / "subs")
+    assert placed == [(ASSIGNMENT, f"{ASSIGNMENT}.ipynb")], notes
+    graded = tmp_path / "subs" / "s1" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert graded.read_bytes() == b'{"cells": []}'
