@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import re
 import secrets
@@ -361,8 +360,8 @@ def grade_submission(root: Path, source: Path) -> dict:
         f"{s.name or s.student} ({s.student})" for s in group) + "."]
     for record in sorted(records, key=lambda r: (r["assignment"], r["notebook"])):
         received, due = lateness(metadata, config, record["assignment"])
-        days = (max(0, math.ceil((received - due).total_seconds() / 86400))
-                if received and due and record["status"] != "missing" else 0)
+        days = (late.days_late({"submitted_at": received.isoformat()}, due)
+                if received and record["status"] != "missing" else 0)
         off = policy.percent_off(days)
         factor = 1 - off / 100
         if days:
