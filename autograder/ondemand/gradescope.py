@@ -35,7 +35,8 @@ visibility ``visible`` when the cell has no hidden cases, else ``after_published
 a cell also gets a visible entry without points saying how its visible cases went (the
 hidden cases' words wait for the instructor to publish). Lateness is Gradescope's: the
 submission's ``created_at`` against the submitter's own due date (an extension), else the
-assignment's, else ``--deadline``; ``--extensions`` at build time wins over both; the late
+assignment's, else ``--deadline``; ``--extensions`` at build time wins over both; a group
+submission (several ``users[]``) gets the latest of its members' deadlines; the late
 policy (``--late-policy``) is the course's. Where the image has no user namespaces the
 sandbox runs in its documented fallback mode (docs/threat_model.md): Gradescope runs the
 autograder as root in a throw-away container, and the children drop to ``nobody``.
