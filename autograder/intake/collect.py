@@ -93,6 +93,15 @@ KEEP = ("latest", "first")
 CHECKPOINTS = ".ipynb_checkpoints"
 CHECKPOINT = ("a Jupyter checkpoint (under .ipynb_checkpoints/): Jupyter's autosave, "
               "not the notebook handed in")
+MACOS_METADATA = "macOS archive metadata (__MACOSX/ or a ._ file), not a submission"
+
+
+def not_a_submission(parts: tuple[str, ...]) -> str | None:
+    """Why a file at path ``parts`` is never a student's notebook (macOS's AppleDouble
+    copies, which carry the notebook's name; Jupyter's checkpoints), else None."""
+    if "__MACOSX" in parts or (parts and parts[-1].startswith("._")):
+        return MACOS_METADATA
+    return CHECKPOINT if CHECKPOINTS in parts else None
 
 RESUBMISSION = re.compile(r"(?:-(\d+)| ?\((\d+)\))$")
 #: Characters kept in a student id (the id becomes a folder name).
@@ -424,11 +433,8 @@ def collect(download: Path, out: Path, solutions: Path = SOLUTIONS_DIR,
                 outcomes.append(Outcome(cand.origin, "skipped", "", LINK))
                 continue
             parts = PurePosixPath(cand.origin.replace("!", "/")).parts
-            if "__MACOSX" in parts:
-                unmatched.append((cand, "macOS archive metadata, not a submission"))
-                continue
-            if CHECKPOINTS in parts:
-                unmatched.append((cand, CHECKPOINT))
+            if not_a_submission(parts):
+                unmatched.append((cand, not_a_submission(parts)))
                 continue
             if cand.how.startswith(NOT_UNPACKED) or cand.how in (UNPACKED, NESTED):
                 unmatched.append((cand, cand.how))

@@ -45,10 +45,11 @@ from autograder.safe_text import terminal
 MAX_BYTES = 32 * 1024 * 1024
 #: Moodle's worksheet headers (``lang/en/assign.php``: ``recordid``, ``timesubmitted``).
 MOODLE_ID, MOODLE_TIME = "Identifier", "Last modified (submission)"
-#: ``userdate()``'s default, ``strftimedaydatetime`` (``%A, %d %B %Y, %I:%M %p``), and the
-#: 24-hour form some language packs use.
-MOODLE_FORMATS = ("%A, %d %B %Y, %I:%M %p", "%A, %d %B %Y, %H:%M", "%d %B %Y, %I:%M %p",
-                  "%d %B %Y, %H:%M")
+#: ``userdate()``'s default, ``strftimedaydatetime``: English's (``lang/en/langconfig.php``:
+#: ``%A, %d %B %Y, %I:%M %p``) and US English's (``lang/en_us``: ``%A, %B %d, %Y, %I:%M
+#: %p``), each also without its weekday and in the 24-hour form some packs use.
+MOODLE_FORMATS = tuple(f"{day}{date}, {clock}" for date in ("%d %B %Y", "%B %d, %Y")
+                       for day in ("%A, ", "") for clock in ("%I:%M %p", "%H:%M"))
 
 
 class SourceError(ValueError):
@@ -190,7 +191,8 @@ def read_uploads(path: Path, zone: str | None = None) -> dict[str, Upload]:
             if MOODLE_ID not in header or MOODLE_TIME not in header:
                 raise SourceError(f"neither a Canvas Submissions API export (JSON) nor a "
                                   f"Moodle grading worksheet (CSV with {MOODLE_ID!r} and "
-                                  f"{MOODLE_TIME!r} columns)")
+                                  f"{MOODLE_TIME!r} columns; Moodle translates them: "
+                                  f"download the worksheet with English as your language)")
             uploads = moodle_uploads(text, zone_of(zone))
     except json.JSONDecodeError as exc:
         raise SourceError(f"{where}: not JSON ({exc.msg}, line {exc.lineno})") from None

@@ -35,7 +35,8 @@ visibility ``visible`` when the cell has no hidden cases, else ``after_published
 a cell also gets a visible entry without points saying how its visible cases went (the
 hidden cases' words wait for the instructor to publish). Lateness is Gradescope's: the
 submission's ``created_at`` against the submitter's own due date (an extension), else the
-assignment's, else ``--deadline``; ``--extensions`` at build time wins over both; the late
+assignment's, else ``--deadline``; ``--extensions`` at build time wins over both; a group
+submission (several ``users[]``) gets the latest of its members' deadlines; the late
 policy (``--late-policy``) is the course's. Where the image has no user namespaces the
 sandbox runs in its documented fallback mode (docs/threat_model.md): Gradescope runs the
 autograder as root in a throw-away container, and the children drop to ``nobody``.
@@ -44,8 +45,8 @@ autograder as root in a throw-away container, and the children drop to ``nobody`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import math
 import os
 import re
 import secrets
@@ -170,17 +171,42 @@ def build(assignments: list[str], out: Path, *, late_policy: str = "none",
 
 # --------------------------------------------------------------------------- one submission
 
-def student_of(metadata: dict) -> tuple[str, dict]:
-    """``(student id, the submitter)``: the first user's ``sid``, else e-mail, else id."""
+@dataclasses.dataclass(frozen=True)
+class Submitter:
+    """One of the ``users[]`` of Gradescope's metadata (a group submission has several)."""
+
+    student: str                 # their ``sid``, else e-mail, else user id (a safe id)
+    name: str                    # as Gradescope gives it, escaped for a terminal and cut
+    own_due: datetime | None     # their own due date (an extension given in Gradescope)
+
+
+#: Characters of a submitter's name the output repeats.
+MAX_NAME = 120
+
+
+def submitters(metadata: dict) -> list[Submitter]:
+    """Every user of the submission (several for a group), in Gradescope's order; one
+    ``student`` when the metadata names no one."""
     from autograder.intake.collect import safe_id
 
-    users = metadata.get("users") or [{}]
-    user = users[0] if isinstance(users[0], dict) else {}
-    for key in ("sid", "email", "id"):
-        value = str(user.get(key) or "").strip()
-        if value:
-            return safe_id(value)[:80], user
-    return "student", user
+    users = metadata.get("users")
+    found = []
+    for user in users if isinstance(users, list) else []:
+        if not isinstance(user, dict):
+            continue
+        ident = next((str(user.get(k) or "").strip() for k in ("sid", "email", "id")
+                      if str(user.get(k) or "").strip()), "")
+        if not ident:
+            continue
+        own = user.get("assignment") if isinstance(user.get("assignment"), dict) else {}
+        found.append(Submitter(safe_id(ident)[:80], terminal(str(user.get("name") or ""))
+                               [:MAX_NAME], _time(own.get("due_date"))))
+    return found or [Submitter("student", "", None)]
+
+
+def student_of(metadata: dict) -> Submitter:
+    """The submitter the notebooks are graded as (hidden draws are theirs): the first."""
+    return submitters(metadata)[0]
 
 
 def _time(text) -> datetime | None:
@@ -192,33 +218,34 @@ def _time(text) -> datetime | None:
         return None
 
 
-def lateness(metadata: dict, config: dict, student: str, assignment: str
+def lateness(metadata: dict, config: dict, assignment: str
              ) -> tuple[datetime | None, datetime | None]:
     """``(received, due)``: Gradescope's ``created_at`` and the deadline that applies to
-    this submitter (build-time extension, else their own Gradescope due date, else the
-    assignment's, else the build's ``--deadline``)."""
+    the submission: each submitter's own (build-time extension, else their Gradescope
+    due date, else the assignment's, else the build's ``--deadline``), the latest of them
+    for a group (as Gradescope gives a group its most generous member's extension)."""
     from autograder.results import late
 
-    _, user = student_of(metadata)
-    own = (user.get("assignment") or {}) if isinstance(user, dict) else {}
-    due = (_time(own.get("due_date")) or _time((metadata.get("assignment") or {})
-                                                .get("due_date")) or _time(config.get("deadline")))
-    due = late.deadline_for(student, assignment, due,
-                            late.Extensions.from_json(config.get("extensions")))
-    return _time(metadata.get("created_at")), due
+    default = (_time((metadata.get("assignment") or {}).get("due_date"))
+               or _time(config.get("deadline")))
+    extensions = late.Extensions.from_json(config.get("extensions"))
+    dues = [late.deadline_for(s.student, assignment, s.own_due or default, extensions)
+            for s in submitters(metadata)]
+    dues = [d for d in dues if d is not None]
+    return _time(metadata.get("created_at")), max(dues) if dues else None
 
 
 def place(submission: Path, student: str, assignments: list[str], dest: Path
           ) -> tuple[list[tuple[str, str]], list[str]]:
     """Lay the submission's notebooks out as ``dest/<student>/<assignment>/<notebook>``;
     return what was placed and one note per file that was not."""
-    from autograder.intake.collect import course_notebooks, match_notebook
+    from autograder.intake.collect import course_notebooks, match_notebook, not_a_submission
 
     course = [c for c in course_notebooks() if c[0] in assignments]
     placed, notes = [], []
     for path in sorted(p for p in submission.rglob("*") if p.is_file()):
         rel = path.relative_to(submission).as_posix()
-        if ".ipynb_checkpoints" in rel.split("/") or path.is_symlink():
+        if not_a_submission(tuple(rel.split("/"))) or path.is_symlink():
             continue
         target, how = match_notebook(path.name, course, path.parent.name)
         if target is None:
@@ -314,7 +341,8 @@ def grade_submission(root: Path, source: Path) -> dict:
     meta_path = root / "submission_metadata.json"
     if meta_path.is_file() and meta_path.stat().st_size < 4 * 1024 * 1024:
         metadata = json.loads(meta_path.read_text(encoding="utf-8", errors="replace"))
-    student, user = student_of(metadata)
+    group = submitters(metadata)
+    student = group[0].student
     policy = late.Policy.parse(config.get("late_policy"))
     with tempfile.TemporaryDirectory(prefix="gradescope-run-") as tmp:
         subs, out = Path(tmp) / "submissions", Path(tmp) / "out"
@@ -329,12 +357,12 @@ def grade_submission(root: Path, source: Path) -> dict:
         records = run(subs, out, jobs=1, limits=Limits(hidden_feedback="brief"),
                       assignments=config["assignments"], secret_file=source / SECRET,
                       stream=sys.stderr)
-    tests, total, lines = [], 0.0, [f"Graded for {user.get('name') or student} "
-                                    f"({student})."]
+    tests, total, lines = [], 0.0, ["Graded for " + ", ".join(
+        f"{s.name or s.student} ({s.student})" for s in group) + "."]
     for record in sorted(records, key=lambda r: (r["assignment"], r["notebook"])):
-        received, due = lateness(metadata, config, student, record["assignment"])
-        days = (max(0, math.ceil((received - due).total_seconds() / 86400))
-                if received and due and record["status"] != "missing" else 0)
+        received, due = lateness(metadata, config, record["assignment"])
+        days = (late.days_late({"submitted_at": received.isoformat()}, due)
+                if received and record["status"] != "missing" else 0)
         off = policy.percent_off(days)
         factor = 1 - off / 100
         if days:

@@ -118,16 +118,24 @@ WORKSHEET_HEADERS = ["Identifier", "Full name", "Email address", "Status", "Grad
                      "Last modified (grade)", "Feedback comments"]
 
 
-def userdate(when: datetime, zone) -> str:
-    """``userdate($time)`` with its default format ``strftimedaydatetime`` (English
-    language pack: ``%A, %d %B %Y, %I:%M %p``) in the downloading user's time zone;
-    ``%d`` without its leading zero, as Moodle strips it (``core_date::strftime``'s
-    ``$fixday``)."""
+#: ``strftimedaydatetime`` of two language packs (``lang/en/langconfig.php``,
+#: ``lang/en_us/langconfig.php`` in Moodle's source): the default, and US English's.
+DAYDATETIME = {"en": "%A, %d %B %Y, %I:%M %p", "en_us": "%A, %B %d, %Y, %I:%M %p"}
+
+
+def userdate(when: datetime, zone, pack: str = "en") -> str:
+    """``userdate($time)`` with its default format ``strftimedaydatetime`` (of the
+    language pack ``pack``) in the downloading user's time zone; ``%d`` and ``%I``
+    without their leading zero, as Moodle strips them (``userdate``'s ``$fixday`` and
+    ``$fixhour``)."""
     local = when.astimezone(zone)
-    return local.strftime(f"%A, {local.day} %B %Y, %I:%M %p")
+    fmt = DAYDATETIME[pack].replace("%d", str(local.day)).replace("%I", str(
+        local.hour % 12 or 12))
+    return local.strftime(fmt)
 
 
-def worksheet(path: Path, students: list[tuple[Student, datetime | None]], zone) -> Path:
+def worksheet(path: Path, students: list[tuple[Student, datetime | None]], zone,
+              pack: str = "en") -> Path:
     """The worksheet CSV of ``students`` (each with their submission's time, None when
     nothing was submitted: ``-``), times in ``zone``."""
     import csv
@@ -139,5 +147,5 @@ def worksheet(path: Path, students: list[tuple[Student, datetime | None]], zone)
             writer.writerow([f"Participant {student.participant_id}", student.fullname,
                              f"{student.participant_id}@example.org",
                              "Submitted for grading" if when else "No submission", "",
-                             "100.00", "Yes", userdate(when, zone) if when else "-", "-", ""])
+                             "100.00", "Yes", userdate(when, zone, pack) if when else "-", "-", ""])
     return path

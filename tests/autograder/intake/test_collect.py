@@ -392,3 +392,34 @@ def test_links_in_a_download_are_never_followed(tmp_path, solutions):
     assert not [p for p in out.rglob("*.ipynb")], list(out.rglob("*"))
     assert sorted(o.status for o in outcomes) == ["skipped", "skipped"]
     assert all(o.reason == collect.LINK for o in outcomes)
+
+
+APPLEDOUBLE = b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        " + b"\x00" * 64
+
+
+@pytest.mark.parametrize("layout", ["folder", "zip"])
+@pytest.mark.parametrize("where", ["sibling", "__MACOSX"])
+def test_macos_appledouble_copies_are_never_taken_for_the_notebook(tmp_path, solutions,
+                                                                   layout, where):
+    """A zip made on a Mac (or a folder copied from one) holds ``._NAME`` beside or under
+    ``__MACOSX/`` for every file: the notebook's name, macOS's metadata inside, and a
+    newer time than the notebook. It is never placed, whichever comes first."""
+    real = "export/jane/02_softmax/02_softmax.ipynb"
+    fake = ("export/jane/02_softmax/._02_softmax.ipynb" if where == "sibling"
+            else "__MACOSX/export/jane/02_softmax/._02_softmax.ipynb")
+    members = {fake: APPLEDOUBLE, real: nb("jane-2")}
+    if layout == "zip":
+        download = make_zip(tmp_path / "dl.zip", members,
+                            {fake: (2026, 1, 1, 13, 0, 0), real: (2026, 1, 1, 12, 0, 0)})
+    else:
+        download = tmp_path / "dl"
+        for name, data in members.items():
+            (download / name).parent.mkdir(parents=True, exist_ok=True)
+            (download / name).write_bytes(data)
+    out = tmp_path / "subs"
+    outcomes = collect.collect(download, out, solutions)
+    assert [o.where for o in outcomes if o.status == "placed"] == [
+        "jane/02_softmax/02_softmax.ipynb"]
+    assert json.loads((out / "jane/02_softmax/02_softmax.ipynb").read_text())["tag"] == "jane-2"
+    [skipped] = [o for o in outcomes if o.origin.endswith("._02_softmax.ipynb")]
+    assert skipped.status == "unmatched" and "macOS" in skipped.reason

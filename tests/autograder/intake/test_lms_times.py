@@ -194,18 +194,19 @@ def test_the_documented_canvas_submission_is_read():
 @settings(max_examples=60, deadline=None)
 @given(minutes=st.integers(0, 60 * 24 * 365 * 3),
        zone=st.sampled_from(["Europe/Berlin", "America/New_York", "Asia/Kolkata", "UTC",
-                             "Australia/Lord_Howe", "America/St_Johns"]))
+                             "Australia/Lord_Howe", "America/St_Johns"]),
+       pack=st.sampled_from(sorted(moodle.DAYDATETIME)))
 def test_a_worksheet_time_reads_back_to_its_minute_in_any_zone(tmp_path_factory, minutes,
-                                                                zone):
+                                                                zone, pack):
     """The class of Moodle times: any minute over three years (daylight-saving changes
     included), in zones with half-hour and 30/60-minute DST offsets, written as Moodle's
     userdate writes it and read back with --times-zone, is the same UTC minute (an
     ambiguous hour at a DST fall-back aside: its earlier reading is taken, as
-    zoneinfo's fold=0)."""
+    zoneinfo's fold=0), in the English and the US English language packs' formats."""
     when = datetime(2025, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=minutes)
     folder = tmp_path_factory.mktemp("sheet")
     student = moodle.Student(7, "A B")
-    path = moodle.worksheet(folder / "w.csv", [(student, when)], ZoneInfo(zone))
+    path = moodle.worksheet(folder / "w.csv", [(student, when)], ZoneInfo(zone), pack)
     got = sources.read_uploads(path, zone)["7"].submitted_at
     local = when.astimezone(ZoneInfo(zone))
     if local.replace(fold=1).utcoffset() != local.replace(fold=0).utcoffset():
@@ -223,6 +224,7 @@ def test_a_worksheet_time_reads_back_to_its_minute_in_any_zone(tmp_path_factory,
     ('[{"user_id": 1, "submitted_at": "2026-10-01T10:00:00Z"},'
      ' {"user_id": 1, "submitted_at": "2026-10-02T10:00:00Z"}]', "listed twice"),
     ("Name,Time\nx,y\n", "neither a Canvas"),
+    ("Kennung,Zuletzt geändert (Abgabe)\nTeilnehmer/in 4,-\n", "with English as your language"),
     ("Identifier,Last modified (submission)\nBob,-\n", "is not 'Participant <id>'"),
     ("Identifier,Last modified (submission)\nParticipant 4,\x1b[31mnot a time\n",
      "is not a time Moodle writes"),

@@ -201,3 +201,67 @@ def test_an_unknown_assignment_or_policy_builds_nothing(tmp_path):
                     check=False)
         assert done.returncode == 2 and "nothing was written" in done.stderr
         assert not (tmp_path / "z" / "autograder.zip").exists()
+
+
+def _group(created: datetime, *members: tuple[str, datetime | None, str]) -> dict:
+    """A group submission's metadata: several ``users[]``, each (sid, own due, name)."""
+    metadata = _metadata(members[0][0], created)
+    metadata["users"] = [{**_metadata(sid, created, due)["users"][0], "name": name}
+                         for sid, due, name in members]
+    return metadata
+
+
+@pytest.mark.slow
+def test_a_group_submission_is_judged_against_its_most_generous_members_deadline(gradescope):
+    """Gradescope gives a group the extension of any of its members; the names it
+    gives (hostile: a student writes their own) are escaped in the output."""
+    text = notebook_texts([ASSIGNMENT])["perfect"][ASSIGNMENT]
+    created = DUE + timedelta(hours=30)
+    hostile = "Eve\x1b[2J\x1b]8;;http://x\x07\u202e"
+    plain = _submit(gradescope, "s1005", text,
+                    _metadata("s1005", DUE - timedelta(hours=1)))["score"]
+    no_extension = _submit(gradescope, "s1005", text, _group(
+        created, ("s1005", None, "Ann"), ("s1006", None, hostile)))
+    second_has_one = _submit(gradescope, "s1005", text, _group(
+        created, ("s1005", None, "Ann"), ("s1006", DUE + timedelta(days=2), hostile)))
+    assert no_extension["score"] == pytest.approx(plain * 0.8)       # 2 days, 10 % each
+    assert second_has_one["score"] == pytest.approx(plain)
+    for results in (no_extension, second_has_one):
+        assert "s1005" in results["output"] and "s1006" in results["output"]
+        assert not any(c in results["output"] for c in "\x1b\x07\u202e")
+
+
+def test_a_build_time_extension_of_any_group_member_covers_the_group(tmp_path):
+    """``--extensions`` at build time, given to the group's second member."""
+    from autograder.ondemand import gradescope as gs
+    from autograder.results import late
+
+    ext = tmp_path / "ext.csv"
+    ext.write_text(f"student_id,assignment,deadline\ns1008,{ASSIGNMENT},"
+                   f"{(DUE + timedelta(days=3)).isoformat()}\n")
+    config = {"deadline": None, "extensions": late.read_extensions(ext).to_json()}
+    metadata = _group(DUE + timedelta(hours=30), ("s1007", None, "A"), ("s1008", None, "B"))
+    received, due = gs.lateness(metadata, config, ASSIGNMENT)
+    assert due == DUE + timedelta(days=3) and received > DUE
+    alone = _metadata("s1007", DUE + timedelta(hours=30))
+    assert gs.lateness(alone, config, ASSIGNMENT)[1] == DUE
+
+
+@pytest.mark.parametrize("fake", [f"__MACOSX/hw/._{ASSIGNMENT}.ipynb", f"hw/._{ASSIGNMENT}.ipynb",
+                                  f"__MACOSX/._{ASSIGNMENT}.ipynb", f"._{ASSIGNMENT}.ipynb",
+                                  f"hw/.ipynb_checkpoints/{ASSIGNMENT}-checkpoint.ipynb"])
+@pytest.mark.parametrize("real", [f"{ASSIGNMENT}.ipynb", f"hw/{ASSIGNMENT}.ipynb"])
+def test_a_zip_made_on_a_mac_is_graded_by_its_notebook_not_its_metadata(tmp_path, fake, real):
+    """Gradescope unpacks an uploaded zip into ``/autograder/submission``; one made on a
+    Mac carries ``._NAME`` copies (under ``__MACOSX/`` or beside the file), which sort
+    before the notebook. The notebook is what is placed."""
+    from autograder.ondemand import gradescope as gs
+
+    submission = tmp_path / "submission"
+    for name, data in ((fake, b"\x00\x05\x16\x07Mac OS X"), (real, b'{"cells": []}')):
+        (submission / name).parent.mkdir(parents=True, exist_ok=True)
+        (submission / name).write_bytes(data)
+    placed, notes = gs.place(submission, "s1", [ASSIGNMENT], tmp_path / "subs")
+    assert placed == [(ASSIGNMENT, f"{ASSIGNMENT}.ipynb")], notes
+    graded = tmp_path / "subs" / "s1" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert graded.read_bytes() == b'{"cells": []}'
