@@ -1,4 +1,5 @@
-"""Notebook 14's exercise units (helpers/exercises/logit_lens.py, induction_scores.py):
+"""Notebook 14's exercise units (helpers/exercises/logit_lens.py, induction_scores.py,
+ablate_heads.py):
 written expected values against the reference, every named mistake caught by a visible
 case, the catalogue's answers judged by the references on every case."""
 
@@ -9,7 +10,7 @@ import importlib
 import numpy as np
 import pytest
 
-NAMES = ("logit_lens", "induction_scores")
+NAMES = ("logit_lens", "induction_scores", "ablate_heads")
 
 
 def _exercise(name):
@@ -21,7 +22,9 @@ def _catalogue(name):
 
 
 def _function(source, name):
-    ns = {"np": np}
+    from helpers import reference
+
+    ns = {"np": np, **{n: getattr(reference, n) for n in reference.__all__}}
     exec(source, ns)                                   # noqa: S102 (our own catalogue)
     return ns[name]
 
@@ -90,3 +93,23 @@ def test_logit_lens_last_layer_is_the_models_prediction_in_torch():
         norm.weight.copy_(torch.tensor(g))
         want = torch.softmax(norm(torch.tensor(h)) @ torch.tensor(W).T, dim=-1).numpy()
     assert np.allclose(interpretability.logit_lens(h, g, W), want, rtol=1e-10, atol=1e-12)
+
+
+def test_ablating_a_head_is_zeroing_its_rows_of_W_O():
+    """Independent of the reference's loop: the same loss from the unablated forward of a
+    model whose W_O has that head's d_h rows zeroed (notebook 08's language_model_forward)."""
+    import copy
+
+    from helpers import interpretability, reference
+    from helpers.course import draw
+
+    params = draw.seeded_lm(1439, V=7, d=6, n_ctx=8, n_blocks=2, ln_f=True)
+    ids = np.array([3, 0, 6, 2, 2, 5, 1])
+    for heads in ([], [(0, 1)], [(1, 0), (1, 2)], [(0, 0), (1, 1)]):
+        cut = copy.deepcopy(params)
+        for (b, h) in heads:
+            cut["blocks"][b]["W_O"][2 * h:2 * h + 2] = 0.0       # d_h = 6 / 3
+        want = reference.cross_entropy(reference.language_model_forward(ids, cut, 3)[:-1],
+                                       ids[1:])
+        assert np.isclose(interpretability.ablate_heads(ids, params, 3, heads), want,
+                          rtol=1e-12), heads
