@@ -6,6 +6,9 @@ exercises, NumPy only, one short function per equation, no validation.
     induction score   on a random sequence repeated twice (period T), a head's mean
                       attention from position i >= T to position i - T + 1
     ablation          the loss when chosen heads' outputs are zeroed
+    answer rank       where the right next token stands in each layer's distribution
+    direct logit      a head's output (after W_O) dotted with the unembedding of the
+    attribution       right next token: how much it pushes that token's logit up
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import numpy as np
 
 from helpers import reference
 
-__all__ = ["logit_lens", "induction_scores", "ablate_heads"]
+__all__ = ["logit_lens", "induction_scores", "ablate_heads", "answer_ranks",
+           "direct_logit_attribution"]
 
 
 def logit_lens(hidden_states, final_norm_weight, W_U, eps=1e-5) -> np.ndarray:
@@ -64,3 +68,24 @@ def ablate_heads(token_ids, params, n_heads, heads) -> float:
         x = reference.layer_norm(x, params["ln_f_gamma"], params["ln_f_beta"])
     logits = reference.lm_head(x, params["E"])                   # [N, V]
     return reference.cross_entropy(logits[:-1], ids[1:])
+
+
+def answer_ranks(distributions, target_ids) -> np.ndarray:
+    """[L, N]: the rank of target_ids[n] in distributions[l, n] (0: the most likely token;
+    a tie counts the tokens strictly more likely only).
+
+    distributions: [L, N, V]; target_ids: [N]."""
+    D = np.asarray(distributions, dtype=np.float64)                  # [L, N, V]
+    t = np.asarray(target_ids, dtype=np.int64)                       # [N]
+    p_target = D[:, np.arange(len(t)), t]                            # [L, N]
+    return (D > p_target[..., None]).sum(axis=-1)                    # [L, N]
+
+
+def direct_logit_attribution(head_outputs, W_U, target_ids) -> np.ndarray:
+    """[L, H, N]: each head's output at each position (its share of the residual stream,
+    after W_O) dotted with the unembedding row of the right next token.
+
+    head_outputs: [L, H, N, d]; W_U: [V, d]; target_ids: [N]."""
+    O = np.asarray(head_outputs, dtype=np.float64)                   # [L, H, N, d]
+    U = np.asarray(W_U, dtype=np.float64)[np.asarray(target_ids, dtype=np.int64)]  # [N, d]
+    return (O * U).sum(axis=-1)                                      # [L, H, N]

@@ -45,6 +45,8 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
                     "adamw_update", "lr_schedule", "clip_by_global_norm"),
     "13_inference": ("top_p_distribution", "repetition_penalty", "beam_search",
                      "attention_with_cache", "online_softmax", "flash_attention"),
+    "14_interpretability": ("logit_lens", "answer_ranks", "induction_scores", "ablate_heads",
+                            "direct_logit_attribution"),
 }
 
 #: What grading an assignment needs prepared first, by a trusted process, before any
