@@ -21,13 +21,17 @@ __all__ = ["logit_lens", "induction_scores", "ablate_heads", "answer_ranks",
            "direct_logit_attribution"]
 
 
-def logit_lens(hidden_states, final_norm_weight, W_U, eps=1e-5) -> np.ndarray:
+#: The final RMSNorm's epsilon in the logit lens (the course's char model's and SmolLM2's).
+LENS_EPS = 1e-5
+
+
+def logit_lens(hidden_states, final_norm_weight, W_U) -> np.ndarray:
     """[L + 1, N, V]: each layer's next-token distribution, softmax(RMSNorm(h) W_U^T).
 
     hidden_states: [L + 1, N, d] (the embeddings, then each block's output);
     final_norm_weight: [d]; W_U: [V, d]."""
     h = np.asarray(hidden_states, dtype=np.float64)              # [L + 1, N, d]
-    rms = np.sqrt((h * h).mean(axis=-1, keepdims=True) + eps)    # [L + 1, N, 1]
+    rms = np.sqrt((h * h).mean(axis=-1, keepdims=True) + LENS_EPS)  # [L + 1, N, 1]
     logits = (h / rms * final_norm_weight) @ np.asarray(W_U).T   # [L + 1, N, V]
     return reference.softmax(logits, axis=-1)                    # [L + 1, N, V]
 

@@ -11,13 +11,14 @@ WRONG = {
     p = D[:, np.arange(len(target_ids)), target_ids]
     return (D >= p[..., None]).sum(axis=-1) - 1
 """, "strictly more likely"),
-    # argsort's position of the target: ties broken by index, not left out
-    "unknown_argsort": ("""def answer_ranks(distributions, target_ids):
+    # argsort's position of the target: ties before it by index counted, which on the
+    # tied case is what counting every tie gives: the feedback names that candidate
+    "argsort_ties_by_index": ("""def answer_ranks(distributions, target_ids):
     D = np.asarray(distributions, dtype=float)
     order = np.argsort(-D, axis=-1, kind="stable")
     t = np.asarray(target_ids)
     return np.argmax(order == t[None, :, None], axis=-1)
-""", "first difference"),
+""", "exactly as likely as the target"),
 }
 
 CORRECT = {
