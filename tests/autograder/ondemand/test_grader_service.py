@@ -31,6 +31,7 @@ from autograder.ondemand.service.service import GradingService
 from autograder.ondemand.service.settings import Settings
 from autograder.results import late
 from autograder.results.records import read_records
+from graded_again import graded_by_the_command
 
 ASSIGNMENT, NOTEBOOK = "01_dot_products", "01_dot_products.ipynb"
 COURSE = {(ASSIGNMENT, NOTEBOOK)}
@@ -327,17 +328,8 @@ def test_the_service_grades_as_the_grade_command_does(tmp_path):
     served = {r["student_id"]: r for r in read_records(settings.out)}
     assert sorted(served) == ["ann", "bob"] == sorted(r["student_id"] for r in seen)
     # the same notebooks, graded by the command with the same secret
-    plain = tmp_path / "plain"
-    for student in ("ann", "bob"):
-        (plain / student / ASSIGNMENT).mkdir(parents=True)
-        (plain / student / ASSIGNMENT / NOTEBOOK).write_bytes(
-            (settings.submissions / student / ASSIGNMENT / NOTEBOOK).read_bytes())
-    result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(plain), "--out",
-                             str(tmp_path / "graded"), "--secret-file",
-                             str(settings.out / "grading-secret.key")], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=GRADE_DEADLINE)
-    assert result.returncode == 0, result.stderr[-3000:]
-    graded = {r["student_id"]: r for r in read_records(tmp_path / "graded")}
+    graded = graded_by_the_command(settings.submissions, settings.out, tmp_path, ("ann", "bob"),
+                                   ASSIGNMENT, NOTEBOOK, GRADE_DEADLINE)
     for student in ("ann", "bob"):
         assert ([(c["grade_id"], c["points"], c["status"]) for c in served[student]["cells"]]
                 == [(c["grade_id"], c["points"], c["status"]) for c in graded[student]["cells"]])

@@ -11,17 +11,15 @@ the grade command.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from autograder import REPO_ROOT
 from autograder.ondemand.service.service import GradingService
 from autograder.ondemand.service.settings import Settings
 from autograder.results.records import read_records
+from graded_again import graded_by_the_command
 from slurm_machinery import MISSING, one_node_slurm
 
 ASSIGNMENT, NOTEBOOK = "01_dot_products", "01_dot_products.ipynb"
@@ -60,17 +58,8 @@ def test_the_slurm_backend_grades_each_submission_in_a_job(tmp_path, monkeypatch
         controller = next(p for p in logs if p.name == "slurmctld.log").read_text()
         assert controller.count("_slurm_rpc_submit_batch_job: JobId=") == 2, controller[-3000:]
     served = {r["student_id"]: r for r in read_records(settings.out)}
-    plain = tmp_path / "plain"
-    for student in ("ann", "bob"):
-        (plain / student / ASSIGNMENT).mkdir(parents=True)
-        (plain / student / ASSIGNMENT / NOTEBOOK).write_bytes(
-            (settings.submissions / student / ASSIGNMENT / NOTEBOOK).read_bytes())
-    result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(plain), "--out",
-                             str(tmp_path / "graded"), "--secret-file",
-                             str(settings.out / "grading-secret.key")], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=GRADE_DEADLINE)
-    assert result.returncode == 0, result.stderr[-3000:]
-    graded = {r["student_id"]: r for r in read_records(tmp_path / "graded")}
+    graded = graded_by_the_command(settings.submissions, settings.out, tmp_path, ("ann", "bob"),
+                                   ASSIGNMENT, NOTEBOOK, GRADE_DEADLINE)
     for student in ("ann", "bob"):
         assert ([(c["grade_id"], c["points"]) for c in served[student]["cells"]]
                 == [(c["grade_id"], c["points"]) for c in graded[student]["cells"]])
