@@ -44,7 +44,7 @@ LEARNER_API = CONTRACT_FUNCTIONS + (
     "BLOCK_PARAM_SHAPES",
     # modules
     "checks", "examples", "plots", "widgets", "demos_model", "environment_check",
-    "bert", "llama", "pretrained", "tokenizer", "training", "inference",
+    "bert", "llama", "pretrained", "tokenizer", "training", "inference", "interpretability",
 )
 
 __version__ = "0.1.0"

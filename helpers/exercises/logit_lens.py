@@ -22,7 +22,7 @@ CONTRACT = Contract(
                 "layer 0 is the embeddings, read out like the last layer"))
 
 EXERCISE = Exercise(
-    "logit_lens", interpretability.logit_lens, contract=CONTRACT,
+    "logit_lens", interpretability.logit_lens, contract=CONTRACT, uses=("softmax",),
     difficulty=2, importance=3, minutes=15,
     hints=(
         r"""The model only ever turns its **last** residual stream into a prediction:

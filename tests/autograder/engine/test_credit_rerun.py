@@ -41,7 +41,7 @@ def runs(monkeypatch):
     real = res.worker.run
 
     def run(job, conf, limits):
-        if job["kind"] == "calls":
+        if job["kind"] == "calls" and not job.get("trace"):   # a traced run only explains
             seen.append((job["function"], bool(job.get("uses"))))
         return real(job, conf, limits)
 
