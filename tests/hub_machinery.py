@@ -33,6 +33,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def config_head(hub_dir: Path) -> tuple[int, str]:
+    """``(the proxy's port, the first lines of a test's hub configuration)``: the shipped
+    configuration loaded as it is, then only free ports and the hub's state in ``hub_dir``
+    overridden; each test appends what is its own."""
+    port, hub_port, api_port = free_port(), free_port(), free_port()
+    return port, f"""
+load_subconfig({str(CONFIG_DIR / 'jupyterhub_config.py')!r})
+c.JupyterHub.bind_url = "http://127.0.0.1:{port}"
+c.JupyterHub.hub_port = {hub_port}
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{api_port}"
+c.JupyterHub.db_url = "sqlite:///{hub_dir / 'hub.sqlite'}"
+c.JupyterHub.cookie_secret_file = {str(hub_dir / 'cookie_secret')!r}
+"""
+
+
 def pin(name: str) -> str:
     for line in (REPO_ROOT / "constraints.txt").read_text().splitlines():
         if line.lower().startswith(name + "=="):

@@ -41,8 +41,8 @@ import pytest
 from autograder import REPO_ROOT
 from autograder.ondemand.service import settings as service_settings
 from autograder.results.records import read_records
-from hub_machinery import (CONFIG_DIR, Hub, add_users, free_port, hub_venv, remove_users,
-                           skip_unless_root_with_tools)
+from hub_machinery import (Hub, add_users, config_head, free_port, hub_venv,
+                           remove_users, skip_unless_root_with_tools)
 from notebook_helpers import stop_process_group
 
 INSTALL_DEADLINE, HUB_DEADLINE, GRADE_DEADLINE = 1800, 180, 600
@@ -52,19 +52,12 @@ PREFIX = "/services/grader/"
 
 
 def _start_hub(base: Path, users: list[str], admin_token: str):
-    port, hub_port, api_port = free_port(), free_port(), free_port()
     hub_dir = base / "hub"
     hub_dir.mkdir(mode=0o700)
     tmp = base / "service-tmp"
     tmp.mkdir()
-    (hub_dir / "test_config.py").write_text(f"""
-load_subconfig({str(CONFIG_DIR / 'jupyterhub_config.py')!r})
-c.JupyterHub.bind_url = "http://127.0.0.1:{port}"
-c.JupyterHub.hub_port = {hub_port}
-c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{api_port}"
-c.JupyterHub.db_url = "sqlite:///{hub_dir / 'hub.sqlite'}"
-c.JupyterHub.cookie_secret_file = {str(hub_dir / 'cookie_secret')!r}
-grader = c.JupyterHub.services[0]
+    port, head = config_head(hub_dir)
+    (hub_dir / "test_config.py").write_text(head + f"""grader = c.JupyterHub.services[0]
 grader["url"] = "http://127.0.0.1:{free_port()}"
 grader["environment"] = {{"TMPDIR": {str(tmp)!r}}}
 c.JupyterHub.services.append({{"name": "course-test", "api_token": {admin_token!r}}})

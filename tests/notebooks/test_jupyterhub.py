@@ -36,7 +36,7 @@ import pytest
 
 from autograder import REPO_ROOT
 from autograder.release import bundle as bundle_mod
-from hub_machinery import (CONFIG_DIR, Hub, add_users, free_port as _free_port, hub_venv,
+from hub_machinery import (CONFIG_DIR, Hub, add_users, config_head, hub_venv,
                            pin as _pin, remove_users, run as _run,
                            skip_unless_root_with_tools)
 from notebook_helpers import stop_process_group
@@ -97,18 +97,11 @@ def test_jupyterhub_with_the_nbgrader_exchange_from_release_to_grade(tmp_path):
         assert (exchange / COURSE / "outbound" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
 
         # 2. the hub, with the shipped configuration
-        port, hub_port, api_port = _free_port(), _free_port(), _free_port()
         token = secrets.token_hex(32)
         hub_dir = base / "hub"
         hub_dir.mkdir(mode=0o700)
-        (hub_dir / "test_config.py").write_text(f"""
-load_subconfig({str(CONFIG_DIR / 'jupyterhub_config.py')!r})
-c.JupyterHub.bind_url = "http://127.0.0.1:{port}"
-c.JupyterHub.hub_port = {hub_port}
-c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{api_port}"
-c.JupyterHub.db_url = "sqlite:///{hub_dir / 'hub.sqlite'}"
-c.JupyterHub.cookie_secret_file = {str(hub_dir / 'cookie_secret')!r}
-c.Spawner.environment = {env_nb!r}
+        port, head = config_head(hub_dir)
+        (hub_dir / "test_config.py").write_text(head + f"""c.Spawner.environment = {env_nb!r}
 c.Spawner.start_timeout = {SERVER_DEADLINE}
 c.Spawner.http_timeout = {SERVER_DEADLINE}
 c.JupyterHub.services = [{{"name": "course-test", "api_token": {token!r}}}]
