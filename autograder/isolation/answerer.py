@@ -77,7 +77,7 @@ class Answerer:
             reply = self._computed(data, deadline)
         try:
             self.sock.settimeout(max(0.1, deadline - time.monotonic()))
-            self.sock.sendall(len(reply).to_bytes(8, "big") + reply)
+            answering.send_message(self.sock, len(reply).to_bytes(8, "big"), reply)
         except OSError:
             return False
         return True
@@ -90,14 +90,15 @@ class Answerer:
             self._start()
         try:
             self.helper.settimeout(max(0.1, deadline - time.monotonic()))
-            self.helper.sendall(len(data).to_bytes(8, "big") + data)
+            answering.send_message(self.helper, len(data).to_bytes(8, "big"), data)
             head = answering.recv_exactly(self.helper, 10, deadline)
             if head is not None:
                 size, flag, spec_len = (int.from_bytes(head[:8], "big"), head[8], head[9])
                 if size <= course_calls.MAX_CALL_BYTES:
                     body = answering.recv_exactly(self.helper, spec_len + size, deadline)
                     if body is not None:
-                        spec, reply = body[:spec_len].decode(), body[spec_len:]
+                        spec = body[:spec_len].decode()
+                        reply = memoryview(body)[spec_len:]      # no copy of the reply
                         if flag:
                             answering.remember(data, spec, reply)
                         return reply
@@ -190,8 +191,8 @@ class Answerer:
             reply, spec = answering.compute(data, self.answers, blobs, memory)
             name = (spec or "").encode()[:255]
             sock.settimeout(None)
-            sock.sendall(len(reply).to_bytes(8, "big") + bytes([spec is not None, len(name)])
-                         + name + reply)
+            answering.send_message(sock, len(reply).to_bytes(8, "big")
+                                   + bytes([spec is not None, len(name)]) + name, reply)
 
 
 def _limit_cpu(seconds: float, hard: int) -> None:

@@ -11,6 +11,7 @@ first within :data:`MEMO_BYTES`) for the identical requests that follow.
 
 from __future__ import annotations
 
+import hashlib
 import socket
 import time
 
@@ -36,22 +37,30 @@ def course_function(spec: str):
     return resolve(spec)
 
 
-def recv_exactly(sock: socket.socket, n: int, deadline: float) -> bytes | None:
-    chunks, left = [], n
-    while left:
+def recv_exactly(sock: socket.socket, n: int, deadline: float) -> bytearray | None:
+    """Exactly ``n`` bytes from ``sock`` by ``deadline`` (else None), read into one buffer
+    allocated once: a message costs its own size, never a second copy."""
+    buffer = bytearray(n)
+    view, got = memoryview(buffer), 0
+    while got < n:
         wait = deadline - time.monotonic()
         if wait <= 0:
             return None
         sock.settimeout(wait)
         try:
-            data = sock.recv(min(left, 1 << 20))
+            size = sock.recv_into(view[got:], min(n - got, 1 << 20))
         except OSError:
             return None
-        if not data:
+        if not size:
             return None
-        chunks.append(data)
-        left -= len(data)
-    return b"".join(chunks)
+        got += size
+    return buffer
+
+
+def send_message(sock: socket.socket, head: bytes, body) -> None:
+    """``head`` then ``body`` on ``sock``, without joining them (a join copies the body)."""
+    sock.sendall(head)
+    sock.sendall(body)
 
 
 #: The course functions the worker has answered with, by spec, and their parameters
@@ -110,27 +119,31 @@ def _unnamed(x, blobs: dict, depth: int = 0):
     return x
 
 
-#: Replies the worker gave, by request (each names only arrays by their content): the
-#: same request from any child of this grading process gets the same reply without
-#: being computed again (the visible cases run in the notebook run and in the
-#: exercise's, and a class's notebooks ask the same of the course model).
-_MEMO: dict[bytes, tuple[str, bytes]] = {}
+#: Replies the worker gave, by the digest of their request (each names only arrays by
+#: their content): the same request from any child of this grading process gets the
+#: same reply without being computed again (the visible cases run in the notebook run
+#: and in the exercise's, and a class's notebooks ask the same of the course model).
+_MEMO: dict[bytes, tuple[str, bytes | memoryview]] = {}
 MEMO_BYTES = 64 * 1024 * 1024
 _memo_size = [0]
 
 
-def remember(request: bytes, spec: str, reply: bytes) -> None:
+def _key(request) -> bytes:
+    return hashlib.sha256(request).digest()
+
+
+def remember(request, spec: str, reply) -> None:
     """Keep ``reply`` for the identical requests that follow (within MEMO_BYTES)."""
-    if _memo_size[0] + len(request) + len(reply) > MEMO_BYTES:
+    if _memo_size[0] + len(reply) > MEMO_BYTES:
         _MEMO.clear()
         _memo_size[0] = 0
-    _MEMO[request] = (spec, reply)
-    _memo_size[0] += len(request) + len(reply)
+    _MEMO[_key(request)] = (spec, reply)
+    _memo_size[0] += len(reply)
 
 
-def remembered(data: bytes, answers: frozenset) -> bytes | None:
+def remembered(data, answers: frozenset):
     """The reply given before to request ``data``, if a run that may ask it asks."""
-    hit = _MEMO.get(data)
+    hit = _MEMO.get(_key(data))
     return hit[1] if hit is not None and hit[0] in answers else None
 
 
