@@ -431,6 +431,10 @@ def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None
         if _is_reference(fn, ref):
             raise CheckFailed(_own_implementation_message(name, label))
     failures = _failures(ex, fn, selected)
+    if failures and not failures[-1][2]:      # candidates narrowed by the other cases
+        said = {id(c): t for c, t, _ in failures}
+        told = judge.narrow(ex, selected, [said.get(id(c)) for c in selected])
+        failures = [(c, told[selected.index(c)], ni) for c, _, ni in failures]
     n = len(selected)
     label = f"{name}{' (hidden)' if hidden else ''}{f' [{group}]' if group else ''}"
     if not failures:

@@ -252,6 +252,10 @@ def _run_calls(function: str, job: dict, case_set: CaseSet, source: Source,
         except Exception as exc:   # compare() on a strange value: a failed case
             problems.append(f"{function} returned a value that cannot be compared "
                             f"({type(exc).__name__}: {_short(exc, 200)})")
+    # a list of candidate mistakes narrowed by the learner's outcomes on the visible
+    # cases, as the instant check narrows it (helpers.course.judge.narrow)
+    problems = judge.narrow(ex, list(cases), problems,
+                            [not h and not i for h, i in zip(case_set.hidden, inconclusive)])
     if broken:
         # a reply that breaks the wire's rules (autograder/isolation/wire.py) is forged:
         # no reply of this run is trusted, and the exercise is invalid in every cell

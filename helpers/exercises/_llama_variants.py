@@ -43,16 +43,22 @@ def gqa_variant(Q, K, V, grouped=True, mask="offset", scale=None):
 
 
 def block_variant(x, block, config, start=0, rope=True, offset=True, residual=True,
-                  norm=True):
+                  norm=True, post_norm=False, rope_values=False):
     x = np.asarray(x, dtype=np.float64)
     b = {k: np.asarray(v, dtype=np.float64) for k, v in block.items()}
     pos = np.arange(start if offset else 0, (start if offset else 0) + len(x))
-    t1 = rms_norm(x, b["attn_norm"], config.eps) if norm else x
+    t1 = rms_norm(x, b["attn_norm"], config.eps) if norm and not post_norm else x
     Q = ref.split_heads(t1 @ b["W_Q"], config.n_heads)
     K = ref.split_heads(t1 @ b["W_K"], config.n_kv_heads)
     V = ref.split_heads(t1 @ b["W_V"], config.n_kv_heads)
     if rope:
         Q, K = (rope_variant(a, pos, config.rope_theta) for a in (Q, K))
+    if rope_values:
+        V = rope_variant(V, pos, config.rope_theta)
     t3 = ref.merge_heads(gqa_variant(Q, K, V)) @ b["W_O"] + (x if residual else 0)
+    if post_norm:                        # each norm after its residual sum (BERT's order)
+        t3 = rms_norm(t3, b["attn_norm"], config.eps)
+        return rms_norm(swiglu(t3, b["W_gate"], b["W_up"], b["W_down"]) + t3,
+                        b["ffn_norm"], config.eps)
     t4 = rms_norm(t3, b["ffn_norm"], config.eps) if norm else t3
     return swiglu(t4, b["W_gate"], b["W_up"], b["W_down"]) + (t3 if residual else 0)

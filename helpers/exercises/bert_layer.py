@@ -94,7 +94,8 @@ def cases():
 
 
 def _layer_variant(x, p, n_heads, key_mask, *, pre_norm=False, causal=False, padding=True,
-                   eps=bert.LN_EPS, act=bert.gelu, biases=True, residual=True):
+                   eps=bert.LN_EPS, act=bert.gelu, biases=True, residual=True, eps2=None,
+                   scale_by_d_model=False, mask_queries=False):
     """The layer with one thing changed: the outputs of known mistakes."""
     x = np.asarray(x, dtype=np.float64)
     zero = np.zeros(np.shape(p["b_Q"]))
@@ -103,14 +104,20 @@ def _layer_variant(x, p, n_heads, key_mask, *, pre_norm=False, causal=False, pad
     mask = None
     if padding and key_mask is not None:
         mask = np.asarray(key_mask, dtype=bool)[..., None, None, :]     # [B, 1, 1, N]
+        if mask_queries:
+            mask = np.asarray(key_mask, dtype=bool)[..., None, :, None]  # [B, 1, N, 1]
     if causal:
         mask = ref.causal_mask(n) if mask is None else mask & ref.causal_mask(n)
 
     def mha(v):
         Qh = ref.split_heads(v @ p["W_Q"] + b("b_Q"), n_heads)
+        if scale_by_d_model:                  # 1/sqrt(d) instead of 1/sqrt(d / n_heads)
+            Qh = Qh / np.sqrt(n_heads)
         Kh = ref.split_heads(v @ p["W_K"] + b("b_K"), n_heads)
         Vh = ref.split_heads(v @ p["W_V"] + b("b_V"), n_heads)
-        heads, _ = ref.scaled_dot_product_attention(Qh, Kh, Vh, mask)
+        # a mask on the queries is refused at the edge, as the learner's call is refused
+        sdpa = _checked_sdpa() if mask_queries else ref.scaled_dot_product_attention
+        heads, _ = sdpa(Qh, Kh, Vh, mask)
         return ref.merge_heads(heads) @ p["W_O"] + b("b_O")
 
     def ffn(v):
@@ -120,7 +127,7 @@ def _layer_variant(x, p, n_heads, key_mask, *, pre_norm=False, causal=False, pad
         return ref.layer_norm(v, p["ln1_gamma"], p["ln1_beta"], eps=eps)
 
     def ln2(v):
-        return ref.layer_norm(v, p["ln2_gamma"], p["ln2_beta"], eps=eps)
+        return ref.layer_norm(v, p["ln2_gamma"], p["ln2_beta"], eps=eps if eps2 is None else eps2)
 
     if pre_norm:
         t = x + mha(ln1(x))
@@ -128,6 +135,12 @@ def _layer_variant(x, p, n_heads, key_mask, *, pre_norm=False, causal=False, pad
     keep = 1.0 if residual else 0.0
     h = ln1(keep * x + mha(x))
     return ln2(keep * h + ffn(h))
+
+
+def _checked_sdpa():
+    import helpers                      # the export, checked by its exercise's contract
+
+    return helpers.scaled_dot_product_attention
 
 
 def _relu(x):
@@ -175,3 +188,21 @@ def _no_biases(x, layer, n_heads, key_mask=None):
 @EXERCISE.mistake("no_residual", "no residual connections (x + MHA(x), h + FFN(h))")
 def _no_residual(x, layer, n_heads, key_mask=None):
     return _layer_variant(x, layer, n_heads, key_mask, residual=False)
+
+
+@EXERCISE.mistake("scale_d_model", "the scores were divided by sqrt(d_model); each head's "
+                  "scores are divided by sqrt(d_head), d_head = d_model / n_heads")
+def _scale_d_model(x, layer, n_heads, key_mask=None):
+    return _layer_variant(x, layer, n_heads, key_mask, scale_by_d_model=True)
+
+
+@EXERCISE.mistake("mask_on_queries", "the padding mask was put on the queries (rows); it hides "
+                  "KEYS: key_mask[..., None, None, :] masks the columns")
+def _mask_on_queries(x, layer, n_heads, key_mask=None):
+    return _layer_variant(x, layer, n_heads, key_mask, mask_queries=True)
+
+
+@EXERCISE.mistake("second_eps", "the second layer norm used the default eps=1e-5; both of "
+                  "BERT's layer norms use eps=1e-12")
+def _second_eps(x, layer, n_heads, key_mask=None):
+    return _layer_variant(x, layer, n_heads, key_mask, eps2=1e-5)

@@ -83,3 +83,12 @@ def _gelu_sigmoid(x):
     x = _x(x)
     with np.errstate(over="ignore"):
         return x / (1 + np.exp(-1.702 * x))
+
+
+@EXERCISE.mistake("math_erf", "math.erf takes one number, not an array: apply it to every "
+                  "entry with np.vectorize(math.erf)")
+def _math_erf(x):
+    import math
+
+    x = _x(x)
+    return 0.5 * x * (1 + math.erf(x / math.sqrt(2)))     # TypeError for an array

@@ -165,6 +165,19 @@ def _no_norm(x, block, config, start=0, cache=None, layer=0):
     return block_variant(x, block, config, start, norm=False)
 
 
+@EXERCISE.mistake("post_norm", "each RMS norm came after its residual sum (post-norm, as in "
+                  "BERT); Llama normalises the input of each sublayer: t1 = rms_norm(x), "
+                  "t4 = rms_norm(t3), and the sums stay unnormalised")
+def _post_norm(x, block, config, start=0, cache=None, layer=0):
+    return block_variant(x, block, config, start, post_norm=True)
+
+
+@EXERCISE.mistake("rope_values", "the values were rotated too: RoPE rotates only the queries "
+                  "and keys (it encodes positions in their dot products)")
+def _rope_values(x, block, config, start=0, cache=None, layer=0):
+    return block_variant(x, block, config, start, rope_values=True)
+
+
 # Without a cache, ignoring `start` changes nothing (RoPE scores depend on offsets only):
 # the cache scenario catches it.
 @EXERCISE.mistake("start_ignored", "the rotations ignore start: the new row sits at position "

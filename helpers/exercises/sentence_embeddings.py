@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import helpers.reference as ref
 from helpers import bert
 from helpers.examples import IT_SENTENCES
 from helpers.course import Arg, Contract, Exercise, draw, case
@@ -87,3 +88,49 @@ def _cls(ids, key_mask, params):
                   "where key_mask is True")
 def _with_padding(ids, key_mask, params):
     return bert.l2_normalize(bert.bert_forward(ids, key_mask, params).mean(axis=-2))
+
+
+def _variant(ids, key_mask, params, *, segment=True, positions_by_id=False, eps_e=None,
+             layer_mask=True, norm_axis=-1):
+    """The encoder with one thing changed: the outputs of known mistakes."""
+    ids = np.asarray(ids)
+    eps = params.get("eps", bert.LN_EPS)
+    P = params["P"][ids] if positions_by_id else params["P"][:ids.shape[-1]]
+    x = params["E"][ids] + P + (params["T"][0] if segment else 0.0)   # [B, N, d]
+    h = ref.layer_norm(x, params["ln_e_gamma"], params["ln_e_beta"],
+                        eps=eps if eps_e is None else eps_e)
+    for layer in params["layers"]:
+        h = bert.bert_layer(h, layer, params["n_heads"], key_mask if layer_mask else None,
+                            eps=eps)
+    s = bert.mean_pool(h, key_mask)                                   # [B, d]
+    return s / np.linalg.norm(s, axis=norm_axis, keepdims=True)
+
+
+@EXERCISE.mistake("no_segment", "the segment embedding T[0] is missing: a token's input is "
+                  "E[id] + P[position] + T[0]")
+def _no_segment(ids, key_mask, params):
+    return _variant(ids, key_mask, params, segment=False)
+
+
+@EXERCISE.mistake("positions_by_id", "the positions were looked up by token id (P[ids]); the "
+                  "position rows are P[:N], one per place in the sentence")
+def _positions_by_id(ids, key_mask, params):
+    return _variant(ids, key_mask, params, positions_by_id=True)
+
+
+@EXERCISE.mistake("embedding_eps", "the embeddings' layer norm used the default eps=1e-5; "
+                  "BERT uses eps=1e-12 there too")
+def _embedding_eps(ids, key_mask, params):
+    return _variant(ids, key_mask, params, eps_e=1e-5)
+
+
+@EXERCISE.mistake("mask_not_in_layers", "the layers were run without key_mask: the real "
+                  "tokens attended to the padding; pass the mask to every layer too")
+def _mask_not_in_layers(ids, key_mask, params):
+    return _variant(ids, key_mask, params, layer_mask=False)
+
+
+@EXERCISE.mistake("norm_over_batch", "each embedding was divided by a length taken over the "
+                  "batch (axis=0); take each sentence's own length (axis=-1)")
+def _norm_over_batch(ids, key_mask, params):
+    return _variant(ids, key_mask, params, norm_axis=0)

@@ -106,3 +106,13 @@ def _no_shift(X):
     with np.errstate(all="ignore"):
         e = np.exp(X @ X.T / np.sqrt(X.shape[-1]))
         return e / e.sum(axis=-1, keepdims=True)
+
+
+@EXERCISE.mistake("in_place_on_integers", "in-place arithmetic (`scores /= np.sqrt(d)`) on an "
+                  "integer array: NumPy cannot store a float result in it; compute in floats "
+                  "(np.asarray(X, dtype=float)) or write scores = scores / np.sqrt(d)")
+def _in_place_on_integers(X):
+    X = np.asarray(X)
+    scores = X @ X.T                                 # integers for integer X
+    scores /= np.sqrt(X.shape[1])                    # raises for an integer array
+    return reference.softmax(scores, axis=-1)

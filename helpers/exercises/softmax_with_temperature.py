@@ -95,3 +95,14 @@ def _whole(z, temperature):
     y = _rows(z) / temperature
     e = np.exp(y - y.max())
     return e / e.sum()
+
+
+@EXERCISE.mistake("in_place_on_integers", "in-place arithmetic (`z /= temperature`) on an "
+                  "integer array: NumPy cannot store a float result in it; start from a float "
+                  "copy, np.array(z, dtype=float)")
+def _in_place_on_integers(z, temperature):
+    z = np.array(z)                                  # integers stay integers
+    z -= z.max(axis=-1, keepdims=True)
+    z /= temperature                                 # raises for an integer array
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)

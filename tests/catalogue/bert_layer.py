@@ -53,7 +53,7 @@ WRONG = {
         "layer norm with eps=1e-5"),
     "second_layer_norm_default_eps": (_variant(
         ('layer["ln2_beta"], eps=1e-12)', 'layer["ln2_beta"])')),
-        "do BOTH layer norms use eps=1e-12"),
+        "Likely mistake: the second layer norm used the default eps=1e-5"),
     "tanh_gelu": (_variant(
         ('gelu(h @ layer["W1"] + layer["b1"])',
          'gelu_tanh(h @ layer["W1"] + layer["b1"])'),
@@ -77,7 +77,7 @@ WRONG = {
         "no residual connections"),
     "mask_on_queries": (_variant(
         ("[..., None, None, :]", "[..., None, :, None]")),
-        "attend to no key at all"),
+        "Likely mistake: the padding mask was put on the queries"),
     "scale_sqrt_d_model": ("""def bert_layer(x, layer, n_heads, key_mask=None):
     x = np.asarray(x, dtype=float)
     d = x.shape[-1]
@@ -93,7 +93,7 @@ WRONG = {
     h = layer_norm(x + attention, layer["ln1_gamma"], layer["ln1_beta"], eps=1e-12)
     ffn = gelu(h @ layer["W1"] + layer["b1"]) @ layer["W2"] + layer["b2"]
     return layer_norm(h + ffn, layer["ln2_gamma"], layer["ln2_beta"], eps=1e-12)
-""", "first difference"),
+""", "Likely mistake: the scores were divided by sqrt(d_model)"),
 }
 
 CORRECT = {

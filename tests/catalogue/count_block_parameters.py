@@ -6,7 +6,7 @@ WRONG = {
 """, "count_block_parameters(4, 8) returned"),
     "no_layer_norms": ("""def count_block_parameters(d, d_ff):
     return 4 * d * d + d * d_ff + d_ff + d_ff * d + d
-""", "count_block_parameters(4, 8) returned"),
+""", "Likely mistake: the two layer norms"),
     "gamma_only": ("""def count_block_parameters(d, d_ff):
     attention = 4 * d * d
     ffn = d * d_ff + d_ff + d_ff * d + d
@@ -17,7 +17,7 @@ WRONG = {
     attention = 3 * d * d             # W_Q, W_K, W_V
     ffn = d * d_ff + d_ff + d_ff * d + d
     return attention + ffn + 4 * d
-""", "count_block_parameters(4, 8) returned"),
+""", "Likely mistake: W_O [d, d] was not counted"),
     "biases_swapped_size_d_ff_twice": ("""def count_block_parameters(d, d_ff):
     return 4 * d * d + 2 * d * d_ff + 2 * d_ff + 4 * d
 """, "but a block with d=4, d_ff=8 has"),

@@ -13,10 +13,10 @@ WRONG = {
     for i in range(len(tokens) - 2):
         counts[(tokens[i], tokens[i + 1])] = counts.get((tokens[i], tokens[i + 1]), 0) + 1
     return counts
-""", "the last pair is missing"),
+""", "Likely mistake: the last pair is missing"),
     "set_of_pairs": ("""def count_pairs(tokens):
     return {p: 1 for p in zip(tokens, tokens[1:])}
-""", "add 1 to its count every time"),
+""", "Likely mistake: each pair counts 1"),
     "unknown_string_keys": ("""def count_pairs(tokens):
     counts = {}
     for a, b in zip(tokens, tokens[1:]):

@@ -27,7 +27,7 @@ WRONG = {
             return tokens
         best = max(pairs, key=lambda p: (pairs.count(p), -merges.index(p)))
         tokens = merge_pair(tokens, best)
-""", "most often"),
+""", "Likely mistake: the pair occurring most often went first"),
     "unknown_reversed_word": ("""def encode_word(word, merges):
     rank = {tuple(p): r for r, p in enumerate(merges)}
     tokens = list(word)[::-1]

@@ -9,7 +9,7 @@ WRONG = {
             if (row >= tolerance).any():
                 slips.add((name, token))
     return slips
-""", "off by MORE than the tolerance"),
+""", "Likely mistake: a difference of exactly the tolerance counted"),
     "signed_difference": ("""def find_slips(printed, computed, tokens, tolerance=0.006):
     slips = set()
     for name, rows in printed.items():

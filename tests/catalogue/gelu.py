@@ -25,7 +25,7 @@ WRONG = {
     "math_erf_on_array": ("""def gelu(x):
     x = np.asarray(x, dtype=float)
     return 0.5 * x * (1 + math.erf(x / math.sqrt(2)))
-""", "raised TypeError"),
+""", "Likely mistake: math.erf takes one number"),
 }
 
 CORRECT = {

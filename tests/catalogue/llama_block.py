@@ -86,7 +86,7 @@ WRONG = {
                   block["attn_norm"], config.eps)
     t5 = swiglu(t3, block["W_gate"], block["W_up"], block["W_down"])
     return rms_norm(t5 + t3, block["ffn_norm"], config.eps)
-""", "first difference"),
+""", "Likely mistake: each RMS norm came after its residual sum"),
     "rope_on_values_too": ("""def llama_block(x, block, config, start=0, cache=None, layer=0):
     x = np.asarray(x, dtype=float)
     positions = np.arange(start, start + len(x))
@@ -99,7 +99,7 @@ WRONG = {
     t3 = merge_heads(grouped_query_attention(Q, K, V)) @ block["W_O"] + x
     t4 = rms_norm(t3, block["ffn_norm"], config.eps)
     return swiglu(t4, block["W_gate"], block["W_up"], block["W_down"]) + t3
-""", "first difference"),
+""", "Likely mistake: the values were rotated too"),
 }
 
 CORRECT = {

@@ -23,14 +23,14 @@ WRONG = {
         if c >= best:                         # >= : a later tie replaces the earlier one
             best, best_j = c, j
     return best_j
-""", "ties go to the smallest j"),
+""", "Likely mistake: ties go to the smallest j"),
     "self_set_to_zero": ("""def most_similar(X, i):
     X = np.asarray(X, dtype=float)
     norms = np.linalg.norm(X, axis=1)
     cosines = X @ X[i] / (norms * norms[i])
     cosines[i] = 0                            # but every other cosine may be negative
     return int(np.argmax(cosines))
-""", "6 random vectors in 3-D"),
+""", "Likely mistake: row i's own cosine was set to 0"),
     "nearest_by_distance": ("""def most_similar(X, i):
     X = np.asarray(X, dtype=float)
     dist = np.linalg.norm(X - X[i], axis=1)   # Euclidean distance, not the angle

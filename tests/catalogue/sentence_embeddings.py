@@ -35,7 +35,7 @@ WRONG = {
         h = bert_layer(h, layer, params["n_heads"], key_mask)
     s = mean_pool(h, key_mask)
     return s / np.linalg.norm(s, axis=-1, keepdims=True)
-""", "the embeddings' too"),
+""", "Likely mistake: the embeddings' layer norm used the default eps=1e-5"),
     "no_segment_embedding": ("""def sentence_embeddings(ids, key_mask, params):
     ids = np.asarray(ids)
     x = params["E"][ids] + params["P"][:ids.shape[-1]]
@@ -44,7 +44,7 @@ WRONG = {
         h = bert_layer(h, layer, params["n_heads"], key_mask)
     s = mean_pool(h, key_mask)
     return s / np.linalg.norm(s, axis=-1, keepdims=True)
-""", "first difference"),
+""", "Likely mistake: the segment embedding T[0] is missing"),
     "mask_not_passed_to_layers": ("""def sentence_embeddings(ids, key_mask, params):
     ids = np.asarray(ids)
     x = params["E"][ids] + params["P"][:ids.shape[-1]] + params["T"][0]
@@ -53,7 +53,7 @@ WRONG = {
         h = bert_layer(h, layer, params["n_heads"])
     s = mean_pool(h, key_mask)
     return s / np.linalg.norm(s, axis=-1, keepdims=True)
-""", "first difference"),
+""", "Likely mistake: the layers were run without key_mask"),
     "positions_by_token_id": ("""def sentence_embeddings(ids, key_mask, params):
     ids = np.asarray(ids)
     x = params["E"][ids] + params["P"][ids] + params["T"][0]
@@ -62,7 +62,7 @@ WRONG = {
         h = bert_layer(h, layer, params["n_heads"], key_mask)
     s = mean_pool(h, key_mask)
     return s / np.linalg.norm(s, axis=-1, keepdims=True)
-""", "raised IndexError"),
+""", "Likely mistake: the positions were looked up by token id"),
     "normalised_over_batch_axis": ("""def sentence_embeddings(ids, key_mask, params):
     ids = np.asarray(ids)
     x = params["E"][ids] + params["P"][:ids.shape[-1]] + params["T"][0]
@@ -71,7 +71,7 @@ WRONG = {
         h = bert_layer(h, layer, params["n_heads"], key_mask)
     s = mean_pool(h, key_mask)
     return s / np.linalg.norm(s, axis=0, keepdims=True)
-""", "first difference"),
+""", "Likely mistake: each embedding was divided by a length taken over the batch"),
 }
 
 CORRECT = {

@@ -7,7 +7,7 @@ WRONG = {
     scores /= np.sqrt(X.shape[1])
     e = np.exp(scores - scores.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
-""", "Cannot cast"),
+""", "Likely mistake: in-place arithmetic (`scores /= np.sqrt(d)`)"),
     "no_scale": ("""def simple_attention_weights(X):
     X = np.asarray(X, dtype=float)
     return helpers.softmax(X @ X.T, axis=-1)

@@ -9,7 +9,7 @@ WRONG = {
     z /= temperature
     e = np.exp(z)
     return e / e.sum(axis=-1, keepdims=True)
-""", "Cannot cast"),
+""", "Likely mistake: in-place arithmetic (`z /= temperature`) on an integer array"),
     "multiplies_by_T": ("""def softmax_with_temperature(z, temperature):
     if temperature <= 0:
         raise ValueError("temperature must be positive")

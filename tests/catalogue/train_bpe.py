@@ -21,7 +21,7 @@ _BODY = """def train_bpe(words, n_merges):
 
 WRONG = {
     "ties_first_seen": (_BODY.replace("CHOOSE", "max(pairs, key=pairs.get)"),
-                        "ties went to the pair seen first"),
+                        "Likely mistake: ties went to the pair seen first"),
     "ties_first_seen_no_break": (_BODY.replace("        if not pairs:\n            break\n", "")
                                  .replace("CHOOSE", "max(pairs, key=pairs.get)"),
                                  "ties went to the pair seen first"),   # the crash in

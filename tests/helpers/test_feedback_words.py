@@ -104,3 +104,47 @@ def test_numerical_gradient_names_x():
     case = judge.cases(ex)[0]
     text = judge.compare(ex, case, case.expected(), changed=[1])
     assert "modified its input `x` in place" in text, text
+
+
+# ---------------------------------------------------------------------------------------
+# A list of candidates narrowed by the other cases (judge.narrow): never the real one lost
+# ---------------------------------------------------------------------------------------
+
+def _explained(ex, case, mistake):
+    """The explanation of ``case`` for an answer that makes ``mistake`` (None: passed)."""
+    out, err = case.outcome(mistake.fn)
+    if err is not None:
+        return judge.error_text(ex, case, f"{type(err).__name__}: {err}", err)
+    return judge.compare(ex, case, out)
+
+
+@pytest.mark.parametrize("name", course.names())
+def test_narrowing_keeps_the_mistake_an_answer_makes(name):
+    """The class: every known mistake of every exercise, answered as it is. Wherever a
+    case lists it among candidates, the list narrowed by the other cases still names it
+    (alone, or among fewer); and it narrows for real somewhere in the course."""
+    ex = course.get(name)
+    visible = judge.cases(ex)
+    for mistake in ex.mistakes:
+        if mistake.sampler is not None or any(c.is_sampling for c in visible):
+            continue
+        problems = [_explained(ex, c, mistake) for c in visible]
+        told = judge.narrow(ex, visible, problems)
+        said = f"{mistake.message}."
+        for before, after in zip(problems, told):
+            if before is not None and said in before:
+                assert said in after, (mistake.key, before, after)
+                assert after.count("\n    - ") <= before.count("\n    - ")
+
+
+def test_narrowing_names_one_mistake_where_the_other_cases_tell_them_apart():
+    """most_similar: on the case of equal cosines three mistakes give row 1; only
+    breaking ties toward the largest j also passes every other case."""
+    ex = course.get("most_similar")
+    visible = judge.cases(ex)
+    mistake = next(m for m in ex.mistakes if "ties go to the smallest j" in m.message)
+    problems = [_explained(ex, c, mistake) for c in visible]
+    listed = [p for p in problems if p and "one of these" in p]
+    assert listed, problems                  # a list before narrowing
+    told = [t for t in judge.narrow(ex, visible, problems) if t]
+    assert all(f"Likely mistake: {mistake.message}." in t for t in told), told
