@@ -56,7 +56,7 @@ from typing import Callable
 import numpy as np
 
 from helpers import course
-from helpers.course import judge
+from helpers.course import candidates, judge
 from helpers.course import Case, Exercise
 from helpers.course.judge import as_float_array, quiet
 from helpers.course.text import expected_got, number
@@ -433,7 +433,7 @@ def check(name: str, fn, hidden: bool = False, group: str | None = None) -> None
     failures = _failures(ex, fn, selected)
     if failures and not failures[-1][2]:      # candidates narrowed by the other cases
         said = {id(c): t for c, t, _ in failures}
-        told = judge.narrow(ex, selected, [said.get(id(c)) for c in selected])
+        told = candidates.narrow(ex, selected, [said.get(id(c)) for c in selected])
         failures = [(c, told[selected.index(c)], ni) for c, _, ni in failures]
     n = len(selected)
     label = f"{name}{' (hidden)' if hidden else ''}{f' [{group}]' if group else ''}"

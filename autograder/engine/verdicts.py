@@ -191,7 +191,7 @@ def _run_calls(function: str, job: dict, case_set: CaseSet, source: Source,
     """One isolated run of an exercise's calls (``job``), judged here; and whether a
     failing case called the learner's own earlier functions (the child's observation)."""
     from helpers import course
-    from helpers.course import judge
+    from helpers.course import candidates, judge
 
     ex = course.get(function)
     cases = case_set.cases
@@ -253,8 +253,8 @@ def _run_calls(function: str, job: dict, case_set: CaseSet, source: Source,
             problems.append(f"{function} returned a value that cannot be compared "
                             f"({type(exc).__name__}: {_short(exc, 200)})")
     # a list of candidate mistakes narrowed by the learner's outcomes on the visible
-    # cases, as the instant check narrows it (helpers.course.judge.narrow)
-    problems = judge.narrow(ex, list(cases), problems,
+    # cases, as the instant check narrows it (helpers.course.candidates.narrow)
+    problems = candidates.narrow(ex, list(cases), problems,
                             [not h and not i for h, i in zip(case_set.hidden, inconclusive)])
     if broken:
         # a reply that breaks the wire's rules (autograder/isolation/wire.py) is forged:

@@ -36,8 +36,9 @@ from autograder.isolation import answers as answering
 from autograder.isolation import course_calls
 
 #: What one call costs the worker's own memory at most: the request it reads and the
-#: reply it passes on (each capped by the wire), besides the replies it remembers
-#: (``answers.MEMO_BYTES``).
+#: reply it passes on (each capped by the wire, each read into one buffer and never
+#: copied), besides the replies it remembers (``answers.MEMO_BYTES``, the reply arriving
+#: counted in it: :func:`answers.make_room`).
 WORKER_BYTES_PER_CALL = 2 * course_calls.MAX_CALL_BYTES
 #: Exit status of a helper the kernel stopped at its CPU limit.
 _CPU_SIGNALS = (signal.SIGXCPU, signal.SIGKILL)
@@ -95,6 +96,7 @@ class Answerer:
             if head is not None:
                 size, flag, spec_len = (int.from_bytes(head[:8], "big"), head[8], head[9])
                 if size <= course_calls.MAX_CALL_BYTES:
+                    answering.make_room(size)       # the memo and this reply: MEMO_BYTES
                     body = answering.recv_exactly(self.helper, spec_len + size, deadline)
                     if body is not None:
                         spec = body[:spec_len].decode()

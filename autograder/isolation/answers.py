@@ -132,11 +132,18 @@ def _key(request) -> bytes:
     return hashlib.sha256(request).digest()
 
 
-def remember(request, spec: str, reply) -> None:
-    """Keep ``reply`` for the identical requests that follow (within MEMO_BYTES)."""
-    if _memo_size[0] + len(reply) > MEMO_BYTES:
+def make_room(size: int) -> None:
+    """Forget the remembered replies unless a reply of ``size`` bytes fits beside them
+    within MEMO_BYTES: called before such a reply is read, so the replies remembered and
+    the one arriving never hold more than MEMO_BYTES together."""
+    if _memo_size[0] + size > MEMO_BYTES:
         _MEMO.clear()
         _memo_size[0] = 0
+
+
+def remember(request, spec: str, reply) -> None:
+    """Keep ``reply`` for the identical requests that follow (within MEMO_BYTES)."""
+    make_room(len(reply))
     _MEMO[_key(request)] = (spec, reply)
     _memo_size[0] += len(reply)
 

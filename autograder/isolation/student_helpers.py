@@ -62,8 +62,21 @@ SAMPLING_MODEL = {"generate": "helpers.reference:language_model_forward"}
 MAX_SAMPLING_CONTEXTS = 50_000
 #: The runtime of the stubs, shipped as ``helpers/_yours.py``.
 COURSE_CALLS = Path(__file__).with_name("course_calls.py")
-#: The plain-data codec, shipped as ``helpers/_wire.py`` (the stored cases are read with it).
+#: The plain-data codec, shipped as ``helpers/_wire.py`` and its ground floor
+#: ``helpers/_wire_read.py`` (the stored cases are read with it).
 PLAIN_DATA_CODEC = Path(__file__).with_name("wire.py")
+PLAIN_DATA_READER = Path(__file__).with_name("wire_read.py")
+
+
+def codec_files() -> dict[str, bytes]:
+    """The codec's files as the child's ``helpers`` holds them, by file name: the
+    encoder's import of its ground floor names the shipped copy."""
+    here, there = b"from autograder.isolation.wire_read import", b"from helpers._wire_read import"
+    codec = PLAIN_DATA_CODEC.read_bytes()
+    if codec.count(here) != 1:
+        raise BuildError("the codec must import its ground floor once")
+    return {"_wire.py": codec.replace(here, there),
+            "_wire_read.py": PLAIN_DATA_READER.read_bytes()}
 
 
 class BuildError(ValueError):
@@ -557,6 +570,7 @@ def build(pkg: Path, hidden, stored_for, put=write, logits: bool = True,
         if ref not in done:
             raise BuildError(f"no {ref} to hide")
     put(pkg / "_yours.py", COURSE_CALLS.read_bytes())
-    put(pkg / "_wire.py", PLAIN_DATA_CODEC.read_bytes())
+    for name, data in codec_files().items():
+        put(pkg / name, data)
     write_exercises(pkg, stored_for, put, logits)
     return stubs

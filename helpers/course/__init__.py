@@ -5,7 +5,8 @@ From the ground up: :mod:`~helpers.course.draw` (every random input),
 :mod:`~helpers.course.registry` (which exercises there are, by notebook),
 :mod:`~helpers.course.exercise` (the exercise, its cases and mistakes),
 :mod:`~helpers.course.edge` (the reference as learners call it, checked),
-:mod:`~helpers.course.judge` (is an output right, and why not), with
+:mod:`~helpers.course.judge` (is an output right, and why not) and
+:mod:`~helpers.course.candidates` (which known mistake, told apart by the other cases), with
 :mod:`~helpers.course.text` (how values are written), :mod:`~helpers.course.render`
 (the exercise's cell in the notebook) and :mod:`~helpers.course.scenarios` (scripts that
 run around a learner's function). The exercises themselves are ``helpers/exercises/``.

@@ -462,3 +462,16 @@ def test_the_helpers_import_only_their_floor_and_those_below():
     # the rule sees a way up
     assert _floor("helpers.course.judge") < _floor("helpers.exercises.softmax") < \
         _floor("helpers.checks")
+
+
+#: The most lines one module of the grader or the helpers may have (issue 35): a file
+#: that grows past it is two things, to be split where it comes apart.
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_of_the_grader_or_the_helpers_is_over_600_lines():
+    long = {str(path.relative_to(REPO_ROOT)): n
+            for package in ("autograder", "helpers")
+            for path in sorted((REPO_ROOT / package).rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, long

@@ -8,7 +8,7 @@ import pytest
 
 from helpers import checks, course
 from helpers.checks import CheckFailed
-from helpers.course import judge
+from helpers.course import candidates, judge
 
 
 def _crash_then(outputs):
@@ -129,7 +129,7 @@ def test_narrowing_keeps_the_mistake_an_answer_makes(name):
         if mistake.sampler is not None or any(c.is_sampling for c in visible):
             continue
         problems = [_explained(ex, c, mistake) for c in visible]
-        told = judge.narrow(ex, visible, problems)
+        told = candidates.narrow(ex, visible, problems)
         said = f"{mistake.message}."
         for before, after in zip(problems, told):
             if before is not None and said in before:
@@ -146,5 +146,5 @@ def test_narrowing_names_one_mistake_where_the_other_cases_tell_them_apart():
     problems = [_explained(ex, c, mistake) for c in visible]
     listed = [p for p in problems if p and "one of these" in p]
     assert listed, problems                  # a list before narrowing
-    told = [t for t in judge.narrow(ex, visible, problems) if t]
+    told = [t for t in candidates.narrow(ex, visible, problems) if t]
     assert all(f"Likely mistake: {mistake.message}." in t for t in told), told

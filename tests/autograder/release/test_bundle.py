@@ -14,6 +14,7 @@ a notebook handed in from the bundle is graded like any other.
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import json
 import os
@@ -163,20 +164,10 @@ def test_no_hidden_case_solution_test_or_bytecode_in_the_bundle(built):
     assert hidden
     leaked = [c.description for c in hidden if len(c.description) > 25 and c.description in text]
     assert not leaked, leaked[:5]
-    sys.path.insert(0, str(built))                  # read the stored cases as the bundle does
-    try:
-        from importlib import util
-
-        spec = util.spec_from_file_location("_bundle_wire", built / "helpers" / "_wire.py")
-        wire = util.module_from_spec(spec)
-        sys.modules["_bundle_wire"] = wire           # dataclasses look their module up
-        spec.loader.exec_module(wire)
-    finally:
-        sys.path.remove(str(built))
-        sys.modules.pop("_bundle_wire", None)
-    stored = {p.stem: wire.decode(p.read_bytes(), max_bytes=1 << 28)
-              for p in (built / "helpers" / "exercises" / "_stored").glob("*.npz")
-              if not p.stem.endswith("_logits")}
+    with _bundle_codec(built) as wire:              # read the stored cases as the bundle does
+        stored = {p.stem: wire.decode(p.read_bytes(), max_bytes=1 << 28)
+                  for p in (built / "helpers" / "exercises" / "_stored").glob("*.npz")
+                  if not p.stem.endswith("_logits")}
     assert set(stored) == set(course.names())
     for name, cases in stored.items():
         visible = {c.name for c in course.get(name).all_cases() if not c.hidden}
@@ -347,20 +338,32 @@ def test_the_recorded_worked_examples_stay_small(built):
         sizes.items(), key=lambda kv: -kv[1])[:5]
 
 
+@contextlib.contextmanager
+def _bundle_codec(built: Path):
+    """The bundle's own codec (``helpers/_wire.py`` on its ground floor
+    ``helpers/_wire_read.py``), loaded from its files beside this process's ``helpers``."""
+    from importlib import util
+
+    names = {"_wire_read": "helpers._wire_read", "_wire": "_bundle_wire"}
+    try:
+        for stem, name in names.items():
+            spec = util.spec_from_file_location(name, built / "helpers" / f"{stem}.py")
+            module = util.module_from_spec(spec)
+            sys.modules[name] = module             # dataclasses look their module up
+            spec.loader.exec_module(module)
+        yield module
+    finally:
+        for name in names.values():
+            sys.modules.pop(name, None)
+
+
 def _table_arrays(built: Path) -> list:
     """Every array of the bundle's recorded worked examples, read as the bundle reads them."""
     import numpy as np
-    from importlib import util
 
-    spec = util.spec_from_file_location("_bundle_wire", built / "helpers" / "_wire.py")
-    wire = util.module_from_spec(spec)
-    sys.modules["_bundle_wire"] = wire
-    try:
-        spec.loader.exec_module(wire)
+    with _bundle_codec(built) as wire:
         parts = [wire.decode(p.read_bytes(), max_bytes=1 << 30)
                  for p in sorted((built / "helpers" / "_worked_examples").glob("*.npz"))]
-    finally:
-        sys.modules.pop("_bundle_wire", None)
     found = [a for data in parts for a in data["arrays"].values()]
 
     def walk(x):

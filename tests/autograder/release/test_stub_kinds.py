@@ -84,7 +84,8 @@ def _package(tmp_path):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "_yours.py").write_bytes(student_helpers.COURSE_CALLS.read_bytes())
-    (pkg / "_wire.py").write_bytes(student_helpers.PLAIN_DATA_CODEC.read_bytes())
+    for name, data in student_helpers.codec_files().items():
+        (pkg / name).write_bytes(data)
     (pkg / "fake.py").write_text(SOURCE)
     return pkg
 
