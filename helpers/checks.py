@@ -159,13 +159,17 @@ def _label(fn) -> str:
 def _refused(ex: Exercise) -> dict[str, Callable]:
     """The functions the learner must not call for ``ex``: label -> function."""
     out = {_label(ex.answer): ex.answer, _label(ex.reference): ex.reference}
-    for spec in ex.refuse:
+    for spec in (*ex.refuse, *ex.forbid):
         fn = course.resolve(spec)
         out[_label(fn)] = fn
     return out
 
 
 def _own_implementation_message(name: str, label: str) -> str:
+    if label.rpartition(".")[2] != name:        # another function, refused for this one
+        return (f"{name} must be your own implementation; it called {label}, which this "
+                f"exercise asks you to do without (it is what {name} replaces). Other "
+                f"helpers functions may be used, not this one.")
     return (f"{name} must be your own implementation; it called {label} (the course's "
             f"answer). Other helpers functions may be used, not this one.")
 

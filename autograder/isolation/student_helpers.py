@@ -330,16 +330,18 @@ def _arguments_dict(node: ast.FunctionDef) -> str:
 REFERENCE_STUB_MARK = "is hidden while your own is graded"
 
 
-def _answer_labels(name: str) -> dict[str, str]:
+def _answer_labels(name: str, forbidden: bool = False) -> dict[str, str]:
     """``"module:name" -> how learners reach it`` for the reference of exercise ``name``
     and what it refuses, as ``refuse`` names them: a function, a class (``_FastBPE``),
     a method (``_FastBPE.word``) or another module-level value such as a compiled
-    pattern (``helpers.reference``'s are re-exported by the package: ``helpers.softmax``)."""
+    pattern (``helpers.reference``'s are re-exported by the package: ``helpers.softmax``);
+    with ``forbidden``, also what it ``forbid``s (refused while it is graded, not hidden)."""
     from helpers import course
 
     ex = course.get(name)
     out: dict[str, str] = {}
-    for spec in [course.qualified(ex.reference), *map(defined_at, ex.refuse)]:
+    specs = [*ex.refuse, *(ex.forbid if forbidden else ())]
+    for spec in [course.qualified(ex.reference), *map(defined_at, specs)]:
         module, _, attr = spec.partition(":")
         prefix = "helpers" if module == "helpers.reference" else module
         out[spec] = f"{prefix}.{attr}"
@@ -365,7 +367,7 @@ def hidden_references(name: str) -> dict[str, str]:
     functions it refuses, in the copy its answer is graded with: stubs that raise, saying
     they are hidden while the learner's own is graded (composites included)."""
     return {spec: f"{label} {REFERENCE_STUB_MARK}"
-            for spec, label in _answer_labels(name).items()}
+            for spec, label in _answer_labels(name, forbidden=True).items()}
 
 
 def stubbed_functions(names) -> dict[str, str]:

@@ -17,7 +17,11 @@ that declares one :class:`Exercise`, ``EXERCISE``:
 * ``uses``: the earlier course functions it may call. While it is graded these are the
   reference ones, so a mistake in one of them costs points once, in its own exercise;
 * ``refuse``: the references (``"module:function"``) a learner must not call for it,
-  besides ``reference`` itself;
+  besides ``reference`` itself (each computes its answer: a student bundle leaves them out
+  until it is done);
+* ``forbid``: functions a learner must not call for it that give nothing away, because
+  the exercise builds the same result another way (``flash_attention`` without the
+  full-matrix attention): refused in its check and while it is graded, never hidden;
 * how its output is compared (``output``: ``array``, ``scalar``, ``tuple``, ``mask``,
   ``ids``, or a custom ``compare``) and how close a right one is: ``rtol``, ``atol``
   (default ``1e-6``, ``1e-8``) and, per part of a tuple output, ``tolerances``.
@@ -192,7 +196,8 @@ class Exercise:
     """One graded exercise (see the module docstring)."""
 
     def __init__(self, name: str, reference: Callable, *, uses: tuple[str, ...] = (),
-                 refuse: tuple[str, ...] = (), output: str = "array",
+                 refuse: tuple[str, ...] = (), forbid: tuple[str, ...] = (),
+                 output: str = "array",
                  parts: tuple[str, ...] = (), compare: Callable | None = None,
                  nan_hint: str = "", near_miss: str = "", rtol: float = RTOL,
                  atol: float = ATOL, tolerances: dict[str, tuple[float, float]] | None = None,
@@ -211,6 +216,7 @@ class Exercise:
         self.reference = reference
         self.uses = tuple(uses)
         self.refuse = tuple(refuse)
+        self.forbid = tuple(forbid)
         self.output = output            # array | scalar | tuple | mask | ids | custom
         self.parts = tuple(parts)       # names of the items of a tuple output
         self.custom_compare = compare   # (case, expected, got) -> problem | None

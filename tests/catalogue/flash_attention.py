@@ -32,6 +32,19 @@ WRONG = {
     "output_not_rescaled": (_flash(O="O"), "running output was not rescaled"),
     "mask_without_offset": (_flash(cols="np.arange(s.shape[1])"), "start + j"),
     "not_scaled": (_flash(scale="1.0"), "sqrt(d_k)"),
+    # right numbers, the full [n, n] score matrix: what the exercise exists to avoid
+    "full_matrix_attention": ("""def flash_attention(Q, K, V, block_size, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    mask = causal_mask(len(Q)) if causal else None
+    return scaled_dot_product_attention(Q, K, V, mask)[0]
+""", "it called"),
+    "softmax_of_all_scores": ("""def flash_attention(Q, K, V, block_size, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    s = Q @ K.T / np.sqrt(Q.shape[1])
+    if causal:
+        s = np.where(causal_mask(len(Q)), s, -np.inf)
+    return softmax(s, axis=-1) @ V
+""", "it called"),
 }
 
 CORRECT = {

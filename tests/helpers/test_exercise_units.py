@@ -54,7 +54,7 @@ def test_every_exercise_declares_visible_and_hidden_cases_and_mistakes(name):
     assert len({c.name for c in every}) == len(every), "case names must be unique"
     for dep in ex.uses:                          # earlier exercises only
         assert course.names().index(dep) < course.names().index(name), (name, dep)
-    for spec in ex.refuse:
+    for spec in (*ex.refuse, *ex.forbid):
         assert callable(course.resolve(spec)), spec
 
 
