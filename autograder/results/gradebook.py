@@ -25,7 +25,9 @@ autograde steps with one that refuses to run, uses no nbgrader exchange (student
 in through the LMS; nbgrader's default exchange folder logged "Unwritable directory" on
 every page), and points the grading page's MathJax at the copy the server serves
 (``jupyter-server-mathjax``; it came from a CDN). Each assignment's due date is the
-deadline ``export`` stored, or ``push --deadline``.
+deadline ``export`` stored, or ``push --deadline``; each submission carries its upload time
+and the student's extension (``export --extensions``), so formgrader says late what
+``export`` charges late.
 
 ``python -m autograder gradebook serve OUT`` starts a Jupyter server on that folder
 (formgrader at ``/formgrader``; no terminals; no kernel can be started) and prints its
@@ -59,7 +61,7 @@ from pathlib import Path
 
 from autograder import SOLUTIONS_DIR, safe_text
 from autograder.notebook import cells as nbcells
-from autograder.results import formgrader_view
+from autograder.results import formgrader_view, late
 from autograder.results.records import (MANUAL, answer_digest, csv_number, hand_score, manual_key,
                                         read_json_object, read_manual, read_records, stale_text,
                                         written_answer)
@@ -332,7 +334,6 @@ def due_dates(out: Path, assignments, deadlines: dict | None = None) -> dict[str
     from ``deadlines`` (``--deadline``, as ``export`` takes them) when given, else from the
     late policy the last ``export`` stored (``OUT/late_policy.json``). A homework's
     deadline is its assignments', as for the late policy."""
-    from autograder.results import late
 
     stored = late.load_policy(out)
     homeworks = stored.homeworks if stored else {}
@@ -345,6 +346,24 @@ def due_dates(out: Path, assignments, deadlines: dict | None = None) -> dict[str
         if when is not None:
             found[assignment] = when
     return found
+
+
+def _times(submission, record: dict, due, stored) -> None:
+    """The submission's upload time (its latest notebook's, as collected) and the
+    student's extension past ``due`` (``export --extensions``, stored with the late
+    policy), as nbgrader keeps them (naive UTC, a timedelta): formgrader then says late
+    what ``export`` charges late."""
+    when = record.get("submitted_at") or ""
+    if when:
+        at = late.parse_time(when).astimezone(timezone.utc).replace(tzinfo=None)
+        if submission.timestamp is None or at > submission.timestamp:
+            submission.timestamp = at
+    if due is not None and stored is not None:
+        home = next((h for h, parts in stored.homeworks.items()
+                     if record["assignment"] in parts), None)
+        own = late.deadline_for(record["student_id"], record["assignment"], due,
+                                stored.extensions, home)
+        submission.extension = own - due if own is not None and own > due else None
 
 
 def push(out: Path, solutions: Path = SOLUTIONS_DIR, deadlines: dict | None = None) -> Outcome:
@@ -391,6 +410,7 @@ def _push(out: Path, solutions: Path = SOLUTIONS_DIR, deadlines: dict | None = N
     shutil.copyfile(MATHJAX_TEMPLATE, course / "templates" / "formgrade" / "mathjax.html.j2")
     manual = read_manual(out)
     due = due_dates(out, sorted({a for a, _ in structure}), deadlines)
+    stored = late.load_policy(out)          # its extensions, by student
     snapshot: dict[str, list] = {}
     to_grade = 0
     gb = _open(out)
@@ -444,6 +464,7 @@ def _push(out: Path, solutions: Path = SOLUTIONS_DIR, deadlines: dict | None = N
                     assignment=gb.find_assignment(assignment), student=students[sid])
                 gb.db.add(submissions[(sid, assignment)])
             submission = submissions[(sid, assignment)]
+            _times(submission, record, due.get(assignment), stored)
             gb.db.flush()
             submitted = next((n for n in submission.notebooks if n.notebook.name == stem), None)
             if submitted is None:

@@ -441,3 +441,42 @@ def test_help_names_the_gradebook_command(capsys):
         main(["--help"])
     listed = capsys.readouterr().out
     assert "gradebook" in listed and "formgrader" in listed
+
+
+def _submitted(out, student, assignment):
+    gb = Gradebook(gradebook.db_url(out), gradebook.COURSE_ID)
+    try:
+        s = gb.find_submission(assignment, student)
+        return s.timestamp, s.extension
+    finally:
+        gb.close()
+
+
+def test_push_gives_formgrader_the_upload_times_and_each_students_extension(tmp_path):
+    """Issue 39: formgrader says late what `export` charges late: the upload time
+    `collect` recorded, and the extension `export --extensions` stored, per student."""
+    from datetime import datetime, timedelta
+
+    from autograder.results import late
+
+    solutions = make_course(tmp_path)
+    subs = make_class(tmp_path, {"111": {"01_a": "good"}, "222": {"01_a": "good"}})
+    with open(subs / "_submissions.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=late.SUBMISSION_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        for sid, when in (("111", "2026-10-02T09:30:00+00:00"),
+                          ("222", "2026-10-03T10:00:00+02:00")):
+            writer.writerow({"student_id": sid, "assignment": "01_a",
+                             "notebook": "01_a.ipynb", "submitted_at": when})
+    out = tmp_path / "out"
+    grade.run(subs, out, solutions=solutions, grade_fn=fake_engine, stream=io.StringIO())
+    extensions = tmp_path / "extensions.csv"
+    extensions.write_text("student_id,assignment,deadline\n222,01_a,2026-10-04T00:00Z\n")
+    assert main(["export", str(out), "--format", "canvas", "--dest", str(tmp_path / "x"),
+                 "--deadline", "2026-10-01T23:59Z", "--late-policy", "10",
+                 "--extensions", str(extensions)]) == 0
+    _push(out, solutions)
+    assert _submitted(out, "111", "01_a") == (datetime(2026, 10, 2, 9, 30), None)
+    at, extension = _submitted(out, "222", "01_a")
+    assert at == datetime(2026, 10, 3, 8, 0)                     # naive UTC, as nbgrader keeps
+    assert extension == timedelta(days=2, minutes=1)             # to 2026-10-04 00:00 UTC
