@@ -117,8 +117,17 @@ def _id_text(value) -> str:
 
 
 def canvas_uploads(data) -> list[Upload]:
+    entries = _canvas_entries(data)
+    assignments = sorted({str(e["assignment_id"])[:20] for e in entries
+                          if e.get("assignment_id") not in (None, "")})
+    if len(assignments) > 1:             # one download is one assignment: which one?
+        shown = ", ".join(terminal(a) for a in assignments[:5])
+        raise SourceError(f"holds the submissions of {len(assignments)} assignments "
+                          f"(assignment_id {shown}{', ...' if len(assignments) > 5 else ''}): "
+                          f"save those of the downloaded one, GET /api/v1/courses/:course_id/"
+                          f"assignments/:assignment_id/submissions")
     out = []
-    for entry in _canvas_entries(data):
+    for entry in entries:
         when, late = _canvas_time(entry), entry.get("late")
         late = bool(late) if late is not None else None
         for key, prefix in (("user_id", ""), ("anonymous_id", "anon_")):

@@ -224,6 +224,9 @@ def test_a_worksheet_time_reads_back_to_its_minute_in_any_zone(tmp_path_factory,
     ('[{"user_id": 1, "submitted_at": "2026-10-01T10:00:00Z"},'
      ' {"user_id": 1, "submitted_at": "2026-10-02T10:00:00Z"}]', "listed twice"),
     ("Name,Time\nx,y\n", "neither a Canvas"),
+    ('[{"user_id": 1, "assignment_id": 77, "submitted_at": "2026-10-01T10:00:00Z"},'
+     ' {"user_id": 1, "assignment_id": "\\u001b[2J78", "submitted_at": null}]',
+     "holds the submissions of 2 assignments"),
     ("Kennung,Zuletzt geändert (Abgabe)\nTeilnehmer/in 4,-\n", "with English as your language"),
     ("Identifier,Last modified (submission)\nBob,-\n", "is not 'Participant <id>'"),
     ("Identifier,Last modified (submission)\nParticipant 4,\x1b[31mnot a time\n",
