@@ -166,10 +166,9 @@ def _refused(ex: Exercise) -> dict[str, Callable]:
 
 
 def _own_implementation_message(name: str, label: str) -> str:
-    if label.rpartition(".")[2] != name:        # another function, refused for this one
-        return (f"{name} must be your own implementation; it called {label}, which this "
-                f"exercise asks you to do without (it is what {name} replaces). Other "
-                f"helpers functions may be used, not this one.")
+    forbidden = judge.forbidden_text(name, label)      # another function, refused here
+    if forbidden:
+        return f"{forbidden}. Other helpers functions may be used, not this one."
     return (f"{name} must be your own implementation; it called {label} (the course's "
             f"answer). Other helpers functions may be used, not this one.")
 

@@ -312,10 +312,9 @@ def case_error(function: str, case, err: str, where: str = "") -> str:
                     f"`raise NotImplementedError()` in {where} by your code")
         return f"{function} is not implemented yet: replace `raise NotImplementedError()` by your code"
     stub = re.search(rf"([\w.]+) {re.escape(helpers_copy.REFERENCE_STUB_MARK)}", err)
-    if stub and stub.group(1).rpartition(".")[2] != function:   # forbidden for this one
-        return (f"{function} must be your own implementation: it called {stub.group(1)}, "
-                f"which this exercise asks you to do without (it is what {function} "
-                f"replaces)")
+    forbidden = judge.forbidden_text(function, stub.group(1)) if stub else None
+    if forbidden:                                    # a function forbidden for this one
+        return forbidden
     if stub:
         return (f"{function} must be your own implementation: it called {stub.group(1)} "
                 f"(the course's answer, hidden while yours is graded)")

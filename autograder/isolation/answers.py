@@ -128,7 +128,8 @@ MEMO_BYTES = 64 * 1024 * 1024
 _memo_size = [0]
 
 
-def _key(request) -> bytes:
+def request_key(request) -> bytes:
+    """The name a request's reply is remembered by: its digest (computed once a call)."""
     return hashlib.sha256(request).digest()
 
 
@@ -141,16 +142,17 @@ def make_room(size: int) -> None:
         _memo_size[0] = 0
 
 
-def remember(request, spec: str, reply) -> None:
-    """Keep ``reply`` for the identical requests that follow (within MEMO_BYTES)."""
+def remember(key: bytes, spec: str, reply) -> None:
+    """Keep ``reply`` to the request of ``key`` (:func:`request_key`) for the identical
+    requests that follow (within MEMO_BYTES)."""
     make_room(len(reply))
-    _MEMO[_key(request)] = (spec, reply)
+    _MEMO[key] = (spec, reply)
     _memo_size[0] += len(reply)
 
 
-def remembered(data, answers: frozenset):
-    """The reply given before to request ``data``, if a run that may ask it asks."""
-    hit = _MEMO.get(_key(data))
+def remembered(key: bytes, answers: frozenset):
+    """The reply given before to the request of ``key``, if a run that may ask it asks."""
+    hit = _MEMO.get(key)
     return hit[1] if hit is not None and hit[0] in answers else None
 
 
@@ -159,12 +161,13 @@ def answer(data: bytes, answers: frozenset, blobs: dict | None = None,
     """The reply to one request of a child, computed in this process (see
     :func:`compute`), remembered for the identical requests that follow. (The worker
     computes in a helper process instead: :mod:`autograder.isolation.answerer`.)"""
-    hit = remembered(data, answers)
+    key = request_key(data)
+    hit = remembered(key, answers)
     if hit is not None:
         return hit
     reply, spec = compute(data, answers, blobs, memory_bytes)
     if spec is not None:
-        remember(data, spec, reply)
+        remember(key, spec, reply)
     return reply
 
 

@@ -74,7 +74,7 @@ def narrow(ex: Exercise, cases: list, problems: list, judged: list | None = None
                     fits = _passes(ex, case, mistake) is not False
                 else:
                     named = _named(other)
-                    fits = (named is not None and name in {f"{m}" for m in named}) or \
+                    fits = (named is not None and name in named) or \
                         (named is None and _passes(ex, case, mistake) is None)
                 if not fits:
                     break

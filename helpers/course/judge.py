@@ -460,6 +460,16 @@ def _input_names(ex: Exercise, case: Case, changed) -> list[str]:
     return out
 
 
+def forbidden_text(name: str, label: str) -> str | None:
+    """The words for ``name`` calling ``label`` (``helpers.softmax``), a function it
+    forbids (not its own reference); None when ``label`` is ``name``'s own: the instant
+    check and the grader say it alike."""
+    if label.rpartition(".")[2] == name:
+        return None
+    return (f"{name} must be your own implementation; it called {label}, which this "
+            f"exercise asks you to do without (it is what {name} replaces)")
+
+
 def in_place_text(name: str, changed) -> str:
     """The named mistake of a function that modified its inputs: "modified its input
     `x` in place", with what to do instead."""
