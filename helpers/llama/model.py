@@ -1,6 +1,7 @@
 """The Llama model in NumPy, one function per equation: RMS norm, rotary embeddings,
-SwiGLU, grouped-query attention, the KV cache, the block, the forward pass and greedy
-generation. Weights come from :mod:`helpers.llama.weights`."""
+SwiGLU, grouped-query attention, the KV cache, the block, the forward pass (also with
+every stream and attention pattern recorded) and greedy generation. Weights come from
+:mod:`helpers.llama.weights`."""
 
 from __future__ import annotations
 
@@ -212,6 +213,18 @@ def _rope_tables(start: int, n: int, d_head: int, theta: float, dtype: str):
     return cos, sin
 
 
+def _rotated_qkv(t1: np.ndarray, block: dict, config: LlamaConfig, start: int, dtype):
+    """The block's queries ``[h, N, d_h]``, keys and values ``[h_kv, N, d_h]`` of the
+    normed rows ``t1`` in ``dtype``, queries and keys rotated (:func:`apply_rope`) for
+    positions ``start .. start+N-1``."""
+    dtype = np.dtype(dtype)
+    cos, sin = _rope_tables(start, t1.shape[0], config.d_head, config.rope_theta, dtype.str)
+    Q = _split_heads(t1 @ block["W_Q"], config.n_heads).astype(dtype, copy=False)
+    K = _split_heads(t1 @ block["W_K"], config.n_kv_heads).astype(dtype, copy=False)
+    V = _split_heads(t1 @ block["W_V"], config.n_kv_heads).astype(dtype, copy=False)
+    return Q * cos + rotate_half(Q) * sin, K * cos + rotate_half(K) * sin, V
+
+
 def llama_block(x, block: dict, config: LlamaConfig, start: int = 0,
                 cache: KVCache | None = None, layer: int = 0) -> np.ndarray:
     """One Llama block, pre-norm like the course's, with the new parts:
@@ -228,14 +241,8 @@ def llama_block(x, block: dict, config: LlamaConfig, start: int = 0,
     x = _float(x)
     if x.dtype == np.float32 and all(block[k].dtype == np.float32 for k in _BLOCK_KEYS):
         return _llama_block_float32(x, block, config, start, cache, layer)
-    N = x.shape[0]
     t1 = rms_norm(x, block["attn_norm"], config.eps)              # [N, d]
-    Q = _split_heads(t1 @ block["W_Q"], config.n_heads).astype(x.dtype, copy=False)
-    K = _split_heads(t1 @ block["W_K"], config.n_kv_heads).astype(x.dtype, copy=False)
-    V = _split_heads(t1 @ block["W_V"], config.n_kv_heads).astype(x.dtype, copy=False)
-    cos, sin = _rope_tables(start, N, config.d_head, config.rope_theta, x.dtype.str)
-    Q = Q * cos + rotate_half(Q) * sin                            # apply_rope, [h, N, d_h]
-    K = K * cos + rotate_half(K) * sin                            # [h_kv, N, d_h]
+    Q, K, V = _rotated_qkv(t1, block, config, start, x.dtype)     # [h | h_kv, N, d_h]
     if cache is not None:
         K, V = cache.update(layer, K, V)                          # [h_kv, N_past+N, d_h]
     A = grouped_query_attention(Q, K, V)                          # [h, N, d_h]
@@ -264,14 +271,8 @@ def _llama_block_float32(x, block, config, start, cache, layer) -> np.ndarray:
     """:func:`llama_block` for float32 rows and weights (the real model): the same
     equations, each written once, in place where possible. One generated token runs
     this 30 times, so every NumPy call it saves counts."""
-    N = x.shape[0]
     t1 = _rms_norm_float32(x, block["attn_norm"], config.eps)     # [N, d]
-    cos, sin = _rope_tables(start, N, config.d_head, config.rope_theta, "<f4")
-    Q = _split_heads(t1 @ block["W_Q"], config.n_heads)           # [h, N, d_h]
-    K = _split_heads(t1 @ block["W_K"], config.n_kv_heads)        # [h_kv, N, d_h]
-    V = _split_heads(t1 @ block["W_V"], config.n_kv_heads)
-    Q = Q * cos + rotate_half(Q) * sin                            # apply_rope
-    K = K * cos + rotate_half(K) * sin
+    Q, K, V = _rotated_qkv(t1, block, config, start, x.dtype)     # [h | h_kv, N, d_h]
     if cache is not None:
         K, V = cache.update(layer, K, V)                          # [h_kv, N_past+N, d_h]
     A = _gqa_float32(Q, K, V, config.n_heads // config.n_kv_heads)   # [h, N, d_h]
@@ -312,6 +313,41 @@ def forward(token_ids, params: dict, config: LlamaConfig, cache: KVCache | None 
     if last_only:
         h = h[-1:]                                                # [1, d]
     return rms_norm(h, params["norm"], config.eps) @ params["E"].T   # [N, V]
+
+
+def attention_patterns(x, block: dict, config: LlamaConfig) -> np.ndarray:
+    """``[h, N, N]``: the causal attention weights of one block's query heads on the rows
+    ``x`` ``[N, d]`` at positions ``0 .. N-1`` (row = query, column = key; each row sums
+    to 1, zero above the diagonal), from the same queries and keys :func:`llama_block`
+    computes."""
+    x = _float(x)
+    t1 = rms_norm(x, block["attn_norm"], config.eps)              # [N, d]
+    Q, K, V = _rotated_qkv(t1, block, config, 0, x.dtype)         # [h | h_kv, N, d_h]
+    n_rep = config.n_heads // config.n_kv_heads
+    _, weights = ref.scaled_dot_product_attention(Q, repeat_kv(K, n_rep), repeat_kv(V, n_rep),
+                                                  ref.causal_mask(len(x)))   # [h, N, N]
+    return weights
+
+
+def forward_recorded(token_ids, params: dict, config: LlamaConfig
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`forward` with its insides kept, for looking into the model (notebook 14).
+
+    Returns ``streams`` ``[L + 1, N, d]`` (the embeddings, then each block's output) and
+    ``patterns`` ``[L, h, N, N]`` (each block's attention weights,
+    :func:`attention_patterns`). ``rms_norm(streams[-1], params["norm"]) @ params["E"].T``
+    is :func:`forward`'s logits.
+    """
+    ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
+    if len(ids) > config.n_ctx:
+        raise ValueError(f"{len(ids)} positions exceed the context of {config.n_ctx}")
+    h = params["E"][ids]                                          # [N, d]
+    streams, patterns = [h], []
+    for block in params["blocks"]:
+        patterns.append(attention_patterns(h, block, config))     # [h, N, N]
+        h = llama_block(h, block, config)                         # [N, d]
+        streams.append(h)
+    return np.stack(streams), np.stack(patterns)                  # [L+1, N, d], [L, h, N, N]
 
 
 def generate(token_ids, params: dict, config: LlamaConfig, n_new: int,

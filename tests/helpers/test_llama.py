@@ -215,6 +215,61 @@ def test_float32_model_cache_and_last_row_agree_with_float64():
                                   llama.generate(ids, params, SMALL, 8, stop_at_eos=False))
 
 
+def _softmax_rows(scores):
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_forward_recorded_keeps_the_streams_of_forward_and_causal_patterns():
+    params = llama.random_llama_params(SMALL, seed=11)
+    ids = np.array([3, 17, 4, 4, 40, 9, 0, 12, 33])
+    streams, patterns = llama.forward_recorded(ids, params, SMALL)
+    N = len(ids)
+    assert streams.shape == (SMALL.n_layers + 1, N, SMALL.d_model)
+    assert patterns.shape == (SMALL.n_layers, SMALL.n_heads, N, N)
+    np.testing.assert_array_equal(streams[0], params["E"][ids])
+    logits = llama.rms_norm(streams[-1], params["norm"], SMALL.eps) @ params["E"].T
+    np.testing.assert_allclose(logits, llama.forward(ids, params, SMALL), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(patterns.sum(axis=-1), 1.0, rtol=1e-12)
+    assert (patterns >= 0).all()
+    assert (patterns[..., np.triu_indices(N, k=1)[0], np.triu_indices(N, k=1)[1]] == 0).all()
+
+
+def test_layer_0_patterns_by_hand():
+    """Block 0's weights, step by step: RMSNorm, the query and key projections, RoPE,
+    query head c against key head c // (n_heads / n_kv_heads), scaled, masked, softmax."""
+    params = llama.random_llama_params(SMALL, seed=12)
+    ids = np.array([5, 1, 30, 30, 7, 2])
+    N, d_h, b = len(ids), SMALL.d_head, params["blocks"][0]
+    x = params["E"][ids]                                          # [N, d]
+    t = x / np.sqrt(np.mean(x ** 2, axis=-1, keepdims=True) + SMALL.eps) * b["attn_norm"]
+    q, k = t @ b["W_Q"], t @ b["W_K"]                             # [N, h*d_h], [N, h_kv*d_h]
+    group = SMALL.n_heads // SMALL.n_kv_heads
+    want = np.zeros((SMALL.n_heads, N, N))
+    for c in range(SMALL.n_heads):
+        g = c // group
+        q_c = llama.apply_rope(q[:, c * d_h:(c + 1) * d_h], np.arange(N), SMALL.rope_theta)
+        k_g = llama.apply_rope(k[:, g * d_h:(g + 1) * d_h], np.arange(N), SMALL.rope_theta)
+        scores = q_c @ k_g.T / np.sqrt(d_h)                      # [N, N]
+        scores[np.triu_indices(N, k=1)] = -np.inf
+        want[c] = _softmax_rows(scores)
+    _, patterns = llama.forward_recorded(ids, params, SMALL)
+    np.testing.assert_allclose(patterns[0], want, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(llama.attention_patterns(x, b, SMALL), want, rtol=1e-12,
+                               atol=1e-15)
+
+
+def test_forward_recorded_of_a_float32_model_agrees_with_forward():
+    p32 = llama.random_llama_params(SMALL, seed=13, dtype=np.float32)
+    ids = np.array([3, 17, 4, 4, 40, 9, 0, 12])
+    streams, patterns = llama.forward_recorded(ids, p32, SMALL)
+    assert streams.dtype == np.float32
+    logits = llama.rms_norm(streams[-1], p32["norm"], SMALL.eps) @ p32["E"].T
+    np.testing.assert_array_equal(logits, llama.forward(ids, p32, SMALL))
+    _, p64 = llama.forward_recorded(ids, llama.random_llama_params(SMALL, seed=13), SMALL)
+    np.testing.assert_allclose(patterns, p64, atol=1e-5)
+
+
 def test_generate_stops_after_eos():
     params = llama.random_llama_params(SMALL, seed=6)
     cfg = llama.LlamaConfig(**{**SMALL.__dict__,
@@ -375,7 +430,7 @@ def test_missing_wheel_says_how_to_install(monkeypatch):
 # ---------------------------------------------------------------------------------------
 
 
-def _hf_small_model(params, cfg, torch):
+def _hf_small_model(params, cfg, torch, **hf_config):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     hf = LlamaForCausalLM(LlamaConfig(
@@ -383,7 +438,8 @@ def _hf_small_model(params, cfg, torch):
         num_hidden_layers=cfg.n_layers, num_attention_heads=cfg.n_heads,
         num_key_value_heads=cfg.n_kv_heads, head_dim=cfg.d_head,
         max_position_embeddings=cfg.n_ctx, rms_norm_eps=cfg.eps, rope_theta=cfg.rope_theta,
-        tie_word_embeddings=True, attention_bias=False, mlp_bias=False)).double().eval()
+        tie_word_embeddings=True, attention_bias=False, mlp_bias=False,
+        **hf_config)).double().eval()
     t = lambda a: torch.as_tensor(np.ascontiguousarray(a))     # noqa: E731
     with torch.no_grad():
         hf.model.embed_tokens.weight.copy_(t(params["E"]))
@@ -415,6 +471,20 @@ def test_small_random_model_matches_transformers_llama_float64():
         out = hf.generate(torch.as_tensor(ids)[None], max_new_tokens=8, min_new_tokens=8,
                           do_sample=False, eos_token_id=None, pad_token_id=0)[0].numpy()
     np.testing.assert_array_equal(llama.generate(ids, params, SMALL, 8, stop_at_eos=False), out)
+
+
+def test_recorded_patterns_match_transformers_attentions():
+    torch = require_torch_transformers()
+    params = llama.random_llama_params(SMALL, seed=7)
+    # attention weights come out of the eager implementation only (not sdpa's kernel)
+    hf = _hf_small_model(params, SMALL, torch, attn_implementation="eager")
+    ids = np.array([4, 8, 15, 16, 23, 42, 1, 0, 49])
+    with torch.no_grad():
+        out = hf(torch.as_tensor(ids)[None], output_attentions=True)
+    expected = np.stack([a[0].numpy() for a in out.attentions])   # [L, h, N, N]
+    _, patterns = llama.forward_recorded(ids, params, SMALL)
+    # float32 rotary tables in transformers, as in the test above
+    np.testing.assert_allclose(patterns, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_parts_match_transformers_functions():
