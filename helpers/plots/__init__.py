@@ -13,8 +13,8 @@ centred on zero. The pictures of each notebook follow, in course order.
 One module per part of the course: :mod:`~helpers.plots.base` (the building blocks),
 :mod:`~helpers.plots.attention` (notebooks 01-04), :mod:`~helpers.plots.model` (05-08),
 :mod:`~helpers.plots.capstones` (09-10), :mod:`~helpers.plots.diagrams` (diagrams drawn
-from code) and :mod:`~helpers.plots.tokenizer` (11); every picture is a name of this
-package (``helpers.plots.attention_heatmap``).
+from code), :mod:`~helpers.plots.tokenizer` (11) and :mod:`~helpers.plots.interpretability`
+(14); every picture is a name of this package (``helpers.plots.attention_heatmap``).
 """
 
 from helpers.plots.base import (  # noqa: F401
@@ -29,3 +29,5 @@ from helpers.plots.diagrams import (  # noqa: F401
     PART_COLORS, diagram_causal_mask, diagram_heads, diagram_prenorm_block, diagram_language_model, diagram_kv_cache, diagram_rope, diagram_mean_pool, diagram_postnorm_layer)
 from helpers.plots.tokenizer import (  # noqa: F401
     TOKEN_COLORS, bpe_merges_figure, token_strip_figure)
+from helpers.plots.interpretability import (  # noqa: F401
+    induction_heads_figure, lens_ranks_figure)
