@@ -30,9 +30,22 @@ from helpers.reference import BLOCK_PARAM_SHAPES  # noqa: F401  (re-exported)
 #: re-exports, in course order: the exercises of ``helpers.course.NOTEBOOKS`` whose
 #: answer is a function of ``helpers.reference`` (derived: it cannot diverge from them).
 CONTRACT_FUNCTIONS = tuple(n for n in _course.names() if n in _reference.__all__)
-# each as learners call it: the reference checked at the edge by its exercise's contract
-globals().update({_name: _course.get(_name).answer for _name in CONTRACT_FUNCTIONS})
-del _course, _reference
+del _reference
+
+
+def __getattr__(name: str):
+    """Each of CONTRACT_FUNCTIONS as learners call it: the reference checked at the edge
+    by its exercise's contract. Looked up on first use (then kept here), so that
+    ``import helpers`` does not import every exercise's module: each sandboxed child of
+    the grader imports a copy of ``helpers`` and needs one or two of them."""
+    if name in CONTRACT_FUNCTIONS:
+        value = globals()[name] = _course.get(name).answer
+        return value
+    raise AttributeError(f"module 'helpers' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *CONTRACT_FUNCTIONS})
 
 #: The learner's API: the names of ``helpers`` a notebook may import (``from helpers
 #: import softmax``, ``from helpers.checks import check``, ``helpers.plots``...). Every
