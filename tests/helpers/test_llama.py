@@ -6,8 +6,10 @@
   ``tools/make_smollm2_reference.py`` with ``transformers`` reading the same GGUF file:
   logits, the 20 greedy tokens (with and without the cache), token ids, chat prompt.
 * When torch and transformers are installed: the parts and a small random model against
-  ``transformers``' own ``LlamaForCausalLM`` (float64), and the stored file against a
-  fresh transformers run. Without them those tests skip.
+  ``transformers``' own ``LlamaForCausalLM`` (float64), the stored file against a fresh
+  transformers run, and the attention patterns ``forward_recorded`` keeps (notebook 14)
+  against transformers' attentions, of the small model and of SmolLM2. Without them
+  those tests skip.
 """
 
 from __future__ import annotations
@@ -533,6 +535,27 @@ def test_stored_reference_matches_a_fresh_transformers_run(reference):
     np.testing.assert_allclose(fresh["topk_logits"], arrays["topk_logits"], atol=1e-4)
     assert fresh_meta["tokenizer_ids"] == meta["tokenizer_ids"]
     assert fresh_meta["chat_prompt"] == meta["chat_prompt"]
+
+
+@pytest.mark.slow
+def test_smollm2_recorded_patterns_match_transformers_attentions(model):
+    """Notebook 14's patterns of the real model: every block's attention weights on a
+    repeated random run, against transformers' (eager attention, float32)."""
+    torch = require_torch_transformers()
+    import make_smollm2_reference as tool
+
+    hf, _ = tool.load_transformers()
+    if hasattr(hf, "set_attn_implementation"):
+        hf.set_attn_implementation("eager")          # sdpa returns no attention weights
+    else:
+        hf.config._attn_implementation = "eager"
+    run = np.random.default_rng(14).integers(1000, 20000, 25)
+    ids = np.concatenate([run, run])
+    with torch.no_grad():
+        out = hf(torch.as_tensor(ids)[None], output_attentions=True)
+    expected = np.stack([a[0].numpy() for a in out.attentions])   # [30, 9, 50, 50]
+    _, patterns = llama.forward_recorded(ids, *model)
+    np.testing.assert_allclose(patterns, expected, atol=2e-5)
 
 
 # ---------------------------------------------------------------------------------------
