@@ -41,6 +41,19 @@ class BundleError(ValueError):
     pass
 
 
+#: A code cell tagged so (cell metadata ``tags``) is not run when the worked examples are
+#: recorded: a demonstration on a pretrained model through many course functions (notebook
+#: 14's SmolLM2 section: hundreds of megabytes of recordings). In a bundle where those
+#: functions are left out, such a cell asks for them as any unrecorded call does.
+NOT_RECORDED_TAG = "not-recorded"
+
+
+def _unrecorded_cells_emptied(nb) -> None:
+    for cell in nb.cells:
+        if cell.cell_type == "code" and NOT_RECORDED_TAG in cell.metadata.get("tags", ()):
+            cell.source = ""
+
+
 def _variant(assignment: str, answered: bool, released: dict | None = None,
              solution: dict | None = None) -> dict:
     """The released notebook of ``assignment`` (or ``released``), with the model answers
@@ -109,6 +122,7 @@ def record_worked_examples(assignments: list[str], specs, timeout: int = 600,
                 released = json.loads((notebooks / a / f"{a}.ipynb").read_text())
                 nb = nbformat.reads(json.dumps(_variant(
                     a, answered, released, (solutions or {}).get(a))), as_version=4)
+                _unrecorded_cells_emptied(nb)
                 nb.cells.insert(0, nbformat.v4.new_code_cell(
                     "import autograder.release.recording as _r\n"
                     f"_r.start({sorted(specs)!r}, checks_only={answered})\ndel _r"))

@@ -230,12 +230,27 @@ def test_every_notebook_of_the_bundle_runs_answered(built, tmp_path):
     the bundle's helpers: every cell runs, so every instant check passes. (As handed out,
     with nothing answered, every notebook runs through the bundle's own "check my
     notebooks" command in a fresh install: test_bundle_install.py.)"""
-    problems = []
+    problems, asked = [], []
     for name in ALL:
         answered = bundle_mod._variant(name, answered=True)
-        problems += [f"{name} answered, cell {i}: {e[:300]}"
-                     for i, c, e in _execute(built, answered, name, tmp_path / "answered")]
+        for i, c, e in _execute(built, answered, name, tmp_path / "answered"):
+            if _asks_for_a_left_out_function(c, e, asked and asked[-1][0] == name):
+                asked.append((name, i))
+            else:
+                problems.append(f"{name} answered, cell {i}: {e[:300]}")
     assert not problems, "\n".join(problems)
+    # Only notebook 14's SmolLM2 section is not recorded; in this bundle (nothing
+    # revealed) it stops at its first call of notebook 10's block, as documented.
+    assert {n for n, _ in asked} <= {"14_interpretability"}, asked
+
+
+def _asks_for_a_left_out_function(cell, error: str, after_one: bool) -> bool:
+    """A cell tagged ``not-recorded`` (bundle.NOT_RECORDED_TAG) may stop at a left-out
+    function with the stub's words (or, after such a cell, for what it did not define)."""
+    if bundle_mod.NOT_RECORDED_TAG not in cell.metadata.get("tags", ()):
+        return False
+    return ("NotImplementedError" in error and "not in the student bundle" in error) or \
+        (after_one and error.startswith("NameError"))
 
 
 def test_checks_pass_on_right_answers_and_fail_on_stubs_with_earlier_homework_revealed(
