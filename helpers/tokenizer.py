@@ -27,10 +27,8 @@ the SmolLM2 tokenizer (Hugging Face, 2024).
 
 from __future__ import annotations
 
-import array
 import os
 import re
-import sys
 import unicodedata
 from functools import lru_cache
 
@@ -179,9 +177,10 @@ def _letters_and_numbers() -> tuple[str, str]:
     letters (CJK numerals such as 三), which ``unicodedata.category`` weeds out. Only
     the characters of ``re``'s ``\\w`` (``str.isalnum``, and ``_``) can be either: about
     one code point in eight, the only ones looked at one by one."""
-    codes = array.array("I", range(0x110000))
-    every = (codes.tobytes().decode(f"utf-32-{sys.byteorder[0]}e", "surrogatepass")
-             if codes.itemsize == 4 else "".join(map(chr, codes)))   # every code point
+    import numpy as np
+
+    every = np.arange(0x110000, dtype="<u4").tobytes().decode(
+        "utf-32-le", "surrogatepass")                                 # every code point
     letter, numeric = bytearray(len(every)), bytearray(len(every))
     for run in re.finditer(r"[^\W_]+", every):
         start, end = run.span()
