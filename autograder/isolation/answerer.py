@@ -181,7 +181,7 @@ class Answerer:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
         memory = self.memory_mb * 2**20
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        blobs: dict = {}
+        blobs = answering.Held()
         far = time.monotonic() + 10 ** 9
         while True:
             head = answering.recv_exactly(sock, 8, far)

@@ -142,18 +142,23 @@ def test_a_hostile_request_is_an_error_reply_never_an_exception(data, words):
     assert set(got) == {"error"} and words in got["error"], got
 
 
-def test_the_arrays_one_run_may_leave_with_the_worker_are_capped(monkeypatch):
+@pytest.mark.parametrize("held", [dict, answers.Held])
+def test_the_arrays_one_run_may_leave_with_the_worker_are_capped(monkeypatch, held):
+    """Whether the job's arrays are a plain dict (summed) or the helper's Held (a running
+    total, counting an array sent twice once)."""
     monkeypatch.setattr(answers, "MAX_BLOB_BYTES", 10_000)
-    blobs: dict = {}
+    blobs = held()
     big = np.ones(1000)                                        # 8,000 bytes
     args = {"x": 1, "gamma": 1, "beta": 1, "eps": 1}
-    answers.answer(_request(LAYER_NORM, args, {course_calls.blob_key(big): big}),
-                    frozenset([LAYER_NORM]), blobs)
+    for _ in range(2):                                         # the same array again
+        answers.answer(_request(LAYER_NORM, args, {course_calls.blob_key(big): big}),
+                       frozenset([LAYER_NORM]), blobs)
     other = np.zeros(1000)
     got = _reply(answers.answer(_request(LAYER_NORM, args,
                                           {course_calls.blob_key(other): other}),
                                  frozenset([LAYER_NORM]), blobs))
     assert "MemoryError" in got["error"] and len(blobs) == 1
+    assert getattr(blobs, "nbytes", 8000) == 8000
 
 
 def test_a_remembered_reply_is_given_only_to_a_run_that_may_ask():
