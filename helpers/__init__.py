@@ -63,6 +63,6 @@ LEARNER_API = CONTRACT_FUNCTIONS + (
 #: What ``from helpers import *`` gives: the contract functions (looked up then), and the
 #: names a plain ``import *`` gave before they were looked up on first use.
 __all__ = [*CONTRACT_FUNCTIONS, "BLOCK_PARAM_SHAPES", "CONTRACT_FUNCTIONS", "LEARNER_API",
-           "course", "reference"]
+           "course", "examples", "exercises", "reference"]
 
 __version__ = "0.1.0"

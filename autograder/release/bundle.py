@@ -186,19 +186,33 @@ def main(names):
         client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
                                 resources={"metadata": {"path": str(path.parent)}})
         client.execute(stderr=subprocess.DEVNULL)          # the kernel's own log: noise
-        problems = []
+        problems, notes = [], []
         for cell in nb.cells:
             grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
             for out in cell.get("outputs", []):
                 if out.get("output_type") == "error":
                     first, *rest = (str(out.get("evalue"))[:2000] or "-").splitlines() or ["-"]
-                    problems.append(f"  {grade_id or 'a cell'}: {out.get('ename')}: {first}"
-                                    + "".join(f"\\n      {line}" for line in rest))
+                    line = (f"{grade_id or 'a cell'}: {out.get('ename')}: {first}"
+                            + "".join(f"\\n      {line}" for line in rest))
+                    if _waits_for_a_release(cell, out, notes):
+                        notes.append(f"  note: a demonstration that needs answers this "
+                                     f"bundle leaves out (not a failure): {line}")
+                    else:
+                        problems.append("  " + line)
         failed += bool(problems)
         print(f"{path.parent.name}: " + ("all checks pass" if not problems else
                                           f"{len(problems)} cell(s) failed"))
-        print("\\n".join(problems))
+        print("\\n".join(problems + notes))
     return 1 if failed else 0
+
+
+def _waits_for_a_release(cell, out, notes) -> bool:
+    """A demonstration tagged @TAG@ that stopped at a course function this bundle
+    leaves out (or, after one, at a name that one did not define)."""
+    if "@TAG@" not in cell.get("metadata", {}).get("tags", []):
+        return False
+    return "not in the student bundle" in str(out.get("evalue")) or \\
+        (bool(notes) and out.get("ename") == "NameError")
 
 
 if __name__ == "__main__":
@@ -329,7 +343,8 @@ def build(out: Path, assignments: list[str], reveal: list[str] = (),
                     engine.plain_data(part.plain()))
     finally:
         shutil.rmtree(snapshot, ignore_errors=True)
-    (out / "check_my_work.py").write_text(_CHECK_MY_WORK, encoding="utf-8")
+    (out / "check_my_work.py").write_text(_CHECK_MY_WORK.replace("@TAG@", NOT_RECORDED_TAG),
+                                          encoding="utf-8")
     (out / "README.md").write_text(_readme(assignments, revealed), encoding="utf-8")
     (out / "requirements.txt").write_text(_requirements(), encoding="utf-8")
     (out / "pyproject.toml").write_text(_PYPROJECT, encoding="utf-8")

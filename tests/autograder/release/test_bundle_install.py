@@ -121,15 +121,20 @@ def test_the_whole_course_bundle_installs_and_checks_from_a_fresh_folder(tmp_pat
     assert "test_softmax_with_temperature: CheckFailed" in softmax_block, softmax_block
     assert "not implemented yet" in softmax_block
     # nothing but the unanswered checks fails, in any notebook, and every one of them does
-    failures = [line for line in lines if line.startswith("  ") and line[2] != " "]
+    failures = [line for line in lines if line.startswith("  ") and line[2] != " "
+                and not line.startswith("  note: ")]
     assert failures and all(line.lstrip().startswith("test_") and "not implemented yet" in line
                             for line in failures), "\n".join(failures)
+    # ... and only notebook 14's SmolLM2 section (tagged not-recorded) waits for notebook
+    # 10's answers, which this bundle leaves out: a note, not a failure
+    noted = report.split("14_interpretability: ", 1)[1].split("\n15_", 1)[0]
+    assert "  note: " in noted and report.count("  note: ") == noted.count("  note: ")
     failed: dict[str, set[str]] = {}
     name = None
     for line in lines:
         if not line.startswith(" ") and ": " in line:
             name = line.split(": ", 1)[0]
-        elif line.startswith("  ") and line[2] != " ":
+        elif line.startswith("  ") and line[2] != " " and not line.startswith("  note: "):
             failed.setdefault(name, set()).add(line.strip().split(":", 1)[0])
     for name in names:
         released = json.loads((folder / "notebooks" / name / f"{name}.ipynb").read_text())
