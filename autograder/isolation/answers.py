@@ -156,7 +156,7 @@ def remembered(key: bytes, answers: frozenset):
     return hit[1] if hit is not None and hit[0] in answers else None
 
 
-def answer(data: bytes, answers: frozenset, blobs: dict | None = None,
+def answer(data: bytes, answers: frozenset, blobs: Held | None = None,
            memory_bytes: int = DEFAULT_MEMORY_BYTES) -> bytes:
     """The reply to one request of a child, computed in this process (see
     :func:`compute`), remembered for the identical requests that follow. (The worker
@@ -171,7 +171,7 @@ def answer(data: bytes, answers: frozenset, blobs: dict | None = None,
     return reply
 
 
-def compute(data: bytes, answers: frozenset, blobs: dict | None = None,
+def compute(data: bytes, answers: frozenset, blobs: Held | None = None,
             memory_bytes: int = DEFAULT_MEMORY_BYTES) -> tuple[bytes, str | None]:
     """The reply to one request of a child: the course function it names (one of
     ``answers``) on its arguments, with what the call changed in them; or the error.
@@ -200,12 +200,9 @@ def compute(data: bytes, answers: frozenset, blobs: dict | None = None,
         for a in req["blobs"].values():
             if type(a) is not np.ndarray:
                 raise ValueError("a malformed request")
-            if _held_bytes(blobs) + a.nbytes > MAX_BLOB_BYTES:
+            if blobs.nbytes + a.nbytes > MAX_BLOB_BYTES:
                 raise MemoryError("too many arrays sent to the grader in one run")
-            key = course_calls.blob_key(a)               # named by what it holds
-            if isinstance(blobs, Held) and key not in blobs:
-                blobs.nbytes += a.nbytes
-            blobs[key] = a
+            blobs[course_calls.blob_key(a)] = a          # named by what it holds
         spec = req["fn"]                     # the course's own, in this trusted process
         fn = preload(spec)
         args = _unnamed(req["args"], blobs)
@@ -231,9 +228,10 @@ class Held(dict):
 
     nbytes = 0
 
-
-def _held_bytes(blobs: dict) -> int:
-    return blobs.nbytes if isinstance(blobs, Held) else sum(b.nbytes for b in blobs.values())
+    def __setitem__(self, key: str, array) -> None:
+        if key not in self:
+            self.nbytes += array.nbytes
+        super().__setitem__(key, array)
 
 
 def error_reply(text: str) -> bytes:

@@ -211,7 +211,7 @@ def _waits_for_a_release(cell, out, notes) -> bool:
     leaves out (or, after one, at a name that one did not define)."""
     if "@TAG@" not in cell.get("metadata", {}).get("tags", []):
         return False
-    return "not in the student bundle" in str(out.get("evalue")) or \\
+    return "@MARK@" in str(out.get("evalue")) or \\
         (bool(notes) and out.get("ename") == "NameError")
 
 
@@ -343,8 +343,10 @@ def build(out: Path, assignments: list[str], reveal: list[str] = (),
                     engine.plain_data(part.plain()))
     finally:
         shutil.rmtree(snapshot, ignore_errors=True)
-    (out / "check_my_work.py").write_text(_CHECK_MY_WORK.replace("@TAG@", NOT_RECORDED_TAG),
-                                          encoding="utf-8")
+    (out / "check_my_work.py").write_text(
+        _CHECK_MY_WORK.replace("@TAG@", NOT_RECORDED_TAG).replace(
+            "@MARK@", student_helpers.BUNDLE_MARK),
+        encoding="utf-8")
     (out / "README.md").write_text(_readme(assignments, revealed), encoding="utf-8")
     (out / "requirements.txt").write_text(_requirements(), encoding="utf-8")
     (out / "pyproject.toml").write_text(_PYPROJECT, encoding="utf-8")

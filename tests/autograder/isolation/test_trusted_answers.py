@@ -96,7 +96,7 @@ def test_an_allowed_function_is_computed_with_its_arrays_sent_once():
     new: dict = {}
     named = client._named({"x": x, "params": p, "n_heads": 2, "causal": True}, new)
     assert new and all(isinstance(v, np.ndarray) for v in new.values())
-    blobs: dict = {}
+    blobs = answers.Held()
     got = _reply(answers.answer(_request(BLOCK, named, new), frozenset([BLOCK]), blobs))
     np.testing.assert_allclose(got["value"], reference.transformer_block(x, p, 2), rtol=0,
                                atol=1e-12)
@@ -142,12 +142,11 @@ def test_a_hostile_request_is_an_error_reply_never_an_exception(data, words):
     assert set(got) == {"error"} and words in got["error"], got
 
 
-@pytest.mark.parametrize("held", [dict, answers.Held])
-def test_the_arrays_one_run_may_leave_with_the_worker_are_capped(monkeypatch, held):
-    """Whether the job's arrays are a plain dict (summed) or the helper's Held (a running
-    total, counting an array sent twice once)."""
+def test_the_arrays_one_run_may_leave_with_the_worker_are_capped(monkeypatch):
+    """The job's arrays keep a running total (answers.Held), an array sent twice counted
+    once."""
     monkeypatch.setattr(answers, "MAX_BLOB_BYTES", 10_000)
-    blobs = held()
+    blobs = answers.Held()
     big = np.ones(1000)                                        # 8,000 bytes
     args = {"x": 1, "gamma": 1, "beta": 1, "eps": 1}
     for _ in range(2):                                         # the same array again
@@ -158,7 +157,7 @@ def test_the_arrays_one_run_may_leave_with_the_worker_are_capped(monkeypatch, he
                                           {course_calls.blob_key(other): other}),
                                  frozenset([LAYER_NORM]), blobs))
     assert "MemoryError" in got["error"] and len(blobs) == 1
-    assert getattr(blobs, "nbytes", 8000) == 8000
+    assert blobs.nbytes == 8000
 
 
 def test_a_remembered_reply_is_given_only_to_a_run_that_may_ask():

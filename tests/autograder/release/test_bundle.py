@@ -249,7 +249,7 @@ def _asks_for_a_left_out_function(cell, error: str, after_one: bool) -> bool:
     function with the stub's words (or, after such a cell, for what it did not define)."""
     if bundle_mod.NOT_RECORDED_TAG not in cell.metadata.get("tags", ()):
         return False
-    return ("NotImplementedError" in error and "not in the student bundle" in error) or \
+    return ("NotImplementedError" in error and student_helpers.BUNDLE_MARK in error) or \
         (after_one and error.startswith("NameError"))
 
 
