@@ -71,8 +71,8 @@ def _default_cases(name: str) -> CaseSet:
     hidden = list(judge.cases(ex, hidden=True))
     cases = tuple(visible + hidden)
     store: dict = {}
-    payloads = tuple(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs)), store=store))
-                     for c in cases)
+    payloads = tuple(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs)), store=store,
+                                          short=True)) for c in cases)
     uses = tuple((dep, course.qualified(course.get(dep).reference)) for dep in ex.uses)
     return CaseSet(cases, (False,) * len(visible) + (True,) * len(hidden), payloads,
                    tuple(c.scenario for c in cases), uses, store)
@@ -101,7 +101,7 @@ def _student_cases(ex, seed: int) -> CaseSet:
             payloads.append(base.payloads[k])
         else:
             cases.append(copy.deepcopy(c))
-            payloads.append(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs)))))
+            payloads.append(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs)), short=True)))
     return CaseSet(tuple(cases), tuple(c.hidden for c in cases), tuple(payloads),
                    tuple(c.scenario for c in cases), base.uses, base.store)
 

@@ -384,7 +384,7 @@ def _job_calls(job: dict, fd: int, arrays: str | None = None) -> None:
             if size > most:            # refused unencoded: the grader would refuse it encoded
                 line["too_large"] = size
             else:
-                line["value"] = b64(encode(value))
+                line["value"] = b64(encode(value, short=True))
             if changed:
                 line["changed"] = changed
         except CellTimeout:

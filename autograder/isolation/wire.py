@@ -2,7 +2,10 @@
 
 The learner's process sends the grader return values; the grader sends it the cases'
 arguments. Both go as JSON (the structure) plus uncompressed ``.npz`` bytes (the arrays)
-read with ``allow_pickle=False``, size-capped. What crosses:
+read with ``allow_pickle=False``, size-capped; or, in the short form (``short=True``:
+the cases, the replies and the trusted calls, whose arrays are small), as the JSON alone,
+each array in it as its dtype, shape and base64 bytes, checked against each other before
+anything is allocated (``_short_array``). What crosses:
 
 * ``None``, booleans, numbers (big integers as text), strings;
 * NumPy arrays and scalars of numeric or boolean dtype;
@@ -83,13 +86,14 @@ def encode(obj, store=None, short: bool = False) -> bytes:
                     return {"__repr__": f"array of dtype {a.dtype}"}
             elif a.dtype.str not in _DTYPES:          # long double: what decode accepts
                 a = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
-            if short and a.size <= SHORT_ARRAY and a.dtype.kind in "biuf" and a.ndim <= MAX_NDIM:
-                return {"__nda__": a.ravel().tolist(), "dtype": a.dtype.str,
-                        "shape": list(a.shape), "scalar": isinstance(x, np.generic)}
             if store is not None and a.nbytes >= FILE_ARRAY_BYTES and a.dtype.kind in "biufc":
                 name = array_key(a)
                 store.setdefault(name, a)
                 return {"__file__": name}
+            if short and a.size <= SHORT_ARRAY and a.dtype.kind in "biuf" and a.ndim <= MAX_NDIM:
+                return {"__ndb__": base64.b64encode(np.ascontiguousarray(a).data).decode(),
+                        "dtype": a.dtype.str, "shape": list(a.shape),
+                        "scalar": isinstance(x, np.generic)}
             key = f"a{len(arrays)}"
             arrays[key] = a
             return {"__nd__": key, "scalar": isinstance(x, np.generic)}

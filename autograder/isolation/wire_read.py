@@ -64,8 +64,9 @@ def _fields(cls) -> tuple[str, ...]:
 #: alone (an ``.npz`` starts with ``PK``).
 SHORT = b"J"
 #: In the short form, numeric arrays of at most this many entries (complex ones aside)
-#: are written in the structure, as a list of their values.
-SHORT_ARRAY = 256
+#: are written in the structure: their dtype, shape and bytes (base64; no float is
+#: printed or parsed, which cost more than the calls of a small model themselves).
+SHORT_ARRAY = 1 << 16
 
 
 def _plain(v) -> bool:
@@ -361,35 +362,36 @@ PLAIN = frozenset({str, int, float, bool, type(None)})
 #: The exact keys of each tagged object of a structure.
 _SHAPES = {frozenset({"__nd__", "scalar"}), frozenset({"__file__"}), frozenset({"__int__"}),
            frozenset({"__seq__", "items"}), frozenset({"__dict__"}), frozenset({"__map__"}),
-           frozenset({"__nda__", "dtype", "shape", "scalar"}),
+           frozenset({"__ndb__", "dtype", "shape", "scalar"}),
            frozenset({"__rng__", "state"}), frozenset({"__obj__", "state"}),
            frozenset({"__repr__"})}
 
 
 def _short_array(x: dict) -> np.ndarray:
-    """An array of the short form: its dtype from the allowlist, its shape checked
-    against its values' count, every value of the dtype's kind."""
-    values, descr, shape, scalar = x["__nda__"], x["dtype"], x["shape"], x["scalar"]
+    """An array of the short form: its dtype from the allowlist, its shape's count of
+    entries times the dtype's size exactly its bytes' length, a boolean's bytes 0 or 1."""
+    text, descr, shape, scalar = x["__ndb__"], x["dtype"], x["shape"], x["scalar"]
     dtype = _DTYPES.get(descr) if isinstance(descr, str) else None
-    if dtype is None or dtype.kind not in "biuf" or not isinstance(values, list) or \
-            len(values) > SHORT_ARRAY or not isinstance(shape, list) or \
-            len(shape) > MAX_NDIM or not isinstance(scalar, bool) or \
+    if dtype is None or dtype.kind not in "biuf" or not isinstance(text, str) or \
+            len(text) > 4 * (SHORT_ARRAY * dtype.itemsize + 2) // 3 or \
+            not isinstance(shape, list) or len(shape) > MAX_NDIM or \
+            not isinstance(scalar, bool) or \
             not all(type(n) is int and 0 <= n <= SHORT_ARRAY for n in shape):
         raise DecodeError("bad short array")
     count = 0 if 0 in shape else 1
     for n in shape if count else ():
         count *= n
         if count > SHORT_ARRAY:      # too many already: it only grows
-            break
-    if count != len(values) or (scalar and shape):
-        raise DecodeError("bad short array")
-    kinds = {"b": (bool,), "i": (int,), "u": (int,), "f": (int, float)}[dtype.kind]
-    if not all(type(v) in kinds for v in values):
-        raise DecodeError("bad short array")
+            raise DecodeError("bad short array")
     try:
-        a = np.array(values, dtype=dtype).reshape(shape)
-    except (OverflowError, ValueError):
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except Exception:
         raise DecodeError("bad short array") from None
+    if len(raw) != count * dtype.itemsize or (scalar and shape):
+        raise DecodeError("bad short array")
+    a = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    if dtype.kind == "b" and raw.strip(b"\x00\x01"):
+        raise DecodeError("bad short array")          # a bool is a byte 0 or 1
     return a[()] if scalar else a
 
 
@@ -451,7 +453,7 @@ def decode(data: bytes, max_bytes: int = MAX_VALUE_BYTES, arrays: str | None = N
                     raise DecodeError(f"array {key}: a scalar with a shape")
                 return a[()]
             return a
-        if "__nda__" in x:
+        if "__ndb__" in x:
             return _short_array(x)
         if "__file__" in x:
             key = x["__file__"]

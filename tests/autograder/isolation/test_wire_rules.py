@@ -4,6 +4,7 @@ allocated (autograder/isolation/wire.py, client.parse_lines). Fast: no sandbox."
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import resource
@@ -95,7 +96,7 @@ def test_plain_sequences_are_written_and_counted_as_their_items_one_by_one():
     assert json.loads(wire.encode(flat, short=True)[1:]) == {"__seq__": "list", "items": flat}
     mixed = ["ab", 2**60, np.float64(1.0)]
     items = json.loads(wire.encode(mixed, short=True)[1:])["items"]
-    assert items[0] == "ab" and items[1] == {"__int__": str(2**60)} and "__nda__" in items[2]
+    assert items[0] == "ab" and items[1] == {"__int__": str(2**60)} and "__ndb__" in items[2]
     cap = wire.item_cap(wire.MAX_VALUE_BYTES)
     exact = b'{"__seq__": "list", "items": [' + b"0," * (cap - 2) + b"0]}"
     assert len(wire.decode(wire.SHORT + exact)) == cap - 1       # the list and its items
@@ -104,18 +105,43 @@ def test_plain_sequences_are_written_and_counted_as_their_items_one_by_one():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(0, 300), max_size=5), st.integers(0, 260))
-def test_a_short_array_is_taken_exactly_when_its_shape_counts_its_values(shape, n):
-    """The short form's shape is checked against its values' count (without NumPy's
+@given(st.lists(st.integers(0, 300), max_size=5), st.integers(0, 260),
+       st.sampled_from(["<f8", "<f4", "<i8", "<u2", "|b1"]))
+def test_a_short_array_is_taken_exactly_when_its_shape_counts_its_bytes(shape, n, descr):
+    """The short form's shape is checked against its bytes' length (without NumPy's
     product, which a forged shape could overflow): taken iff every size is at most
-    SHORT_ARRAY and their product is the count."""
-    form = {"__nda__": [0.5] * n, "dtype": "<f8", "shape": shape, "scalar": False}
+    SHORT_ARRAY and their product times the dtype's size is the length."""
+    dtype = np.dtype(descr)
+    raw = np.ones(n, dtype=dtype).tobytes()
+    form = {"__ndb__": base64.b64encode(raw).decode(), "dtype": descr, "shape": shape,
+            "scalar": False}
     fits = all(k <= wire.SHORT_ARRAY for k in shape) and int(np.prod(shape, dtype=object)) == n
     if fits:
-        assert wire._short_array(form).shape == tuple(shape)
+        got = wire._short_array(form)
+        assert got.shape == tuple(shape) and got.dtype == dtype and bool(np.all(got == 1))
     else:
         with pytest.raises(wire.DecodeError, match="bad short array"):
             wire._short_array(form)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=40), st.sampled_from(["<f8", "<i4", "|b1", "|u1", ">c16", "|O"]),
+       st.booleans())
+def test_a_short_array_of_any_bytes_is_its_dtype_exactly_or_refused(raw, descr, scalar):
+    """Whatever bytes a child writes in a short array: the value is those bytes as an
+    array of an allowlisted real dtype (a boolean's bytes 0 or 1), or DecodeError."""
+    count = len(raw) // max(1, np.dtype(descr).itemsize) if descr != "|O" else len(raw)
+    form = {"__ndb__": base64.b64encode(raw).decode(), "dtype": descr,
+            "shape": [] if scalar else [count], "scalar": scalar}
+    dtype = np.dtype(descr)
+    ok = (dtype.kind in "biuf" and len(raw) == (1 if scalar else count) * dtype.itemsize
+          and (dtype.kind != "b" or set(raw) <= {0, 1}))
+    if not ok:
+        with pytest.raises(wire.DecodeError):
+            wire._short_array(form)
+        return
+    got = wire._short_array(form)
+    assert np.asarray(got).tobytes() == raw and np.asarray(got).dtype == dtype
 
 
 def test_the_trusted_calls_name_every_large_array_however_deep():
