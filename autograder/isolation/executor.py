@@ -228,6 +228,7 @@ def _prewarm() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy  # noqa: F401
+    import numpy.random  # noqa: F401  (helpers imports it: not each child's to import)
 
     fig, ax = plt.subplots()        # loads the font cache once, here
     ax.set_title("warm")

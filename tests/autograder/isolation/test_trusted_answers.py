@@ -130,9 +130,9 @@ def test_what_a_call_changes_in_its_arguments_comes_back():
                            "beta": np.zeros(3), "eps": 1e-5}), "never sent"),
     (_request(LAYER_NORM, {"x": 1, "gamma": 1, "beta": 1, "eps": 1},
               {"0" * 32: [1, 2]}), "malformed"),
-    (wire.SHORT + b'{"__nda__": [1, 2, 3], "dtype": "<f8", "shape": [7], "scalar": false}',
+    (wire.SHORT + b'{"__ndb__": "AAAAAAAA8D8=", "dtype": "<f8", "shape": [7], "scalar": false}',
      "DecodeError"),
-    (wire.SHORT + b'{"__nda__": [1], "dtype": "(15000,10000)f8", "shape": [1], '
+    (wire.SHORT + b'{"__ndb__": "AAAAAAAA8D8=", "dtype": "(15000,10000)f8", "shape": [1], '
                   b'"scalar": false}', "DecodeError"),
     (wire.SHORT + b"[" * 100_000 + b"]" * 100_000, "DecodeError"),
     (wire.SHORT + b'{"__map__": [[{"__seq__": "list", "items": []}, 1]]}', "DecodeError"),
@@ -260,6 +260,8 @@ def transformer_block(x, params, n_heads, causal=True):
 _LOOK = """
 import gc, inspect, json, sys, types
 import helpers, helpers._yours
+for name in ("layer_norm", "multi_head_attention", "feed_forward", "softmax"):
+    getattr(helpers, name)               # looked up on first use: load what it would call
 found, stubs = [], 0
 for obj in gc.get_objects():
     if isinstance(obj, types.FunctionType) and obj.__name__ in (
