@@ -408,8 +408,11 @@ def _recv_exactly(sock, n: int) -> bytes:
 
 #: Arrays of more than this many entries cross once per run: later calls name them by
 #: their content's digest (a model's weights, sent with every forward pass); smaller ones
-#: are written in the request (the wire's short form).
-BLOB_SIZE = 16
+#: are written in the request (the wire's short form). Not fewer: a request that sends
+#: an array is never remembered (the next child to ask it would not have sent it), so
+#: a small model's activations, new in almost every call of a sampling loop, must stay
+#: written in for the calls on a context seen before to be answered from memory.
+BLOB_SIZE = 64
 #: Answers kept per run for requests asked again (a model's forward pass on a context
 #: seen before, the pairs of a word no merge has changed), the least recently used
 #: dropped first: at most this many, of at most MEMO_BYTES of requests and replies.

@@ -110,6 +110,41 @@ def test_an_allowed_function_is_computed_with_its_arrays_sent_once():
     np.testing.assert_allclose(got["value"], reference.transformer_block(x, p, 2), atol=1e-12)
 
 
+@pytest.mark.parametrize("exercise", ["generate", "language_model_forward"])
+def test_a_sampling_loops_repeated_call_is_answered_from_memory(exercise, monkeypatch):
+    """In a sampling loop the model's blocks see the same contexts again and again, in
+    every child that grades the exercise: such a call must be one the worker remembers
+    (a request that sends an array is not, and each child sends its arrays anew), so the
+    activations of every model of the exercise's cases are written in the request while
+    the weights cross once."""
+    from helpers.course import judge
+
+    ex = course.get(exercise)
+    models = [a for hidden in (False, True) for c in judge.cases(ex, hidden=hidden)
+              for a in c.args if isinstance(a, dict) and "blocks" in a]
+    assert models
+    for params in models:
+        n_ctx, d = params["P"].shape
+        x = np.random.default_rng(n_ctx * d).normal(size=(n_ctx, d))
+        args = {"x": x, "params": params["blocks"][0], "n_heads": 1, "causal": True}
+        monkeypatch.setattr(answers, "_MEMO", {})          # nothing remembered yet
+        blobs = answers.Held()
+        for child in range(2):                 # two children ask the same, each fresh
+            client = course_calls.Trusted.__new__(course_calls.Trusted)
+            client.sent = set()
+            weights: dict = {}
+            named = client._named(args, weights)
+            assert type(named["x"]) is np.ndarray      # written in, never sent
+            client.sent |= set(weights)
+            answers.answer(_request(BLOCK, named, weights), frozenset([BLOCK]), blobs)
+            again: dict = {}
+            request = _request(BLOCK, client._named(dict(args, x=x.copy()), again), again)
+            assert again == {}
+            hit = answers.remembered(answers.request_key(request), frozenset([BLOCK]))
+            assert hit is not None or child == 0       # the second child: from memory
+            assert "value" in _reply(answers.answer(request, frozenset([BLOCK]), blobs))
+
+
 def test_what_a_call_changes_in_its_arguments_comes_back():
     rng = np.random.default_rng(1)
     z = rng.normal(size=(2, 5))
