@@ -162,66 +162,84 @@ def encode_word(word: str, merges) -> list[str]:
 # ---------------------------------------------------------------------------------------
 
 
-def _ranges(flags: bytes) -> str:
+def _ranges(flags) -> str:
     """A regular-expression character class body of the code points ``c`` with
-    ``flags[c] == 1``: each run of them as ``first-last`` (or one character alone)."""
-    return "".join(re.escape(chr(m.start())) if m.end() - m.start() == 1
-                   else f"{re.escape(chr(m.start()))}-{re.escape(chr(m.end() - 1))}"
-                   for m in re.finditer(rb"\x01+", flags))
+    ``flags[c]`` true (a boolean array over every code point): each run of them as
+    ``first-last`` (or one character alone)."""
+    import numpy as np
+
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], flags, [False]))))  # [2 runs]
+    return "".join(re.escape(chr(a)) if b - a == 1 else f"{re.escape(chr(a))}-{re.escape(chr(b - 1))}"
+                   for a, b in zip(edges[0::2].tolist(), edges[1::2].tolist()))
 
 
 def _letters_and_numbers() -> tuple[str, str]:
     """The class bodies of ``\\p{L}`` and ``\\p{N}`` for this Python's Unicode database
     (built once, about 20 ms): ``str.isalpha`` is exactly the letter categories (Lu, Ll,
     Lt, Lm, Lo); every number (Nd, Nl, No) is ``str.isnumeric``, and so are a few
-    letters (CJK numerals such as 三), which ``unicodedata.category`` weeds out. Only
-    the characters of ``re``'s ``\\w`` (``str.isalnum``, and ``_``) can be either: about
-    one code point in eight, the only ones looked at one by one."""
+    letters (CJK numerals such as 三), which ``unicodedata.category`` weeds out. NumPy's
+    ``strings.isalpha`` and ``strings.isnumeric`` ask the interpreter's own Unicode
+    database for every code point at once (``tests/helpers/test_tokenizer.py`` holds them
+    to ``str``'s, one code point at a time)."""
     import numpy as np
 
-    every = np.arange(0x110000, dtype="<u4").tobytes().decode(
-        "utf-32-le", "surrogatepass")                                 # every code point
-    letter, numeric = bytearray(len(every)), bytearray(len(every))
-    for run in re.finditer(r"[^\W_]+", every):
-        start, end = run.span()
-        letter[start:end] = bytes(map(str.isalpha, run.group()))
-        numeric[start:end] = bytes(map(str.isnumeric, run.group()))
-    for m in re.finditer(rb"\x01", numeric):
-        if unicodedata.category(every[m.start()])[0] != "N":
-            numeric[m.start()] = 0
-    return _ranges(bytes(letter)), _ranges(bytes(numeric))
+    every = np.arange(0x110000, dtype="<u4").view("<U1")         # [0x110000] every code point
+    letter = np.strings.isalpha(every)                             # [0x110000] bool
+    numeric = np.strings.isnumeric(every)                          # [0x110000] bool
+    for c in np.flatnonzero(numeric).tolist():                     # about 1,900 of them
+        if unicodedata.category(chr(c))[0] != "N":
+            numeric[c] = False
+    return _ranges(letter), _ranges(numeric)
 
 
 #: Whitespace as the ``tokenizers`` library's regular expressions see it (``\s``: the
 #: Unicode White_Space property; Python's own ``\s`` also counts ``\x1c``-``\x1f``).
 _SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-_LETTER, _NUMBER = _letters_and_numbers()                        # \p{L}, \p{N}
-
-#: GPT-2's split into words, ``'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
-#: ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+``, written for Python's ``re`` (which has no ``\p``):
-#: an English contraction; letters, numbers or other symbols, each with at most one
-#: space before them; a run of spaces that leaves its last space to the next word; the
-#: spaces at the end. ``GPT2_PATTERN.findall(text)`` gives the words.
-GPT2_PATTERN = re.compile(
-    rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{_LETTER}]+| ?[{_NUMBER}]+| ?[^{_SPACE}{_LETTER}{_NUMBER}]+"
-    rf"|[{_SPACE}]+(?![^{_SPACE}])|[{_SPACE}]+")
-
-_DIGIT = re.compile(f"([{_NUMBER}])")                             # one digit, kept by split
 _CONTROL = re.compile("(" + "|".join(re.escape(t) for t in
                                      sorted(CONTROL_TOKENS, key=len, reverse=True)) + ")")
+
+
+@lru_cache(maxsize=None)
+def _patterns() -> dict:
+    """The patterns of the pre-tokenisation, built on first use (about 30 ms: most
+    programs that import this module never split a text):
+
+    * ``_LETTER``, ``_NUMBER``: the class bodies of ``\\p{L}`` and ``\\p{N}``;
+    * ``GPT2_PATTERN``: GPT-2's split into words, ``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+|
+      ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``, written for Python's ``re``
+      (which has no ``\\p``): an English contraction; letters, numbers or other symbols,
+      each with at most one space before them; a run of spaces that leaves its last
+      space to the next word; the spaces at the end. ``GPT2_PATTERN.findall(text)``
+      gives the words;
+    * ``_DIGIT``: one digit, kept by ``split``."""
+    letter, number = _letters_and_numbers()                        # \p{L}, \p{N}
+    return {"_LETTER": letter, "_NUMBER": number,
+            "GPT2_PATTERN": re.compile(
+                rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{letter}]+| ?[{number}]+"
+                rf"| ?[^{_SPACE}{letter}{number}]+|[{_SPACE}]+(?![^{_SPACE}])|[{_SPACE}]+"),
+            "_DIGIT": re.compile(f"([{number}])")}
+
+
+def __getattr__(name: str):
+    """``GPT2_PATTERN`` (and the private patterns of :func:`_patterns`), built on first use."""
+    if name in ("GPT2_PATTERN", "_LETTER", "_NUMBER", "_DIGIT"):
+        return _patterns()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pretokenize(text: str) -> list[str]:
     """SmolLM2's pre-tokenisation: control tokens kept whole, every digit a piece of its
     own, the rest split by :data:`GPT2_PATTERN`. ``"".join(pretokenize(t)) == t``."""
+    patterns = _patterns()
+    digit, words = patterns["_DIGIT"], patterns["GPT2_PATTERN"]
     pieces = []
     for part in _CONTROL.split(text):                              # odd parts: control tokens
         if part in CONTROL_TOKENS:
             pieces.append(part)
             continue
-        for chunk in _DIGIT.split(part):                           # odd chunks: single digits
+        for chunk in digit.split(part):                            # odd chunks: single digits
             if chunk:
-                pieces.extend(GPT2_PATTERN.findall(chunk))
+                pieces.extend(words.findall(chunk))
     return pieces
 
 
