@@ -17,8 +17,9 @@ children's copies.
   generators and known mistakes are gone, and so are the private modules of
   ``helpers/exercises/`` (inputs, variants);
 * the visible cases of the chosen exercises are stored with their expected outputs as
-  plain data (``helpers/exercises/_stored/<name>.npz``, read without pickle), with the
-  reference model's next-token logits for the sampling cases of ``generate``.
+  plain data (``helpers/exercises/_stored/<name>.wire``: the wire's short form, read
+  without pickle), with the reference model's next-token logits for the sampling cases
+  of ``generate``.
 
 ``release --bundle`` builds it for the assignments handed out (the revealed ones keep
 their references); the grader builds it for every child: the notebook run's copy (the
@@ -176,7 +177,7 @@ _HERE = Path(__file__).parent
 
 def load(name):
     """The case fields of exercise ``name`` (see ``helpers.course.case``), or []."""
-    path = _HERE / f"{name}.npz"
+    path = _HERE / f"{name}.wire"
     if not path.exists():
         return []
     return list(_wire.decode(path.read_bytes(), max_bytes=256 * 1024 * 1024))
@@ -190,7 +191,7 @@ def next_token_logits(name, fingerprint, fallback):
 
     def forward(token_ids, params, n_heads):
         if not table:
-            path = _HERE / f"{name}_logits.npz"
+            path = _HERE / f"{name}_logits.wire"
             if path.exists():
                 data = _wire.decode(path.read_bytes(), max_bytes=256 * 1024 * 1024)
                 table.update(zip(data["keys"], data["logits"]))
@@ -266,10 +267,10 @@ def stored_files(name: str, logits: bool = True) -> tuple[tuple[str, bytes], ...
     cases, and (with ``logits``) the sampling cases' logits. Computed once per process."""
     from autograder.isolation import wire
 
-    out = [(f"{name}.npz", wire.encode(visible_case_fields(name)))]
+    out = [(f"{name}.wire", wire.encode(visible_case_fields(name), short=True))]
     logits = sampling_logits(name) if logits and name in SAMPLING_LOGITS else None
     if logits:
-        out.append((f"{name}_logits.npz", wire.encode(logits)))
+        out.append((f"{name}_logits.wire", wire.encode(logits, short=True)))
     return tuple(out)
 
 

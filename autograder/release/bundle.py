@@ -284,7 +284,7 @@ requires-python = ">=3.11"
 include = ["helpers*"]
 
 [tool.setuptools.package-data]
-"*" = ["*.npz", "*.md", "*.txt", "*.json"]
+"*" = ["*.npz", "*.wire", "*.md", "*.txt", "*.json"]
 """
 
 

@@ -166,7 +166,7 @@ def test_no_hidden_case_solution_test_or_bytecode_in_the_bundle(built):
     assert not leaked, leaked[:5]
     with _bundle_codec(built) as wire:              # read the stored cases as the bundle does
         stored = {p.stem: wire.decode(p.read_bytes(), max_bytes=1 << 28)
-                  for p in (built / "helpers" / "exercises" / "_stored").glob("*.npz")
+                  for p in (built / "helpers" / "exercises" / "_stored").glob("*.wire")
                   if not p.stem.endswith("_logits")}
     assert set(stored) == set(course.names())
     for name, cases in stored.items():
@@ -273,7 +273,7 @@ def test_sampling_cases_are_judged_in_the_bundle_without_the_model(tmp_path):
     built = tmp_path / "hw"
     bundle_mod.build(built, ["08_language_model"], reveal=[a for a in ALL if a < "08"],
                      worked_examples=False)
-    stored = built / "helpers" / "exercises" / "_stored" / "generate_logits.npz"
+    stored = built / "helpers" / "exercises" / "_stored" / "generate_logits.wire"
     assert stored.is_file()
     answers = "\n".join(
         "".join(c["source"]) for c in bundle_mod._variant("08_language_model", True)["cells"]
