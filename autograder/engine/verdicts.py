@@ -329,7 +329,13 @@ def case_error(function: str, case, err: str, where: str = "") -> str:
     return judge.error_text(course.get(function), case, _short(err, 400))
 
 
-def answer_functions(source: Source) -> dict[str, list[str]]:
-    """Answer grade_id -> the functions its source cell defines."""
-    return {gid: _defined_functions(cell.source) or [gid]
-            for gid, cell in source.by_id("answer").items()}
+def answer_functions(source: Source) -> dict[str, tuple[str, ...]]:
+    """Answer grade_id -> the functions its source cell defines (parsed once per source:
+    every exercise's verdict asks)."""
+    return dict(_answer_functions(source))
+
+
+@lru_cache(maxsize=64)
+def _answer_functions(source: Source) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple((gid, tuple(_defined_functions(cell.source) or [gid]))
+                 for gid, cell in source.by_id("answer").items())
