@@ -74,7 +74,9 @@ def _derived(name: str):
 
 
 def __getattr__(name: str):
-    if name.startswith("__") and name != "__all__":
+    # a private name is never derived: ``from helpers import _wire`` asks for one before
+    # importing the submodule, and must not import the framework to learn that
+    if name.startswith("_") and name != "__all__":
         raise AttributeError(f"module 'helpers' has no attribute {name!r}")
     value = globals()[name] = _derived(name)
     return value
