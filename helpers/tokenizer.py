@@ -169,7 +169,8 @@ def _ranges(flags) -> str:
     import numpy as np
 
     edges = np.flatnonzero(np.diff(np.concatenate(([False], flags, [False]))))  # [2 runs]
-    return "".join(re.escape(chr(a)) if b - a == 1 else f"{re.escape(chr(a))}-{re.escape(chr(b - 1))}"
+    return "".join(re.escape(chr(a)) if b - a == 1
+                   else f"{re.escape(chr(a))}-{re.escape(chr(b - 1))}"
                    for a, b in zip(edges[0::2].tolist(), edges[1::2].tolist()))
 
 

@@ -59,6 +59,13 @@ class CaseSet:
         return [str(getattr(c, "group", "") or "") for c in self.cases]
 
 
+def _payload(case, store: dict | None = None) -> str:
+    """A case's arguments as the child decodes them (the wire's short form; its large
+    arrays named into ``store``, when given)."""
+    return wire.b64(wire.encode((tuple(case.args), dict(case.kwargs)), store=store,
+                                short=True))
+
+
 @lru_cache(maxsize=None)
 def _default_cases(name: str) -> CaseSet:
     """The cases of exercise ``name``, hidden ones drawn with the default seed (computed
@@ -71,8 +78,7 @@ def _default_cases(name: str) -> CaseSet:
     hidden = list(judge.cases(ex, hidden=True))
     cases = tuple(visible + hidden)
     store: dict = {}
-    payloads = tuple(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs)), store=store,
-                                          short=True)) for c in cases)
+    payloads = tuple(_payload(c, store) for c in cases)
     uses = tuple((dep, course.qualified(course.get(dep).reference)) for dep in ex.uses)
     return CaseSet(cases, (False,) * len(visible) + (True,) * len(hidden), payloads,
                    tuple(c.scenario for c in cases), uses, store)
@@ -101,7 +107,7 @@ def _student_cases(ex, seed: int) -> CaseSet:
             payloads.append(base.payloads[k])
         else:
             cases.append(copy.deepcopy(c))
-            payloads.append(wire.b64(wire.encode((tuple(c.args), dict(c.kwargs)), short=True)))
+            payloads.append(_payload(c))
     return CaseSet(tuple(cases), tuple(c.hidden for c in cases), tuple(payloads),
                    tuple(c.scenario for c in cases), base.uses, base.store)
 

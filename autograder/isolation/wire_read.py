@@ -387,11 +387,10 @@ def _short_array(x: dict) -> np.ndarray:
         raw = base64.b64decode(text.encode("ascii"), validate=True)
     except Exception:
         raise DecodeError("bad short array") from None
-    if len(raw) != count * dtype.itemsize or (scalar and shape):
+    if len(raw) != count * dtype.itemsize or (scalar and shape) or \
+            (dtype.kind == "b" and raw.strip(b"\x00\x01")):       # a bool is a byte 0 or 1
         raise DecodeError("bad short array")
     a = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
-    if dtype.kind == "b" and raw.strip(b"\x00\x01"):
-        raise DecodeError("bad short array")          # a bool is a byte 0 or 1
     return a[()] if scalar else a
 
 
