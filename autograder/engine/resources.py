@@ -45,6 +45,7 @@ class _Resources:
         self.base = worker.home
         os.chmod(self.base, 0o711)
         self._helpers: dict[tuple, str] = {}
+        self._store = helpers_copy.Store(self.base / ".helpers-store")   # every copy's files
         self._data: dict[str, str | None] = {}
         self._arrays: set[str] = set()
         self._jobs = 0
@@ -60,7 +61,8 @@ class _Resources:
             dest.mkdir(exist_ok=True)
             os.chmod(dest, 0o755)
             self._helpers[key] = str(helpers_copy.prepare_helpers(
-                dest, strip=strip, notebook_run=strip is None, assignment=assignment))
+                dest, strip=strip, notebook_run=strip is None, assignment=assignment,
+                store=self._store))
         return self._helpers[key]
 
     def arrays(self, strip: str, store: dict) -> None:

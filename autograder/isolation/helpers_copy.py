@@ -20,7 +20,7 @@ the exercise to finish.
   answer cell), and the verdict is not reached in this process, so neither may decide
   anything in it.
 
-The copies are hard links to one store of files per grading process (:class:`_Store`),
+The copies are hard links to one store of files per grading process (:class:`Store`),
 compiled once.
 """
 
@@ -87,62 +87,105 @@ def _bytecode(text: str) -> bytes:
     import system sets the code's file name to the module's path when it loads it)."""
     data = text.encode("utf-8")
     code = compile(data, "<helpers>", "exec", dont_inherit=True)
-    return importlib._bootstrap_external._code_to_hash_pyc(
-        code, importlib.util.source_hash(data), checked=True)
+    return bytes(importlib._bootstrap_external._code_to_hash_pyc(
+        code, importlib.util.source_hash(data), checked=True))
 
 
-class _Store:
+class Store:
     """Content-addressed files in a folder of the grader's own (mode 0700, never shown to
-    a child): each copy of ``helpers`` is made of hard links to them, so the ~130 files
-    of a copy are written once per grading process, not once per exercise."""
+    a child): each copy of ``helpers`` is made of hard links to them, so the ~250 files
+    of a copy are written once per grading process, not once per exercise. The store
+    remembers what each of its files holds (by content, and by inode for the copies'
+    links to them), so a copy costs a link per file, never a hash or a read again."""
 
     def __init__(self, folder: Path):
         self.folder = folder
         folder.mkdir(mode=0o700, exist_ok=True)
+        self._stored: dict[bytes, str] = {}       # content -> its file in the store
+        self.by_inode: dict[tuple[int, int], bytes] = {}    # (device, inode) -> content
 
-    def put(self, dest: Path, data: bytes) -> None:
-        stored = self.folder / hashlib.sha256(data).hexdigest()
-        if not stored.exists():
-            tmp = stored.with_name(f".{stored.name}.{os.getpid()}")
-            tmp.write_bytes(data)
-            tmp.chmod(0o644)
-            os.replace(tmp, stored)
+    def _file(self, data: bytes) -> str:
+        stored = self._stored.get(data)
+        if stored is None:
+            stored = os.path.join(self.folder, hashlib.sha256(data).hexdigest())
+            if not os.path.exists(stored):
+                tmp = f"{stored}.{os.getpid()}.tmp"
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                os.chmod(tmp, 0o644)
+                os.replace(tmp, stored)
+            st = os.stat(stored)
+            self.by_inode[(st.st_dev, st.st_ino)] = data
+            self._stored[data] = stored
+        return stored
+
+    def put(self, dest, data: bytes) -> None:
+        """Make ``dest`` a file holding ``data``: a new link to the store's file of that
+        content (one already at ``dest``, maybe a link into the store, is replaced, never
+        written through)."""
+        stored = self._file(data)
         try:
             os.link(stored, dest)
+            return
+        except FileExistsError:
+            os.unlink(dest)
         except OSError:                        # another file system, or no links
-            dest.write_bytes(data)
+            with open(dest, "wb") as f:
+                f.write(data)
+            return
+        os.link(stored, dest)
+
+    def content(self, path: str) -> bytes:
+        """What the copy's file ``path`` holds (read only when it is not a link here)."""
+        st = os.stat(path)
+        data = self.by_inode.get((st.st_dev, st.st_ino))
+        if data is None:
+            with open(path, "rb") as f:
+                data = f.read()
+        return data
 
 
 @lru_cache(maxsize=None)
-def _read(path: Path, mtime_ns: int, size: int) -> bytes:
-    return path.read_bytes()
+def _read(path: str, mtime_ns: int, size: int) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
-def _copy_tree(source: Path, pkg: Path, store: _Store) -> None:
+def _copy_tree(source: Path, pkg: Path, store: Store) -> None:
     for folder, dirs, files in os.walk(source):
         dirs[:] = [d for d in dirs if d not in ("__pycache__", ".ipynb_checkpoints")]
-        rel = Path(folder).relative_to(source)
-        (pkg / rel).mkdir(exist_ok=True)
+        rel = os.path.relpath(folder, source)
+        target = os.path.normpath(os.path.join(pkg, rel))
+        os.makedirs(target, exist_ok=True)
         for name in files:
             if not name.endswith(".pyc"):
-                src = Path(folder) / name
-                st = src.stat()
-                store.put(pkg / rel / name, _read(src, st.st_mtime_ns, st.st_size))
+                src = os.path.join(folder, name)
+                st = os.stat(src)
+                store.put(os.path.join(target, name), _read(src, st.st_mtime_ns, st.st_size))
 
 
-def _compile_tree(pkg: Path, store: _Store) -> None:
-    for py in pkg.rglob("*.py"):
-        try:
-            pyc = _bytecode(py.read_text(encoding="utf-8"))
-        except (SyntaxError, ValueError, UnicodeDecodeError):
-            continue                           # imported from source (and fails there)
-        target = Path(importlib.util.cache_from_source(str(py)))
-        target.parent.mkdir(exist_ok=True)
-        store.put(target, pyc)
+def _compile_tree(pkg: Path, store: Store) -> None:
+    for folder, dirs, files in os.walk(pkg):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        cache = None
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            py = os.path.join(folder, name)
+            try:
+                pyc = _bytecode(store.content(py).decode("utf-8"))
+            except (SyntaxError, ValueError, UnicodeDecodeError):
+                continue                       # imported from source (and fails there)
+            target = importlib.util.cache_from_source(py)
+            if cache is None:
+                cache = os.path.dirname(target)
+                os.makedirs(cache, exist_ok=True)
+            store.put(target, pyc)
 
 
 def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = None,
-                    notebook_run: bool = False, assignment: str | None = None) -> Path:
+                    notebook_run: bool = False, assignment: str | None = None,
+                    store: Store | None = None) -> Path:
     """Copy ``helpers/`` to ``dest/helpers`` (compiled); return ``dest`` (for sys.path).
 
     With ``strip`` (an exercise's name), the copy is the one that exercise is graded
@@ -153,7 +196,9 @@ def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = 
     bundle): every exercise's answer a stub, no case builder, hidden case or known
     mistake, the visible cases of the assignment's exercises stored (of every exercise
     when ``assignment`` is not one of the course's), the real checks. Without either,
-    the full package (the sandbox's own tests and benchmark).
+    the full package (the sandbox's own tests and benchmark). ``store``: the
+    :class:`Store` its files are links into (one kept for every copy a grading process
+    makes; by default a new one in ``dest``'s parent folder).
     """
     if strip is not None and notebook_run:
         raise ValueError("a copy is either an exercise's or the notebook run's")
@@ -162,18 +207,19 @@ def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = 
     if pkg.exists():
         shutil.rmtree(pkg)
     pkg.mkdir(parents=True)
-    store = _Store(dest.parent / ".helpers-store")
+    store = Store(dest.parent / ".helpers-store") if store is None else store
     _copy_tree(source, pkg, store)
     if strip is not None:
         from helpers import course
 
-        student_helpers.build(pkg, course.names(), (), put=store.put, graded=strip)
+        student_helpers.build(pkg, course.names(), (), put=store.put, graded=strip,
+                              get=store.content)
         _unlink_write(pkg / "checks.py", _CHECKS_STAND_IN.encode("utf-8"))
     elif notebook_run:
         from helpers import course
 
         names = course.names()
         student_helpers.build(pkg, names, course.NOTEBOOKS.get(assignment, names),
-                              put=store.put, logits=False)
+                              put=store.put, logits=False, get=store.content)
     _compile_tree(pkg, store)
     return dest

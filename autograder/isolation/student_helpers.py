@@ -90,6 +90,11 @@ def write(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
+def read(path: Path) -> bytes:
+    """What the file ``path`` holds."""
+    return Path(path).read_bytes()
+
+
 # -- exercise modules: only what judges an output -------------------------------------------
 
 
@@ -274,11 +279,12 @@ def stored_files(name: str, logits: bool = True) -> tuple[tuple[str, bytes], ...
     return tuple(out)
 
 
-def write_exercises(pkg: Path, stored_for, put=write, logits: bool = True) -> None:
+def write_exercises(pkg: Path, stored_for, put=write, logits: bool = True,
+                    get=read) -> None:
     """Strip the exercise modules of the copy ``pkg`` to what judges an output, drop the
     private ones, and store the visible cases of the exercises ``stored_for``, with the
     sampling cases' logits unless ``logits`` is false (``put(path, bytes)`` writes a
-    file)."""
+    file, ``get(path)`` reads one)."""
     ex_dir = pkg / "exercises"
     for py in sorted(ex_dir.glob("*.py")):
         if py.name in KEEP_EXERCISE_FILES:
@@ -286,14 +292,14 @@ def write_exercises(pkg: Path, stored_for, put=write, logits: bool = True) -> No
         if py.stem.startswith("_"):
             py.unlink()                    # inputs and variants: hidden seeds, mistakes
             continue
-        text = strip_exercise_module(py.read_text(encoding="utf-8"))
+        text = strip_exercise_module(get(py).decode("utf-8"))
         text += (f"\nfrom helpers.exercises import _stored\n"
                  f"EXERCISE.stored_cases(lambda: _stored.load({py.stem!r}))\n")
         if py.stem in SAMPLING_LOGITS:
             var = SAMPLING_LOGITS[py.stem]
             text += (f"{var} = _stored.next_token_logits({py.stem!r}, _fingerprint, "
                      f"{var})\n")
-        write(py, text.encode("utf-8"))
+        put(py, text.encode("utf-8"))
     stored = ex_dir / "_stored"
     stored.mkdir()
     put(stored / "__init__.py", STORED_INIT.encode("utf-8"))
@@ -337,6 +343,12 @@ def _answer_labels(name: str, forbidden: bool = False) -> dict[str, str]:
     a method (``_FastBPE.word``) or another module-level value such as a compiled
     pattern (``helpers.reference``'s are re-exported by the package: ``helpers.softmax``);
     with ``forbidden``, also what it ``forbid``s (refused while it is graded, not hidden)."""
+    return dict(_labels(name, forbidden))
+
+
+@lru_cache(maxsize=None)
+def _labels(name: str, forbidden: bool) -> tuple[tuple[str, str], ...]:
+    """:func:`_answer_labels`, computed once per process (every copy asks it)."""
     from helpers import course
 
     ex = course.get(name)
@@ -346,9 +358,10 @@ def _answer_labels(name: str, forbidden: bool = False) -> dict[str, str]:
         module, _, attr = spec.partition(":")
         prefix = "helpers" if module == "helpers.reference" else module
         out[spec] = f"{prefix}.{attr}"
-    return out
+    return tuple(out.items())
 
 
+@lru_cache(maxsize=None)
 def defined_at(spec: str) -> str:
     """``spec`` as the module that defines it names it: a function or class re-exported by
     a package (``helpers.bert:encode``) is written where its ``def`` is
@@ -375,6 +388,12 @@ def stubbed_functions(names) -> dict[str, str]:
     """``"module:function" -> message`` for every course function left out when exercises
     ``names`` are not answered (their references and what they refuse, except
     :data:`COMPOSITES`)."""
+    return dict(_stubbed(tuple(names)))
+
+
+@lru_cache(maxsize=None)
+def _stubbed(names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """:func:`stubbed_functions`, computed once per process for each ``names``."""
     from helpers import course
 
     out: dict[str, str] = {}
@@ -385,7 +404,7 @@ def stubbed_functions(names) -> dict[str, str]:
             if spec not in COMPOSITES:
                 text = STUB_MESSAGE if spec == reference else REFUSED_MESSAGE
                 out.setdefault(spec, f"{label} {text.format(**fields)}")
-    return out
+    return tuple(out.items())
 
 
 def _earlier(name: str) -> list[str]:
@@ -533,11 +552,12 @@ def _stubbed_source(text: str, fns: tuple) -> tuple[str, tuple[str, ...]]:
     return ast.unparse(tree) + "\n", tuple(found)
 
 
-def stub_answers(pkg: Path, stubs: dict[str, str], raising: dict[str, str] | None = None
-                 ) -> set[str]:
+def stub_answers(pkg: Path, stubs: dict[str, str], raising: dict[str, str] | None = None,
+                 put=write, get=read) -> set[str]:
     """Replace the functions ``stubs`` (spec -> message) in the copy ``pkg`` by calls of
     ``helpers._yours.course``, and those of ``raising`` by stubs raising their message:
-    no line of their body stays. Returns the specs found and stubbed."""
+    no line of their body stays (``put(path, bytes)`` replaces a file, ``get(path)``
+    reads one). Returns the specs found and stubbed."""
     from helpers import course
 
     raising = raising or {}
@@ -550,22 +570,23 @@ def stub_answers(pkg: Path, stubs: dict[str, str], raising: dict[str, str] | Non
     for py, fns in by_file.items():
         if not py.exists():                  # a module the copy drops (variants)
             continue
-        text, found = _stubbed_source(py.read_text(encoding="utf-8"), tuple(sorted(fns)))
-        write(py, text.encode("utf-8"))
+        text, found = _stubbed_source(get(py).decode("utf-8"), tuple(sorted(fns)))
+        put(py, text.encode("utf-8"))
         done |= {spec for fn, spec, _, _ in fns if fn in found}
     return done
 
 
 def build(pkg: Path, hidden, stored_for, put=write, logits: bool = True,
-          graded: str | None = None) -> dict[str, str]:
+          graded: str | None = None, get=read) -> dict[str, str]:
     """Make the copy ``pkg`` of ``helpers/`` a student's: the exercises ``hidden``
     answered by stubs, the exercise modules stripped, the visible cases of ``stored_for``
     stored (with the sampling cases' logits unless ``logits`` is false: see
     :data:`SAMPLING_MODEL`). With ``graded`` (an exercise's name), the copy its answer is
     graded with: its reference and what it refuses raise (:func:`hidden_references`).
-    Returns the stubs (spec -> message)."""
+    ``put(path, bytes)`` writes a file of the copy, ``get(path)`` reads one. Returns the
+    stubs (spec -> message)."""
     stubs = stubbed_functions(hidden)
-    done = stub_answers(pkg, stubs, hidden_references(graded) if graded else None)
+    done = stub_answers(pkg, stubs, hidden_references(graded) if graded else None, put, get)
     if graded:
         from helpers import course
 
@@ -575,5 +596,5 @@ def build(pkg: Path, hidden, stored_for, put=write, logits: bool = True,
     put(pkg / "_yours.py", COURSE_CALLS.read_bytes())
     for name, data in codec_files().items():
         put(pkg / name, data)
-    write_exercises(pkg, stored_for, put, logits)
+    write_exercises(pkg, stored_for, put, logits, get)
     return stubs

@@ -54,6 +54,14 @@ __all__ = [
 def prepare_cache() -> None:
     """Build the converted-weights cache (and the tokenizer's) when the model is
     installed; nothing otherwise. Called by the grader, trusted, before any learner code."""
-    if not missing_requirements():
+    if missing_requirements():
+        return
+    from pathlib import Path
+
+    from helpers.llama.weights import cache_complete, cache_file
+
+    path = Path(smollm2_path())
+    if not cache_complete(path):         # a cache already there is not read: only checked
         load_smollm2()
+    if not cache_file(path, "tokenizer.json").is_file():
         load_tokenizer()

@@ -260,6 +260,25 @@ def _save_cache(file: Path, params: dict, config: LlamaConfig) -> None:
             pass
 
 
+def cache_complete(path: Path) -> bool:
+    """Whether the converted-weights cache of the model file ``path`` is there with every
+    array it must hold (its zip directory is read, not the arrays)."""
+    import json
+
+    file = cache_file(path)
+    if not file.is_file():
+        return False
+    try:
+        with np.load(file, allow_pickle=False) as data:
+            config = LlamaConfig(**json.loads(str(data["config"])))
+            names = set(data.files)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    wanted = {"E", "norm"} | {f"blocks.{i}.{k}" for i in range(config.n_layers)
+                              for k in _BLOCK_KEYS}
+    return wanted <= names
+
+
 def _load_cache(file: Path) -> tuple[dict, LlamaConfig] | None:
     import json
 

@@ -754,3 +754,46 @@ def test_answers_holding_the_reference_in_a_closure_are_refused():
     _fails_with("swiglu", gated, "must be your own implementation", "helpers.llama.silu")
     assert llama.silu is silu and gated(np.ones((1, 2)), np.ones((2, 3)), np.ones((2, 3)),
                                         np.ones((3, 2))).shape == (1, 2)      # restored
+
+
+def test_prepare_cache_checks_a_cache_that_is_there_without_reading_it(tmp_path, monkeypatch):
+    """The grader prepares the caches once per grading process: a complete weights cache
+    (every block's array listed in its zip directory) is left as it is, without loading
+    its ~540 MB; a missing, damaged or incomplete one is built again."""
+    import zipfile
+
+    monkeypatch.setattr(llama.weights, "MODEL_CACHE", {})
+    monkeypatch.setenv("TRANSFORMERS_COURSE_CACHE", str(tmp_path / "cache"))
+    model = tmp_path / "Tiny.Q4_1.gguf"
+    model.write_bytes(b"tiny weights")
+    monkeypatch.setattr(llama, "smollm2_path", lambda: model)
+    monkeypatch.setattr(llama, "missing_requirements", lambda: [])
+    loaded = []
+    monkeypatch.setattr(llama, "load_smollm2", lambda: loaded.append("weights"))
+    monkeypatch.setattr(llama, "load_tokenizer", lambda: loaded.append("tokenizer"))
+    cfg = llama.SMALL_CONFIG
+    params = llama.random_llama_params(cfg, seed=3, dtype=np.float32)
+    file = llama.weights.cache_file(model)
+    tokenizer = llama.weights.cache_file(model, "tokenizer.json")
+
+    assert not llama.weights.cache_complete(model)                      # none yet
+    llama.prepare_cache()
+    assert loaded == ["weights", "tokenizer"]
+
+    llama.weights._save_cache(file, params, cfg)
+    tokenizer.write_text("{}")
+    assert llama.weights.cache_complete(model)
+    loaded.clear()
+    llama.prepare_cache()
+    assert loaded == []                                                  # only checked
+
+    names = zipfile.ZipFile(file).namelist()
+    kept = {n: zipfile.ZipFile(file).read(n) for n in names if n != "blocks.1.W_down.npy"}
+    with zipfile.ZipFile(file, "w") as z:                                # one array lost
+        for n, data in kept.items():
+            z.writestr(n, data)
+    assert not llama.weights.cache_complete(model)
+    file.write_bytes(b"not an npz")                                      # damaged
+    assert not llama.weights.cache_complete(model)
+    llama.prepare_cache()
+    assert loaded == ["weights"]
