@@ -327,6 +327,11 @@ class Recorded:
         self.folder = folder
         self.tables: dict[str, Table] = {}
 
+    def holds(self, spec: str) -> bool:
+        """Whether any call of ``spec`` is recorded."""
+        self.find(spec, {})
+        return bool(self.tables[spec].index.get(spec))
+
     def find(self, spec: str, args: dict):
         part = self.tables.get(spec)
         if part is None:
@@ -506,6 +511,21 @@ class Trusted:
 
 #: In a grading child: the trusted grader's answers (:class:`Trusted`); None elsewhere.
 trusted: Trusted | None = None
+#: Stubs :func:`answered_by_grader` has decided, by function.
+_by_grader: dict = {}
+
+
+def answered_by_grader(fn) -> bool:
+    """Whether every call of the stub ``fn`` goes to the trusted grader (a grading child,
+    which the grader answers ``fn`` for, no call of it recorded here): the grader reads
+    its arguments against the same contract as the learner's edge
+    (``helpers.course.edge.checked``), which then checks them only when the call fails."""
+    if trusted is None:
+        return False
+    if fn not in _by_grader:
+        spec = f"{getattr(fn, '__module__', '')}:{getattr(fn, '__qualname__', '')}"
+        _by_grader[fn] = spec in trusted.specs and not table().holds(spec)
+    return _by_grader[fn]
 
 
 def course(spec: str, name: str, message: str, args: dict, call, stand_in: bool = False):

@@ -462,7 +462,7 @@ def checked_call(contract: Contract, signature: inspect.Signature, args: tuple,
     conditions), or a ValueError naming the first problem and the shapes involved.
     ``names``: :func:`parameter_names` of ``signature``, when the caller keeps them."""
     names = parameter_names(signature) if names == () else names
-    if names is None or len(args) > len(names) or any(
+    if names is None or len(args) + len(kwargs) != len(names) or any(
             k not in names or k in names[:len(args)] for k in kwargs):
         try:
             signature.bind(*args, **kwargs)          # the TypeError Python would raise

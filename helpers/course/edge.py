@@ -21,6 +21,7 @@ import functools
 import inspect
 import linecache
 import numbers
+import sys
 from typing import Callable
 
 import numpy as np
@@ -61,9 +62,19 @@ def checked(fn: Callable, contract: Contract, edge: Callable | None = None,
     names = parameter_names(signature)
     module_file = inspect.getsourcefile(fn) or ""
     name = fn.__name__
+    # A student's copy of helpers (the grader's, or the bundle's) holds stubs. In a grading
+    # child the grader answers them, reading each call against this same contract there:
+    # here a call is then checked only when it fails, which raises what it always raised.
+    yours = sys.modules.get("helpers._yours")
+    by_grader = getattr(yours, "answered_by_grader", None)
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
+        if by_grader is not None and by_grader(fn):
+            try:
+                return fn(*args, **kwargs)
+            except Exception:
+                pass            # what the call raises is decided below, as for any call
         args, kwargs = checked_call(contract, signature, args, kwargs, names)
         if edge is not None:
             edge(*args, **kwargs)

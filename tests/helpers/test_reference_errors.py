@@ -288,3 +288,21 @@ def test_every_function_accepts_lists(name):
     for out in (from_arrays if isinstance(from_arrays, tuple) else (from_arrays,)):
         if isinstance(out, np.ndarray) and name not in ("causal_mask", "generate"):
             assert out.dtype == np.float64, name
+
+
+@pytest.mark.parametrize("name", helpers.CONTRACT_FUNCTIONS)
+def test_a_missing_argument_is_named_by_the_function_called(name):
+    """Every contract function called without one of its required arguments raises the
+    TypeError of a call that misses it, naming that argument, never an inner helper of
+    the edge (``layer_norm(x, gamma)`` once named ``_a_deviation_or_eps``)."""
+    import inspect
+
+    fn = getattr(helpers, name)
+    params = [p for p in inspect.signature(fn).parameters.values()
+              if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+    for missing in params:
+        kwargs = {p.name: object() for p in params if p is not missing}
+        with pytest.raises(TypeError) as caught:
+            fn(**kwargs)
+        assert repr(missing.name) in str(caught.value), (name, caught.value)
+        assert not re.search(r"\b_\w*\(\)", str(caught.value)), (name, caught.value)
