@@ -31,6 +31,7 @@ reply refuses them.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import io
 import json
@@ -73,6 +74,15 @@ def encode(obj, store=None, short: bool = False) -> bytes:
     def enc(x, depth=0):
         if depth > 20:
             return {"__repr__": "nested too deeply"}
+        t = type(x)                      # the common exact types first, as below
+        if t is str or t is float or t is bool or x is None:
+            return x
+        if t is dict and all(type(k) is str for k in x):
+            return {"__dict__": [[k, enc(v, depth + 1)] for k, v in x.items()]}
+        if t is np.ndarray and short and store is None and x.dtype.kind in "biuf" and \
+                x.size <= SHORT_ARRAY and x.ndim <= MAX_NDIM and x.dtype.str in _DTYPES:
+            return {"__ndb__": binascii.b2a_base64(x.tobytes(), newline=False).decode(),
+                    "dtype": x.dtype.str, "shape": list(x.shape), "scalar": False}
         if x is None or isinstance(x, (bool, str)):
             return x
         if isinstance(x, (int, float)) and not isinstance(x, np.generic):
@@ -117,7 +127,7 @@ def encode(obj, store=None, short: bool = False) -> bytes:
                                                 for f in _fields(type(x))]}
         return {"__repr__": type(x).__name__}
 
-    structure = json.dumps(enc(obj))
+    structure = json.dumps(enc(obj), check_circular=False)      # enc built it: no cycle
     if short and not arrays:
         return SHORT + structure.encode()
     buf = io.BytesIO()

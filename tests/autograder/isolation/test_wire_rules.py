@@ -483,3 +483,31 @@ def test_a_structure_of_many_small_objects_is_refused_before_parsing():
     items = b",".join([b'{"__repr__": "x"}'] * (2 * cap + 10))
     raw = b'{"__seq__": "list", "items": [' + items + b"]}"
     _refused(_forged(None, raw_structure=raw), "separators")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["<f8", "<f4", ">f8", "<i8", "<i4", ">i2", "|u1", "|i1", "|b1"]),
+       st.lists(st.integers(1, 5), min_size=0, max_size=3),
+       st.sampled_from(["c", "T", "step", "neg"]), st.integers(0, 2**31 - 1))
+def test_a_short_arrays_form_holds_exactly_its_values_whatever_its_layout(descr, shape, layout,
+                                                                          seed):
+    """The short form (the exact-type fast path of ``encode`` and the general one) gives
+    back every array of the short sizes exactly: its values, dtype (or its native
+    equivalent) and shape, whether it is C-ordered, transposed, strided or reversed, bare
+    or inside the dicts and lists of a trusted call."""
+    rng = np.random.default_rng(seed)
+    a = (rng.normal(size=shape) * 50).astype(descr) if shape else \
+        np.asarray(rng.normal() * 50).astype(descr)
+    if layout == "T":
+        a = a.T
+    elif layout == "step" and a.ndim:
+        a = a[::2]
+    elif layout == "neg" and a.ndim:
+        a = a[::-1]
+    for value in (a, {"x": a, "params": {"W": a}}, [a, (a, 1.0)]):
+        back = wire.decode(wire.encode(value, short=True))
+        got = back if isinstance(back, np.ndarray) else (
+            back["params"]["W"] if isinstance(back, dict) else back[1][0])
+        assert got.shape == a.shape and got.dtype.kind == a.dtype.kind
+        assert got.dtype.itemsize == a.dtype.itemsize
+        np.testing.assert_array_equal(got, a)
