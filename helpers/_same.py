@@ -37,6 +37,9 @@ def differs(before, after) -> bool:
                 before.dtype != after.dtype:
             return True
         try:
+            if np.array_equal(before, after):        # the usual case: one quick pass
+                return False
+            # NaN where it was (equal_nan: a tenth of the speed, so only when needed)
             return not np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")
         except Exception:
             return True
