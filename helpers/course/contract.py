@@ -455,19 +455,22 @@ def parameter_names(signature: inspect.Signature) -> tuple[str, ...] | None:
 
 
 def checked_call(contract: Contract, signature: inspect.Signature, args: tuple,
-                 kwargs: dict, names: tuple[str, ...] | None = ()) -> tuple[tuple, dict]:
+                 kwargs: dict, names: tuple[str, ...] | None = (),
+                 function: str = "") -> tuple[tuple, dict]:
     """A learner's call ``(args, kwargs)`` as the reference takes it: every argument the
     contract names read against it at the edge (arrays as float64 and finite, token ids
     below their bound, masks as booleans, every named dimension one size, the ``where``
     conditions), or a ValueError naming the first problem and the shapes involved.
-    ``names``: :func:`parameter_names` of ``signature``, when the caller keeps them."""
+    ``names``: :func:`parameter_names` of ``signature``, when the caller keeps them;
+    ``function``: its name, which a call that does not fit the signature names
+    (``layer_norm(): missing a required argument: 'beta'``)."""
     names = parameter_names(signature) if names == () else names
     if names is None or len(args) + len(kwargs) != len(names) or any(
             k not in names or k in names[:len(args)] for k in kwargs):
         try:
             signature.bind(*args, **kwargs)          # the TypeError Python would raise
         except TypeError as exc:
-            raise TypeError(str(exc)) from None
+            raise TypeError(f"{function}(): {exc}" if function else str(exc)) from None
         names = None
     if names is None:                                # a signature of another kind
         bound = signature.bind(*args, **kwargs)

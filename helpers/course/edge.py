@@ -75,7 +75,7 @@ def checked(fn: Callable, contract: Contract, edge: Callable | None = None,
                 return fn(*args, **kwargs)
             except Exception:
                 pass            # what the call raises is decided below, as for any call
-        args, kwargs = checked_call(contract, signature, args, kwargs, names)
+        args, kwargs = checked_call(contract, signature, args, kwargs, names, name)
         if edge is not None:
             edge(*args, **kwargs)
         try:

@@ -293,8 +293,9 @@ def test_every_function_accepts_lists(name):
 @pytest.mark.parametrize("name", helpers.CONTRACT_FUNCTIONS)
 def test_a_missing_argument_is_named_by_the_function_called(name):
     """Every contract function called without one of its required arguments raises the
-    TypeError of a call that misses it, naming that argument, never an inner helper of
-    the edge (``layer_norm(x, gamma)`` once named ``_a_deviation_or_eps``)."""
+    TypeError of a call that misses it, naming the function and that argument, never an
+    inner helper of the edge (``layer_norm(x, gamma)`` once named
+    ``_a_deviation_or_eps``)."""
     import inspect
 
     fn = getattr(helpers, name)
@@ -304,5 +305,6 @@ def test_a_missing_argument_is_named_by_the_function_called(name):
         kwargs = {p.name: object() for p in params if p is not missing}
         with pytest.raises(TypeError) as caught:
             fn(**kwargs)
+        assert str(caught.value).startswith(f"{name}(): "), (name, caught.value)
         assert repr(missing.name) in str(caught.value), (name, caught.value)
         assert not re.search(r"\b_\w*\(\)", str(caught.value)), (name, caught.value)
