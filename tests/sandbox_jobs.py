@@ -1,11 +1,27 @@
 """Jobs sent to the grading worker by the sandbox tests (tests/autograder/isolation/):
-one notebook-kind job of plain cells, run in a confined child, and its printed lines."""
+the copies of ``helpers`` their children import, one notebook-kind job of plain cells,
+run in a confined child, and its printed lines."""
 
 from __future__ import annotations
 
+import os
 import time
 
-from autograder.isolation import client, confine
+from autograder.isolation import client, confine, helpers_copy
+
+
+def helpers_copies(tmp_path_factory, label: str, strips) -> dict:
+    """``{strip: folder}``: the copy of ``helpers`` each exercise of ``strips`` is graded
+    with (``None``: the full package), in folders a confined child may read."""
+    base = tmp_path_factory.mktemp(label)
+    os.chmod(base, 0o755)
+    out = {}
+    for strip in strips:
+        dest = base / (strip or "full")
+        dest.mkdir()
+        os.chmod(dest, 0o755)
+        out[strip] = str(helpers_copy.prepare_helpers(dest, strip=strip))
+    return out
 
 
 def run_cells(cells, helper_copies, *, kind="notebook", strip=None, worker=None, timeout=20.0,

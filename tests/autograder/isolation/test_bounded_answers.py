@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import socket
 import threading
 import time
@@ -25,9 +24,9 @@ import numpy as np
 import pytest
 
 from autograder.isolation import (answerer, answers, budget, client, confine, course_calls,
-                                  helpers_copy, student_helpers, wire)
+                                  student_helpers, wire)
 from helpers import course
-from sandbox_jobs import run_cells
+from sandbox_jobs import helpers_copies, run_cells
 
 #: Every course function the worker serves, to any child.
 SERVED = sorted({spec for name in course.names()
@@ -69,12 +68,7 @@ def _peak_rss(pid: int) -> int:
 
 @pytest.fixture(scope="module")
 def copy_dir(tmp_path_factory):
-    base = tmp_path_factory.mktemp("bounded")
-    os.chmod(base, 0o755)
-    dest = base / "copy"
-    dest.mkdir()
-    os.chmod(dest, 0o755)
-    return {"stack_tokens": str(helpers_copy.prepare_helpers(dest, strip="stack_tokens"))}
+    return helpers_copies(tmp_path_factory, "bounded", ("stack_tokens",))
 
 
 _ASK = """

@@ -9,13 +9,12 @@ error (its type and words) in the child is what the course's own functions give 
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
 
-from autograder.isolation import helpers_copy, student_helpers
-from sandbox_jobs import run_cells
+from autograder.isolation import student_helpers
+from sandbox_jobs import helpers_copies, run_cells
 
 pytestmark = pytest.mark.slow
 
@@ -76,12 +75,7 @@ print(json.dumps({"out": out, "by_grader": by_grader}))
 
 @pytest.fixture(scope="module")
 def block_copy(tmp_path_factory):
-    base = tmp_path_factory.mktemp("checked")
-    os.chmod(base, 0o755)
-    dest = base / "copy"
-    dest.mkdir()
-    os.chmod(dest, 0o755)
-    return {"transformer_block": str(helpers_copy.prepare_helpers(dest, strip="transformer_block"))}
+    return helpers_copies(tmp_path_factory, "checked", ("transformer_block",))
 
 
 def _here() -> list[dict]:

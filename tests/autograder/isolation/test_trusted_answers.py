@@ -13,15 +13,14 @@ from __future__ import annotations
 import time
 
 import json
-import os
 
 import numpy as np
 import pytest
 
-from autograder.isolation import answers, course_calls, helpers_copy, student_helpers, wire
+from autograder.isolation import answers, course_calls, student_helpers, wire
 from helpers import course, reference
 from helpers.course import draw as _draw
-from sandbox_jobs import run_cells
+from sandbox_jobs import helpers_copies, run_cells
 
 BLOCK = "helpers.reference:transformer_block"
 LAYER_NORM = "helpers.reference:layer_norm"
@@ -271,12 +270,7 @@ def test_dict_keys_that_are_not_strings_cross_as_they_are():
 
 @pytest.fixture(scope="module")
 def block_copy(tmp_path_factory):
-    base = tmp_path_factory.mktemp("block")
-    os.chmod(base, 0o755)
-    dest = base / "copy"
-    dest.mkdir()
-    os.chmod(dest, 0o755)
-    return {"transformer_block": str(helpers_copy.prepare_helpers(dest, strip="transformer_block"))}
+    return helpers_copies(tmp_path_factory, "block", ("transformer_block",))
 
 
 _LEARNER = """
