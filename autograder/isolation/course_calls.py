@@ -327,12 +327,7 @@ class Recorded:
         self.folder = folder
         self.tables: dict[str, Table] = {}
 
-    def holds(self, spec: str) -> bool:
-        """Whether any call of ``spec`` is recorded."""
-        self.find(spec, {})
-        return bool(self.tables[spec].index.get(spec))
-
-    def find(self, spec: str, args: dict):
+    def _part(self, spec: str) -> Table:
         part = self.tables.get(spec)
         if part is None:
             path = self.folder / table_file(spec)
@@ -342,7 +337,14 @@ class Recorded:
 
                 plain = _wire.decode(path.read_bytes(), max_bytes=MAX_TABLE_BYTES)
             part = self.tables[spec] = Table(plain)
-        return part.find(spec, args)
+        return part
+
+    def holds(self, spec: str) -> bool:
+        """Whether any call of ``spec`` is recorded."""
+        return bool(self._part(spec).index.get(spec))
+
+    def find(self, spec: str, args: dict):
+        return self._part(spec).find(spec, args)
 
 
 _table: Recorded | None = None

@@ -74,12 +74,6 @@ def quiet():
 REFERENCE_STUB_MARK = student_helpers.REFERENCE_STUB_MARK
 
 
-def _unlink_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` (maybe a hard link into the store) by a new file."""
-    path.unlink(missing_ok=True)
-    path.write_bytes(data)
-
-
 @lru_cache(maxsize=None)
 def _bytecode(text: str) -> bytes:
     """The ``.pyc`` of a module's source, checked by the source's hash (PEP 552), so that
@@ -124,16 +118,12 @@ class Store:
         content (one already at ``dest``, maybe a link into the store, is replaced, never
         written through)."""
         stored = self._file(data)
+        if os.path.lexists(dest):
+            os.unlink(dest)
         try:
             os.link(stored, dest)
-            return
-        except FileExistsError:
-            os.unlink(dest)
         except OSError:                        # another file system, or no links
-            with open(dest, "wb") as f:
-                f.write(data)
-            return
-        os.link(stored, dest)
+            student_helpers.write(Path(dest), data)
 
     def content(self, path: str) -> bytes:
         """What the copy's file ``path`` holds (read only when it is not a link here)."""
@@ -214,7 +204,7 @@ def prepare_helpers(dest: Path, strip: str | None = None, source: Path | None = 
 
         student_helpers.build(pkg, course.names(), (), put=store.put, graded=strip,
                               get=store.content)
-        _unlink_write(pkg / "checks.py", _CHECKS_STAND_IN.encode("utf-8"))
+        student_helpers.write(pkg / "checks.py", _CHECKS_STAND_IN.encode("utf-8"))
     elif notebook_run:
         from helpers import course
 

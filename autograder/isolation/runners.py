@@ -9,7 +9,10 @@ never spends its budget; the worker keeps a generous wall-clock backstop outside
 
 from __future__ import annotations
 
+import __future__
+import functools
 import json
+import operator
 import os
 import signal
 import sys
@@ -105,9 +108,8 @@ class _Timer:
 _SHELL = None
 #: The compiler flags of ``from __future__ import ...`` (kept from cell to cell, as IPython
 #: keeps them).
-_FUTURE_FLAGS = 0
-for _feature in __import__("__future__").all_feature_names:
-    _FUTURE_FLAGS |= getattr(__import__("__future__"), _feature).compiler_flag
+_FUTURE_FLAGS = functools.reduce(operator.or_, (
+    getattr(__future__, f).compiler_flag for f in __future__.all_feature_names))
 
 
 def prewarm_shell() -> None:

@@ -55,6 +55,17 @@ def _wire_name(x) -> str | None:
     return name if _wire_class(name) is cls else None
 
 
+def _is_short(a: np.ndarray) -> bool:
+    """Whether ``a`` is written in the short form (a real array of the short sizes)."""
+    return a.dtype.kind in "biuf" and a.size <= SHORT_ARRAY and a.ndim <= MAX_NDIM
+
+
+def _short_form(a: np.ndarray, scalar: bool) -> dict:
+    """The short form of ``a``: its dtype, shape and bytes (C order) in base64."""
+    return {"__ndb__": binascii.b2a_base64(a.tobytes(), newline=False).decode(),
+            "dtype": a.dtype.str, "shape": list(a.shape), "scalar": scalar}
+
+
 def array_key(a: np.ndarray) -> str:
     """The content name of array ``a`` (dtype, shape and bytes)."""
     h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
@@ -74,17 +85,18 @@ def encode(obj, store=None, short: bool = False) -> bytes:
     def enc(x, depth=0):
         if depth > 20:
             return {"__repr__": "nested too deeply"}
-        t = type(x)                      # the common exact types first, as below
-        if t is str or t is float or t is bool or x is None:
+        t = type(x)
+        if t is str or t is float or t is bool or x is None:    # the common exact types
             return x
-        if t is dict and all(type(k) is str for k in x):
-            return {"__dict__": [[k, enc(v, depth + 1)] for k, v in x.items()]}
-        if t is np.ndarray and short and store is None and x.dtype.kind in "biuf" and \
-                x.size <= SHORT_ARRAY and x.ndim <= MAX_NDIM and x.dtype.str in _DTYPES:
-            return {"__ndb__": binascii.b2a_base64(x.tobytes(), newline=False).decode(),
-                    "dtype": x.dtype.str, "shape": list(x.shape), "scalar": False}
-        if x is None or isinstance(x, (bool, str)):
+        if t is np.ndarray and short and store is None and _is_short(x) and \
+                x.dtype.str in _DTYPES:              # nothing to cast: as below, quicker
+            return _short_form(x, False)
+        if isinstance(x, (bool, str)):
             return x
+        if isinstance(x, dict):          # before the numbers: the most common container
+            if all(isinstance(k, str) for k in x):
+                return {"__dict__": [[k, enc(v, depth + 1)] for k, v in x.items()]}
+            return {"__map__": [[enc(k, depth + 1), enc(v, depth + 1)] for k, v in x.items()]}
         if isinstance(x, (int, float)) and not isinstance(x, np.generic):
             return {"__int__": str(x)} if isinstance(x, int) and abs(x) > 2**53 else x
         if isinstance(x, (np.ndarray, np.generic)):
@@ -100,10 +112,8 @@ def encode(obj, store=None, short: bool = False) -> bytes:
                 name = array_key(a)
                 store.setdefault(name, a)
                 return {"__file__": name}
-            if short and a.size <= SHORT_ARRAY and a.dtype.kind in "biuf" and a.ndim <= MAX_NDIM:
-                return {"__ndb__": base64.b64encode(np.ascontiguousarray(a).data).decode(),
-                        "dtype": a.dtype.str, "shape": list(a.shape),
-                        "scalar": isinstance(x, np.generic)}
+            if short and _is_short(a):
+                return _short_form(a, isinstance(x, np.generic))
             key = f"a{len(arrays)}"
             arrays[key] = a
             return {"__nd__": key, "scalar": isinstance(x, np.generic)}
@@ -114,10 +124,6 @@ def encode(obj, store=None, short: bool = False) -> bytes:
             if all(type(v) in _FLAT for v in items):      # strings, floats, ...: as they are
                 return {"__seq__": kind, "items": list(items)}
             return {"__seq__": kind, "items": [enc(v, depth + 1) for v in items]}
-        if isinstance(x, dict):
-            if all(isinstance(k, str) for k in x):
-                return {"__dict__": [[k, enc(v, depth + 1)] for k, v in x.items()]}
-            return {"__map__": [[enc(k, depth + 1), enc(v, depth + 1)] for k, v in x.items()]}
         if isinstance(x, np.random.Generator):
             bg = x.bit_generator
             return {"__rng__": type(bg).__name__, "state": _jsonable(bg.state)}

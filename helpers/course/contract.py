@@ -467,13 +467,10 @@ def checked_call(contract: Contract, signature: inspect.Signature, args: tuple,
     names = parameter_names(signature) if names == () else names
     if names is None or len(args) + len(kwargs) != len(names) or any(
             k not in names or k in names[:len(args)] for k in kwargs):
-        try:
-            signature.bind(*args, **kwargs)          # the TypeError Python would raise
+        try:                                         # another kind of signature or call
+            bound = signature.bind(*args, **kwargs)  # (the TypeError Python would raise)
         except TypeError as exc:
             raise TypeError(f"{function}(): {exc}" if function else str(exc)) from None
-        names = None
-    if names is None:                                # a signature of another kind
-        bound = signature.bind(*args, **kwargs)
         values, order = bound.arguments, list(bound.arguments)
     else:
         values = dict(zip(names, args)) | kwargs
