@@ -100,14 +100,14 @@ MAX_BLOB_BYTES = 256 * 1024 * 1024
 
 def _unnamed(x, blobs: dict, depth: int = 0):
     """``x`` with every ``{BLOB: digest}`` replaced by a read-only view of that array."""
-    from autograder.isolation.course_calls import BLOB
+    from autograder.isolation.course_calls import BLOB, UNSENT
 
     if depth > 40:
         raise ValueError("nested too deeply")
     if type(x) is dict:
         if len(x) == 1 and BLOB in x:
             if x[BLOB] not in blobs:
-                raise ValueError("an array that was never sent")
+                raise ValueError(UNSENT)
             view = blobs[x[BLOB]].view()
             view.flags.writeable = False          # kept for later calls: never changed
             return view
@@ -119,8 +119,9 @@ def _unnamed(x, blobs: dict, depth: int = 0):
     return x
 
 
-#: Replies the worker gave, by the digest of their request (each names only arrays by
-#: their content): the same request from any child of this grading process gets the
+#: Replies the worker gave, by the digest of their request (its arrays written in, sent
+#: with it, or named by their content): the same request from any child of this grading
+#: process (the first call of each exercise's run sends the same model) gets the
 #: same reply without being computed again (the visible cases run in the notebook run
 #: and in the exercise's, and a class's notebooks ask the same of the course model).
 _MEMO: dict[bytes, tuple[str, bytes | memoryview]] = {}
@@ -179,8 +180,11 @@ def compute(data: bytes, answers: frozenset, blobs: Held | None = None,
     against the run's budget (``memory_bytes``, :func:`autograder.isolation.budget.check`)
     before the call runs; the arrays it sends for later calls are kept in ``blobs`` (one
     job's, within :data:`MAX_BLOB_BYTES`) under their content's digest, computed here.
-    Also returns the function's spec when the reply may be remembered (the request names
-    only arrays sent before: asked again, the same), else None."""
+    Also returns the function's spec when the reply may be remembered, else None (an
+    error): the request's bytes decide its reply, each array in it written in, sent with
+    it or named by the digest of its content. (A child whose call that sent arrays was
+    answered from memory sends them again when a later call names them:
+    :data:`autograder.isolation.course_calls.UNSENT`.)"""
     import warnings
 
     import numpy as np
@@ -216,7 +220,7 @@ def compute(data: bytes, answers: frozenset, blobs: Held | None = None,
                           short=True)
         if len(out) > course_calls.MAX_CALL_BYTES:
             raise ValueError("the output is too large to send")
-        return out, (spec if not req["blobs"] else None)
+        return out, spec
     except Exception as exc:
         return error_reply(f"{type(exc).__name__}: {exc}"), None
 

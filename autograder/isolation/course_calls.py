@@ -415,10 +415,10 @@ def _recv_exactly(sock, n: int) -> bytes:
 
 #: Arrays of more than this many entries cross once per run: later calls name them by
 #: their content's digest (a model's weights, sent with every forward pass); smaller ones
-#: are written in the request (the wire's short form). Not fewer: a request that sends
-#: an array is never remembered (the next child to ask it would not have sent it), so
-#: a small model's activations, new in almost every call of a sampling loop, must stay
-#: written in for the calls on a context seen before to be answered from memory.
+#: are written in the request (the wire's short form). Not fewer: the child never
+#: remembers a request that sends an array (asked again, it would only name it), so a
+#: small model's activations, new in almost every call of a sampling loop, must stay
+#: written in for the calls on a context seen before to be answered from its memory.
 BLOB_SIZE = 64
 #: Answers kept per run for requests asked again (a model's forward pass on a context
 #: seen before, the pairs of a word no merge has changed), the least recently used
@@ -427,6 +427,10 @@ MEMO_ITEMS = 4096
 MEMO_BYTES = 64 * 1024 * 1024
 #: How a request names an array sent before: ``{BLOB: digest}``.
 BLOB = "\x00blob"
+#: The grader's answer to a request naming an array it does not hold: the call that sent
+#: it was answered from the worker's memory (another child asked the same), so the child
+#: sends this request's arrays again.
+UNSENT = "an array that was never sent"
 
 
 def blob_key(a: np.ndarray) -> str:
@@ -479,7 +483,8 @@ class Trusted:
         self.answered[request] = (value, size)
         self.answered_bytes += size
 
-    def __call__(self, spec: str, name: str, args: dict):
+    def _request(self, spec: str, name: str, args: dict) -> tuple[bytes, dict]:
+        """The request for a call, and the arrays it sends (not sent before)."""
         from helpers import _wire
 
         new: dict = {}
@@ -492,14 +497,30 @@ class Trusted:
         if len(data) > MAX_CALL_BYTES:
             raise ValueError(f"the arguments of the course's {name} are too large "
                              f"({len(data)} bytes)")
-        if not new and data in self.answered:           # asked before: the same answer
-            self.answered.move_to_end(data)
-            return copy.deepcopy(self.answered[data][0])
+        return data, new
+
+    def _ask(self, data: bytes) -> tuple[dict, int]:
+        """The grader's reply to the request ``data``, and its size in bytes."""
+        from helpers import _wire
+
         self.sock.sendall(len(data).to_bytes(8, "big") + data)
         size = int.from_bytes(_recv_exactly(self.sock, 8), "big")
         if size > MAX_CALL_BYTES:
             raise RuntimeError("the grader's answer is too large")
-        reply = _wire.decode(_recv_exactly(self.sock, size), max_bytes=MAX_CALL_BYTES)
+        return _wire.decode(_recv_exactly(self.sock, size), max_bytes=MAX_CALL_BYTES), size
+
+    def __call__(self, spec: str, name: str, args: dict):
+        data, new = self._request(spec, name, args)
+        if not new and data in self.answered:           # asked before: the same answer
+            self.answered.move_to_end(data)
+            return copy.deepcopy(self.answered[data][0])
+        reply, size = self._ask(data)
+        if reply.get("error") == f"ValueError: {UNSENT}":
+            # a call that sent arrays was answered from memory: they never reached the
+            # grader's side of this run, so this request sends its own again
+            self.sent.clear()
+            data, new = self._request(spec, name, args)
+            reply, size = self._ask(data)
         self.sent |= set(new)
         if "error" in reply:
             kind, _, text = str(reply["error"]).partition(": ")

@@ -112,8 +112,8 @@ def test_an_allowed_function_is_computed_with_its_arrays_sent_once():
 @pytest.mark.parametrize("exercise", ["generate", "language_model_forward"])
 def test_a_sampling_loops_repeated_call_is_answered_from_memory(exercise, monkeypatch):
     """In a sampling loop the model's blocks see the same contexts again and again, in
-    every child that grades the exercise: such a call must be one the worker remembers
-    (a request that sends an array is not, and each child sends its arrays anew), so the
+    every child that grades the exercise: such a call must be one the child remembers
+    (a request that sends an array is not: asked again, it would only name it), so the
     activations of every model of the exercise's cases are written in the request while
     the weights cross once."""
     from helpers.course import judge
@@ -249,6 +249,57 @@ def test_the_child_asks_again_only_what_it_no_longer_remembers(monkeypatch):
         client.sock.close()
         worker.join(10)
         answerer.close()
+
+
+def test_a_call_that_sends_arrays_is_remembered_and_its_arrays_sent_again_when_needed(
+        monkeypatch):
+    """The first call of every exercise's run sends the model's weights (a capstone's real
+    ones): the worker remembers its reply like any other, so the next run asking the same
+    gets it without computing. That run's weights then never reached the grader's side:
+    a later call naming them is refused with UNSENT, and the child sends them again."""
+    import socket
+    import sys
+    import threading
+
+    import helpers
+    from autograder.isolation.answerer import Answerer
+
+    monkeypatch.setitem(sys.modules, "helpers._wire", wire)   # as in a grading child
+    monkeypatch.setattr(helpers, "_wire", wire, raising=False)
+    monkeypatch.setattr(answers, "_MEMO", {})
+    rng = np.random.default_rng(5)
+    p = _draw.block(rng, 8, 16)
+    assert any(v.size > course_calls.BLOB_SIZE for v in p.values())    # sent as blobs
+    xs = [rng.normal(size=(3, 8)) for _ in range(3)]
+
+    def run(calls):
+        """One child's run: its calls of the block, through a worker of its own."""
+        ours, theirs = socket.socketpair()
+        answerer = Answerer(theirs, frozenset([BLOCK]), 2048, 30, 60)
+        worker = threading.Thread(
+            target=lambda: [None for _ in iter(lambda: answerer.serve(
+                time.monotonic() + 120), False)], daemon=True)
+        worker.start()
+        client = course_calls.Trusted(ours.detach(), [BLOCK])
+        try:
+            for x in calls:
+                got = client(BLOCK, "transformer_block",
+                             {"x": x, "params": p, "n_heads": 2, "causal": True})
+                np.testing.assert_allclose(got, reference.transformer_block(x, p, 2),
+                                           rtol=0, atol=1e-12)
+        finally:
+            client.sock.close()
+            worker.join(10)
+            answerer.close()
+        return answerer.requests, answerer.computed
+
+    assert run([xs[0], xs[1]]) == (2, 2)            # the first run: all computed
+    # the second asks the same first (weights sent: remembered), the same second (named
+    # only: remembered), then a new one: its weights are sent again (UNSENT), once
+    assert run([xs[0], xs[1], xs[2]]) == (4, 2)
+    # without memory of the first call, every call is computed and none refused
+    monkeypatch.setattr(answers, "_MEMO", {})
+    assert run([xs[2], xs[0]]) == (2, 2)
 
 
 def reference_merge(tokens, pair):
