@@ -162,6 +162,67 @@ def test_the_trusted_calls_name_every_large_array_however_deep():
     assert np.array_equal(back["mixed"][1], big) and np.array_equal(back["mixed"][2][0], big)
 
 
+#: Values Python's == (and hash) takes for one another, and arrays of equal values or
+#: equal bytes: a call key must tell apart every two whose requests differ.
+_BIG = np.arange(float(course_calls.BLOB_SIZE + 1))
+_LOOKALIKES = [0, 0.0, -0.0, False, 1, 1.0, True, 2**60, float(2**60), None, "0", "",
+               float("nan"), float("inf"), np.float64(0), np.float32(0), np.int64(0),
+               np.bool_(False), np.array(0.0), np.array([0.0]), np.array([0]),
+               np.array([0.0], dtype=">f8"), np.array([0.0], dtype=np.float32),
+               np.zeros((1, 1)), np.zeros((2, 1)).T, np.zeros(2)[::-1], np.array([False]),
+               np.array([1.0, 2.0]), np.array([[1.0], [2.0]]), np.array([1.0, 2.0])[::-1],
+               _BIG, _BIG + 0, _BIG * 2, _BIG.astype(np.float32), _BIG.reshape(5, 13)]
+_CALL_VALUE = st.recursive(
+    st.sampled_from(range(len(_LOOKALIKES))).map(lambda i: _LOOKALIKES[i]),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.sampled_from(["a", "b", "x"]), inner, max_size=3)),
+    max_leaves=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(["x", "params", "n"]), _CALL_VALUE,
+                                max_size=3), min_size=2, max_size=8))
+def test_equal_call_keys_are_equal_requests(calls):
+    """The child looks a call up in its memory by ``call_key`` before encoding it: two
+    calls with the same key must make the same request, whatever Python takes for equal
+    (0, 0.0, -0.0, False, np.float64(0)), and arrays of equal values in other dtypes,
+    byte orders, shapes or layouts. A key of None (not described) is never looked up."""
+    trusted = object.__new__(course_calls.Trusted)
+    trusted.sent = set()
+    seen: dict = {}
+    for args in calls:
+        names: dict = {}
+        key = course_calls.call_key("helpers.reference:f", args, names)
+        assert key is not None                      # every value here is described
+        request = wire.encode({"fn": "f", "args": trusted._named(args, {}, 0, names)},
+                              short=True)
+        assert request == wire.encode({"fn": "f", "args": trusted._named(args, {})},
+                                      short=True)   # a name known already is the same
+        assert seen.setdefault(key, request) == request
+
+
+@pytest.mark.parametrize("wrap", [lambda v: v, lambda v: [v], lambda v: (v, 1),
+                                  lambda v: {"a": v}, lambda v: [{"a": (v,)}]],
+                         ids=["leaf", "list", "tuple", "dict", "nested"])
+def test_every_two_lookalikes_with_one_call_key_make_one_request(wrap):
+    trusted = object.__new__(course_calls.Trusted)
+    trusted.sent = set()
+    by_key: dict = {}
+    for value in _LOOKALIKES:
+        args = {"x": wrap(value)}
+        key = course_calls.call_key("helpers.reference:f", args, {})
+        request = wire.encode({"fn": "f", "args": trusted._named(args, {})}, short=True)
+        assert by_key.setdefault(key, request) == request, value
+    assert len(by_key) >= len(_LOOKALIKES) - 2    # _BIG and _BIG + 0 (and nan's one key)
+
+
+def test_a_call_key_is_not_made_for_what_it_cannot_describe():
+    for args in ({"rng": np.random.default_rng(0)}, {"x": {1: 2.0}}, {"s": {1, 2}},
+                 {"x": np.array(["a"])}, {"x": np.zeros(2, dtype=complex)}, {"o": object()}):
+        assert course_calls.call_key("helpers.reference:f", args, {}) is None
+
+
 @pytest.mark.parametrize("name", ["PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"])
 def test_every_bit_generator_round_trips(name):
     rng = np.random.Generator(getattr(np.random, name)(7))
