@@ -444,48 +444,6 @@ def blob_key(a: np.ndarray) -> str:
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
-class _NoKey(Exception):
-    """A value :func:`call_key` does not describe (the call is encoded to be looked up)."""
-
-
-def call_key(spec: str, args: dict, names: dict):
-    """A key of the call ``spec(**args)`` that decides its request's bytes (equal keys,
-    equal requests: each value by its exact type and content, a large array by its
-    name, kept in ``names`` by ``id`` for the request), built without encoding it; None
-    when an argument is of a kind it does not describe. A sampling loop asks the child's memory far more often than the grader,
-    and encoding a block's twelve arrays to look a call up was most of its cost."""
-    try:
-        return spec, _key(args, 0, names)
-    except _NoKey:
-        return None
-
-
-def _key(x, depth: int, names: dict):
-    t = type(x)
-    if t is str or t is int or t is bool or x is None:
-        return t, x
-    if t is float:
-        return t, x.hex()                           # -0.0 is not 0.0; every NaN is NaN
-    if depth > 20:
-        raise _NoKey
-    if t is np.ndarray:
-        if x.size > BLOB_SIZE and x.dtype.kind in "biufc":
-            names[id(x)] = name = blob_key(x)       # named by its content (_named)
-            return BLOB, name
-        if x.dtype.kind not in "biuf":
-            raise _NoKey
-        return t, x.dtype.str, x.shape, x.tobytes()
-    if isinstance(x, np.generic) and x.dtype.kind in "biuf":
-        return np.generic, x.dtype.str, x.tobytes()
-    if t is dict:
-        if not all(type(k) is str for k in x):
-            raise _NoKey
-        return t, tuple((k, _key(v, depth + 1, names)) for k, v in x.items())
-    if t is list or t is tuple:
-        return t, tuple(_key(v, depth + 1, names) for v in x)
-    raise _NoKey
-
-
 class Trusted:
     """The course functions ``specs`` answered by the trusted grader over the socket
     ``fd``: the arguments go as plain data (each large array once: :data:`BLOB_SIZE`),
@@ -559,8 +517,10 @@ class Trusted:
         return _wire.decode(_recv_exactly(self.sock, size), max_bytes=MAX_CALL_BYTES), size
 
     def __call__(self, spec: str, name: str, args: dict):
+        from helpers import _wire
+
         names: dict = {}
-        key = call_key(spec, args, names)
+        key = _wire.call_key(spec, args, names, BLOB_SIZE)
         data = self.requests.get(key) if key is not None else None
         if data is not None and data in self.answered:  # asked before: the same answer
             self.answered.move_to_end(data)

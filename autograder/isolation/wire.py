@@ -163,6 +163,50 @@ def array_bytes(obj, stop: int, depth: int = 0) -> int:
     return total
 
 
+class _NoKey(Exception):
+    """A value :func:`call_key` does not describe (the call is encoded to be looked up)."""
+
+
+def call_key(spec: str, args: dict, names: dict, blob_size: int):
+    """A key of the call ``spec(**args)`` that decides the bytes of its request (a grading
+    child's trusted call, ``autograder.isolation.course_calls``): equal keys, equal
+    requests. Each value goes by its exact type and content; an array of more than
+    ``blob_size`` entries goes by its :func:`array_key`, kept in ``names`` by ``id`` for
+    the request. Returns None when an argument is of a kind it does not describe. It is
+    built without encoding: a sampling loop asks the child's memory far more often than
+    the grader, and encoding a block's twelve arrays to look a call up cost most of it."""
+    try:
+        return spec, _key(args, 0, names, blob_size)
+    except _NoKey:
+        return None
+
+
+def _key(x, depth: int, names: dict, blob_size: int):
+    t = type(x)
+    if t is str or t is int or t is bool or x is None:
+        return t, x
+    if t is float:
+        return t, x.hex()                           # -0.0 is not 0.0; every NaN is NaN
+    if depth > 20:
+        raise _NoKey
+    if t is np.ndarray:
+        if x.size > blob_size and x.dtype.kind in "biufc":
+            names[id(x)] = name = array_key(x)      # named by its content
+            return "\x00blob", name
+        if x.dtype.kind not in "biuf":
+            raise _NoKey
+        return t, x.dtype.str, x.shape, x.tobytes()
+    if isinstance(x, np.generic) and x.dtype.kind in "biuf":
+        return np.generic, x.dtype.str, x.tobytes()
+    if t is dict:
+        if not all(type(k) is str for k in x):
+            raise _NoKey
+        return t, tuple((k, _key(v, depth + 1, names, blob_size)) for k, v in x.items())
+    if t is list or t is tuple:
+        return t, tuple(_key(v, depth + 1, names, blob_size) for v in x)
+    raise _NoKey
+
+
 #: The types :func:`encode` writes as they are, whatever their value (an int may be too
 #: big for a JSON number: not one of them).
 _FLAT = frozenset({str, float, bool, type(None)})

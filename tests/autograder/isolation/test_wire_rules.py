@@ -184,7 +184,7 @@ _CALL_VALUE = st.recursive(
 @given(st.lists(st.dictionaries(st.sampled_from(["x", "params", "n"]), _CALL_VALUE,
                                 max_size=3), min_size=2, max_size=8))
 def test_equal_call_keys_are_equal_requests(calls):
-    """The child looks a call up in its memory by ``call_key`` before encoding it: two
+    """The child looks a call up in its memory by ``wire.call_key`` before encoding it: two
     calls with the same key must make the same request, whatever Python takes for equal
     (0, 0.0, -0.0, False, np.float64(0)), and arrays of equal values in other dtypes,
     byte orders, shapes or layouts. A key of None (not described) is never looked up."""
@@ -193,7 +193,7 @@ def test_equal_call_keys_are_equal_requests(calls):
     seen: dict = {}
     for args in calls:
         names: dict = {}
-        key = course_calls.call_key("helpers.reference:f", args, names)
+        key = wire.call_key("helpers.reference:f", args, names, course_calls.BLOB_SIZE)
         assert key is not None                      # every value here is described
         request = wire.encode({"fn": "f", "args": trusted._named(args, {}, 0, names)},
                               short=True)
@@ -211,7 +211,7 @@ def test_every_two_lookalikes_with_one_call_key_make_one_request(wrap):
     by_key: dict = {}
     for value in _LOOKALIKES:
         args = {"x": wrap(value)}
-        key = course_calls.call_key("helpers.reference:f", args, {})
+        key = wire.call_key("helpers.reference:f", args, {}, course_calls.BLOB_SIZE)
         request = wire.encode({"fn": "f", "args": trusted._named(args, {})}, short=True)
         assert by_key.setdefault(key, request) == request, value
     assert len(by_key) >= len(_LOOKALIKES) - 2    # _BIG and _BIG + 0 (and nan's one key)
@@ -220,7 +220,7 @@ def test_every_two_lookalikes_with_one_call_key_make_one_request(wrap):
 def test_a_call_key_is_not_made_for_what_it_cannot_describe():
     for args in ({"rng": np.random.default_rng(0)}, {"x": {1: 2.0}}, {"s": {1, 2}},
                  {"x": np.array(["a"])}, {"x": np.zeros(2, dtype=complex)}, {"o": object()}):
-        assert course_calls.call_key("helpers.reference:f", args, {}) is None
+        assert wire.call_key("helpers.reference:f", args, {}, course_calls.BLOB_SIZE) is None
 
 
 @pytest.mark.parametrize("name", ["PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"])
