@@ -465,8 +465,7 @@ class Trusted:
         if depth > 30:
             return x
         if type(x) is np.ndarray and x.size > BLOB_SIZE and x.dtype.kind in "biufc":
-            key = names.get(id(x)) if names else None
-            key = key or blob_key(x)
+            key = (names or {}).get(id(x)) or blob_key(x)
             if key not in self.sent:
                 new[key] = x
             return {BLOB: key}
@@ -521,12 +520,10 @@ class Trusted:
 
         names: dict = {}
         key = _wire.call_key(spec, args, names, BLOB_SIZE)
-        data = self.requests.get(key) if key is not None else None
-        if data is not None and data in self.answered:  # asked before: the same answer
-            self.answered.move_to_end(data)
-            return copy.deepcopy(self.answered[data][0])
-        data, new = self._request(spec, name, args, names)
-        if not new and data in self.answered:
+        data, new = self.requests.get(key) if key is not None else None, {}
+        if data not in self.answered:                   # not known by its key: encoded
+            data, new = self._request(spec, name, args, names)
+        if not new and data in self.answered:           # asked before: the same answer
             self.answered.move_to_end(data)
             if key is not None:
                 self.requests[key] = data
